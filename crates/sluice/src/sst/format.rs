@@ -1,0 +1,464 @@
+//! Fixed layouts of RocksDB's block-based table: block handles, block trailers, the footer,
+//! checksums and compression framing.
+//!
+//! ```text
+//! [data block 0][trailer] … [data block n][trailer]
+//! [filter block][trailer]          (optional, "fullfilter.rocksdb.BuiltinBloomFilter")
+//! [properties block][trailer]      ("rocksdb.properties")
+//! [metaindex block][trailer]       (name -> handle of each meta block)
+//! [index block][trailer]           (separator key -> handle of each data block)
+//! [footer: 53 bytes]
+//! ```
+//! Trailer = 1 compression-type byte + 4-byte checksum over `block bytes ‖ type byte`.
+//! Footer (format_version 1..=5) = checksum type (1) ‖ metaindex handle ‖ index handle ‖ zero
+//! padding to 41 bytes ‖ format_version (fixed32) ‖ magic (fixed64).
+
+use crate::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Reader};
+
+/// Magic number at the end of every block-based table.
+pub const BLOCK_BASED_TABLE_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
+/// Size of the footer for format versions 1 to 6.
+pub const FOOTER_LEN: usize = 53;
+/// Size of the trailer after every block.
+pub const BLOCK_TRAILER_LEN: usize = 5;
+/// Largest encoding of a block handle (two varint64s).
+pub const MAX_HANDLE_LEN: usize = 20;
+/// The table format version Sluice writes.
+pub const FORMAT_VERSION: u32 = 5;
+
+/// Position and size (excluding the trailer) of a block in a table file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct BlockHandle {
+    /// Offset of the first byte of the block.
+    pub offset: u64,
+    /// Length of the block, trailer excluded.
+    pub size: u64,
+}
+
+impl BlockHandle {
+    /// Appends the varint encoding.
+    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.offset);
+        put_varint64(dst, self.size);
+    }
+    /// Decodes a handle from the front of `r`.
+    pub fn decode_from(r: &mut Reader<'_>) -> Option<BlockHandle> {
+        Some(BlockHandle {
+            offset: r.varint64()?,
+            size: r.varint64()?,
+        })
+    }
+    /// Decodes a handle that must fill `src` exactly.
+    pub fn decode_exact(src: &[u8]) -> Option<BlockHandle> {
+        let mut r = Reader::new(src);
+        let h = Self::decode_from(&mut r)?;
+        r.remaining().is_empty().then_some(h)
+    }
+}
+
+/// Block checksum algorithm, numbered as in RocksDB's `ChecksumType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ChecksumType {
+    /// Masked CRC32c (RocksDB's default).
+    Crc32c = 1,
+    /// xxHash32 (read only).
+    XxHash = 2,
+    /// xxHash64, lower 32 bits (read only).
+    XxHash64 = 3,
+    /// XXH3, lower 32 bits, with the type byte mixed in.
+    Xxh3 = 4,
+}
+
+impl ChecksumType {
+    /// Decodes the footer's checksum byte.
+    pub fn from_u8(b: u8) -> Option<ChecksumType> {
+        match b {
+            1 => Some(ChecksumType::Crc32c),
+            2 => Some(ChecksumType::XxHash),
+            3 => Some(ChecksumType::XxHash64),
+            4 => Some(ChecksumType::Xxh3),
+            _ => None,
+        }
+    }
+    /// Lowercase name used by the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChecksumType::Crc32c => "crc32c",
+            ChecksumType::XxHash => "xxhash",
+            ChecksumType::XxHash64 => "xxhash64",
+            ChecksumType::Xxh3 => "xxh3",
+        }
+    }
+    /// Parses a CLI name (`crc32c` or `xxh3`).
+    pub fn from_name(s: &str) -> Option<ChecksumType> {
+        match s {
+            "crc32c" => Some(ChecksumType::Crc32c),
+            "xxhash" => Some(ChecksumType::XxHash),
+            "xxhash64" => Some(ChecksumType::XxHash64),
+            "xxh3" => Some(ChecksumType::Xxh3),
+            _ => None,
+        }
+    }
+}
+
+const CRC_MASK_DELTA: u32 = 0xa282_ead8;
+
+/// LevelDB's CRC mask: rotate right by 15 and add a constant, so that a CRC stored next to the
+/// data it covers does not look like data to another CRC.
+#[inline]
+pub fn mask_crc(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(CRC_MASK_DELTA)
+}
+
+/// Inverse of [`mask_crc`].
+#[inline]
+pub fn unmask_crc(masked: u32) -> u32 {
+    masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15)
+}
+
+/// Checksum of `data ‖ last_byte`, as stored in a block trailer.
+pub fn block_checksum(ty: ChecksumType, data: &[u8], last_byte: u8) -> u32 {
+    match ty {
+        ChecksumType::Crc32c => mask_crc(crc32c::crc32c_append(crc32c::crc32c(data), &[last_byte])),
+        ChecksumType::XxHash => {
+            let mut h = xxhash_rust::xxh32::Xxh32::new(0);
+            h.update(data);
+            h.update(&[last_byte]);
+            h.digest()
+        }
+        ChecksumType::XxHash64 => {
+            let mut h = xxhash_rust::xxh64::Xxh64::new(0);
+            h.update(data);
+            h.update(&[last_byte]);
+            h.digest() as u32
+        }
+        ChecksumType::Xxh3 => {
+            // XXH3 over the block alone, then the type byte mixed in by a multiply; this lets
+            // the block be hashed in one pass before its type byte is known.
+            const RANDOM_PRIME: u32 = 0x6b90_83d9;
+            let v = xxhash_rust::xxh3::xxh3_64(data) as u32;
+            v ^ u32::from(last_byte).wrapping_mul(RANDOM_PRIME)
+        }
+    }
+}
+
+/// Block compression, numbered as in RocksDB's `CompressionType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CompressionType {
+    /// Stored as is.
+    None = 0,
+    /// Raw Snappy.
+    Snappy = 1,
+    /// Raw deflate (read only), varint32 size prefix.
+    Zlib = 2,
+    /// BZip2 (read only), varint32 size prefix.
+    Bzip2 = 3,
+    /// LZ4 block format, varint32 size prefix.
+    Lz4 = 4,
+    /// LZ4HC (decoded like LZ4; read only), varint32 size prefix.
+    Lz4hc = 5,
+    /// Zstandard frame, varint32 size prefix.
+    Zstd = 7,
+}
+
+impl CompressionType {
+    /// Decodes a trailer's compression byte.
+    pub fn from_u8(b: u8) -> Option<CompressionType> {
+        match b {
+            0 => Some(CompressionType::None),
+            1 => Some(CompressionType::Snappy),
+            2 => Some(CompressionType::Zlib),
+            3 => Some(CompressionType::Bzip2),
+            4 => Some(CompressionType::Lz4),
+            5 => Some(CompressionType::Lz4hc),
+            7 => Some(CompressionType::Zstd),
+            _ => None,
+        }
+    }
+    /// The name RocksDB records in the `rocksdb.compression` property.
+    pub fn rocksdb_name(self) -> &'static str {
+        match self {
+            CompressionType::None => "NoCompression",
+            CompressionType::Snappy => "Snappy",
+            CompressionType::Zlib => "Zlib",
+            CompressionType::Bzip2 => "BZip2",
+            CompressionType::Lz4 => "LZ4",
+            CompressionType::Lz4hc => "LZ4HC",
+            CompressionType::Zstd => "ZSTD",
+        }
+    }
+    /// Parses a CLI name: `none`, `snappy`, `lz4`, `zstd`.
+    pub fn from_name(s: &str) -> Option<CompressionType> {
+        match s {
+            "none" => Some(CompressionType::None),
+            "snappy" => Some(CompressionType::Snappy),
+            "lz4" => Some(CompressionType::Lz4),
+            "zstd" => Some(CompressionType::Zstd),
+            _ => None,
+        }
+    }
+    /// True for the types Sluice can write.
+    pub fn writable(self) -> bool {
+        matches!(
+            self,
+            CompressionType::None
+                | CompressionType::Snappy
+                | CompressionType::Lz4
+                | CompressionType::Zstd
+        )
+    }
+}
+
+/// Which index block layout the table uses (RocksDB's `IndexType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexType {
+    /// A single index block, binary-searched.
+    BinarySearch,
+}
+
+/// The decoded footer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footer {
+    /// Checksum algorithm of every block.
+    pub checksum: ChecksumType,
+    /// Where the metaindex block is.
+    pub metaindex: BlockHandle,
+    /// Where the index block is.
+    pub index: BlockHandle,
+    /// Table format version.
+    pub format_version: u32,
+}
+
+impl Footer {
+    /// Encodes a format_version 1..=5 footer (exactly [`FOOTER_LEN`] bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(FOOTER_LEN);
+        b.push(self.checksum as u8);
+        self.metaindex.encode_to(&mut b);
+        self.index.encode_to(&mut b);
+        b.resize(1 + 2 * MAX_HANDLE_LEN, 0);
+        put_fixed32(&mut b, self.format_version);
+        put_fixed64(&mut b, BLOCK_BASED_TABLE_MAGIC);
+        debug_assert_eq!(b.len(), FOOTER_LEN);
+        b
+    }
+
+    /// Decodes the last [`FOOTER_LEN`] bytes of a table. Errors are reasons for a
+    /// `Corruption`, relative to the footer start.
+    pub fn decode(src: &[u8]) -> Result<Footer, (u64, String)> {
+        if src.len() != FOOTER_LEN {
+            return Err((0, format!("footer must be {FOOTER_LEN} bytes, got {}", src.len())));
+        }
+        let magic = decode_fixed64(&src[45..]).unwrap_or(0);
+        if magic != BLOCK_BASED_TABLE_MAGIC {
+            return Err((
+                45,
+                format!("bad table magic number: expected {BLOCK_BASED_TABLE_MAGIC:#018x}, found {magic:#018x}"),
+            ));
+        }
+        let format_version = decode_fixed32(&src[41..]).unwrap_or(0);
+        if !(1..=5).contains(&format_version) {
+            return Err((
+                41,
+                format!("unsupported format_version {format_version} (Sluice reads 1 to 5)"),
+            ));
+        }
+        let checksum = ChecksumType::from_u8(src[0])
+            .ok_or_else(|| (0, format!("unknown checksum type {}", src[0])))?;
+        let mut r = Reader::new(&src[1..41]);
+        let metaindex =
+            BlockHandle::decode_from(&mut r).ok_or((1, "bad metaindex handle".to_string()))?;
+        let index = BlockHandle::decode_from(&mut r).ok_or((1, "bad index handle".to_string()))?;
+        Ok(Footer {
+            checksum,
+            metaindex,
+            index,
+            format_version,
+        })
+    }
+}
+
+/// Compresses `raw` with `ty` in RocksDB's framing (format_version ≥ 2) into `out`.
+/// Returns false if the type cannot be written by Sluice.
+pub fn compress_block(ty: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    match ty {
+        CompressionType::None => {
+            out.extend_from_slice(raw);
+            true
+        }
+        CompressionType::Snappy => {
+            out.resize(snap::raw::max_compress_len(raw.len()), 0);
+            match snap::raw::Encoder::new().compress(raw, out) {
+                Ok(n) => {
+                    out.truncate(n);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        CompressionType::Lz4 => {
+            let Ok(len) = u32::try_from(raw.len()) else {
+                return false;
+            };
+            crate::coding::put_varint32(out, len);
+            let start = out.len();
+            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            match lz4_flex::block::compress_into(raw, &mut out[start..]) {
+                Ok(n) => {
+                    out.truncate(start + n);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        CompressionType::Zstd => {
+            let Ok(len) = u32::try_from(raw.len()) else {
+                return false;
+            };
+            crate::coding::put_varint32(out, len);
+            let start = out.len();
+            out.resize(start + zstd::zstd_safe::compress_bound(raw.len()), 0);
+            match zstd::bulk::compress_to_buffer(raw, &mut out[start..], 3) {
+                Ok(n) => {
+                    out.truncate(start + n);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Largest decompressed block Sluice accepts; bounds the memory a corrupt size prefix can ask for.
+const MAX_DECOMPRESSED_BLOCK: usize = 1 << 30;
+
+/// Decompresses a block body. Errors are human-readable reasons.
+pub fn decompress_block(ty: CompressionType, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn sized(data: &[u8]) -> Result<(usize, &[u8]), String> {
+        let (n, used) = crate::coding::decode_varint32(data)
+            .ok_or_else(|| "bad decompressed-size prefix".to_string())?;
+        let n = n as usize;
+        if n > MAX_DECOMPRESSED_BLOCK {
+            return Err(format!("decompressed size {n} is implausibly large"));
+        }
+        Ok((n, &data[used..]))
+    }
+    match ty {
+        CompressionType::None => Ok(data.to_vec()),
+        CompressionType::Snappy => {
+            let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy: {e}"))?;
+            if n > MAX_DECOMPRESSED_BLOCK {
+                return Err(format!("decompressed size {n} is implausibly large"));
+            }
+            snap::raw::Decoder::new()
+                .decompress_vec(data)
+                .map_err(|e| format!("snappy: {e}"))
+        }
+        CompressionType::Lz4 | CompressionType::Lz4hc => {
+            let (n, body) = sized(data)?;
+            let mut out = vec![0u8; n];
+            let got = lz4_flex::block::decompress_into(body, &mut out)
+                .map_err(|e| format!("lz4: {e}"))?;
+            if got != n {
+                return Err(format!("lz4: expected {n} bytes, got {got}"));
+            }
+            Ok(out)
+        }
+        CompressionType::Zstd => {
+            let (n, body) = sized(data)?;
+            let out = zstd::bulk::decompress(body, n).map_err(|e| format!("zstd: {e}"))?;
+            if out.len() != n {
+                return Err(format!("zstd: expected {n} bytes, got {}", out.len()));
+            }
+            Ok(out)
+        }
+        CompressionType::Zlib => {
+            use std::io::Read;
+            let (n, body) = sized(data)?;
+            let mut out = Vec::with_capacity(n);
+            flate2::read::DeflateDecoder::new(body)
+                .take(n as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("zlib: {e}"))?;
+            if out.len() != n {
+                return Err(format!("zlib: expected {n} bytes, got {}", out.len()));
+            }
+            Ok(out)
+        }
+        CompressionType::Bzip2 => {
+            use std::io::Read;
+            let (n, body) = sized(data)?;
+            let mut out = Vec::with_capacity(n);
+            bzip2::read::BzDecoder::new(body)
+                .take(n as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("bzip2: {e}"))?;
+            if out.len() != n {
+                return Err(format!("bzip2: expected {n} bytes, got {}", out.len()));
+            }
+            Ok(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_roundtrip_and_magic_check() {
+        let f = Footer {
+            checksum: ChecksumType::Xxh3,
+            metaindex: BlockHandle { offset: 1000, size: 77 },
+            index: BlockHandle { offset: 1082, size: 300 },
+            format_version: 5,
+        };
+        let enc = f.encode();
+        assert_eq!(enc.len(), FOOTER_LEN);
+        assert_eq!(Footer::decode(&enc).unwrap(), f);
+        let mut bad = enc.clone();
+        bad[50] ^= 1;
+        assert_eq!(Footer::decode(&bad).unwrap_err().0, 45);
+    }
+
+    #[test]
+    fn crc_mask_roundtrip() {
+        for v in [0u32, 1, 0xdead_beef, u32::MAX] {
+            assert_eq!(unmask_crc(mask_crc(v)), v);
+            assert_ne!(mask_crc(v), v);
+        }
+    }
+
+    #[test]
+    fn every_writable_compression_roundtrips() {
+        let raw: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        for ty in [
+            CompressionType::None,
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ] {
+            let mut out = Vec::new();
+            assert!(compress_block(ty, &raw, &mut out));
+            assert_eq!(decompress_block(ty, &out).unwrap(), raw, "{ty:?}");
+        }
+    }
+
+    #[test]
+    fn decompression_of_garbage_is_an_error() {
+        let junk = [0xffu8, 0xff, 0xff, 0x7f, 1, 2, 3];
+        for ty in [
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+            CompressionType::Zlib,
+            CompressionType::Bzip2,
+        ] {
+            assert!(decompress_block(ty, &junk).is_err(), "{ty:?}");
+        }
+    }
+}

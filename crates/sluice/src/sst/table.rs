@@ -1,0 +1,750 @@
+//! Reads a block-based table: footer → metaindex → properties, index, filter; data blocks on
+//! demand through the shared [`BlockCache`].
+//!
+//! Invariants:
+//! 1. Every block read is checked against its trailer checksum (unless the caller turned
+//!    verification off) before any byte of it is interpreted.
+//! 2. A [`TableIter`] with bounds never returns a key outside `[lower, upper)` and never reads a
+//!    data block that the index proves lies entirely at or past `upper`.
+//! 3. Nothing read from the file can make this module panic; bad bytes become
+//!    [`Error::Corruption`] with the file name and the offset of the offending block.
+//!
+//! A `Table` is immutable after open and shared between threads (`Arc<Table>`).
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, ParsedKey, TRAILER_LEN};
+use crate::sst::block::{Block, BlockIter, KeyOrder};
+use crate::sst::cache::BlockCache;
+use crate::sst::file::RandomAccessFile;
+use crate::sst::filter::{BloomReader, FULL_FILTER_META_KEY};
+use crate::sst::format::{
+    decompress_block, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+};
+use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY};
+
+/// How to open a table.
+#[derive(Clone, Default)]
+pub struct TableReadOptions {
+    /// Verify block checksums on every read. Default true (see [`TableReadOptions::new`]).
+    pub verify_checksums: bool,
+    /// Shared cache for data blocks; `None` reads every block from the file.
+    pub cache: Option<Arc<BlockCache>>,
+}
+
+impl TableReadOptions {
+    /// Checksums verified, no cache.
+    pub fn new() -> Self {
+        TableReadOptions {
+            verify_checksums: true,
+            cache: None,
+        }
+    }
+}
+
+/// An open table.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    size: u64,
+    footer: Footer,
+    properties: TableProperties,
+    index: Arc<Block>,
+    index_order: KeyOrder,
+    index_delta: bool,
+    filter: Option<BloomReader>,
+    metaindex: Vec<(String, BlockHandle)>,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    verify_checksums: bool,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl Table {
+    /// Opens the table at `path` on disk.
+    pub fn open_path(path: &Path, opts: &TableReadOptions) -> Result<Table> {
+        let file = crate::sst::file::open_file(path).map_err(|e| Error::io(path, e))?;
+        Table::open(file, path.to_path_buf(), opts)
+    }
+
+    /// Opens a table: reads and validates the footer, metaindex, properties, index and filter.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        opts: &TableReadOptions,
+    ) -> Result<Table> {
+        let size = file.size().map_err(|e| Error::io(&path, e))?;
+        if size < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("file of {size} bytes is too short to be a table (footer is {FOOTER_LEN} bytes)"),
+            ));
+        }
+        let footer_off = size - FOOTER_LEN as u64;
+        let mut fbuf = [0u8; FOOTER_LEN];
+        file.read_exact_at(footer_off, &mut fbuf)
+            .map_err(|e| Error::io(&path, e))?;
+        let footer = Footer::decode(&fbuf)
+            .map_err(|(off, why)| Error::corruption(&path, footer_off + off, why))?;
+        let mut t = Table {
+            file,
+            path,
+            size,
+            footer,
+            properties: TableProperties::default(),
+            index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0]).expect("empty block")),
+            index_order: KeyOrder::Internal,
+            index_delta: false,
+            filter: None,
+            metaindex: Vec::new(),
+            cache: opts.cache.clone(),
+            cache_id: opts.cache.as_ref().map_or(0, |c| c.new_id()),
+            verify_checksums: opts.verify_checksums,
+        };
+        t.read_metaindex()?;
+        t.read_properties()?;
+        t.read_index()?;
+        t.read_filter()?;
+        Ok(t)
+    }
+
+    fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
+        Error::corruption(&self.path, offset, reason)
+    }
+
+    fn read_metaindex(&mut self) -> Result<()> {
+        let h = self.footer.metaindex;
+        let block = Arc::new(self.read_block(h, "metaindex")?);
+        let mut it = block.iter(KeyOrder::Bytewise);
+        it.seek_to_first();
+        while it.valid() {
+            let name = String::from_utf8_lossy(it.key()).into_owned();
+            let handle = BlockHandle::decode_exact(it.value())
+                .ok_or_else(|| self.corruption(h.offset, format!("metaindex entry {name:?} has a bad block handle")))?;
+            self.metaindex.push((name, handle));
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(self.corruption(h.offset, format!("metaindex block: {e}")));
+        }
+        Ok(())
+    }
+
+    fn meta_handle(&self, name: &str) -> Option<BlockHandle> {
+        self.metaindex.iter().find(|(n, _)| n == name).map(|(_, h)| *h)
+    }
+
+    fn read_properties(&mut self) -> Result<()> {
+        let Some(h) = self.meta_handle(PROPERTIES_META_KEY) else {
+            return Ok(());
+        };
+        let block = Arc::new(self.read_block(h, "properties")?);
+        let mut it = block.iter(KeyOrder::Bytewise);
+        it.seek_to_first();
+        let mut pairs = Vec::new();
+        while it.valid() {
+            pairs.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(self.corruption(h.offset, format!("properties block: {e}")));
+        }
+        self.properties = TableProperties::decode(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))
+            .map_err(|e| self.corruption(h.offset, e))?;
+        if !self.properties.comparator.is_empty()
+            && self.properties.comparator != "leveldb.BytewiseComparator"
+        {
+            return Err(Error::NotSupported(format!(
+                "{}: comparator {:?} (Sluice orders keys bytewise)",
+                self.path.display(),
+                self.properties.comparator
+            )));
+        }
+        if let Some(raw) = self.properties.raw.get("rocksdb.block.based.table.index.type") {
+            if raw.as_slice() != [0, 0, 0, 0] {
+                return Err(Error::NotSupported(format!(
+                    "{}: index type {:?} (Sluice reads binary-search indexes)",
+                    self.path.display(),
+                    raw
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn read_index(&mut self) -> Result<()> {
+        let h = self.footer.index;
+        self.index = Arc::new(self.read_block(h, "index")?);
+        self.index_order = if self.properties.index_key_is_user_key {
+            KeyOrder::Bytewise
+        } else {
+            KeyOrder::Internal
+        };
+        self.index_delta = self.properties.index_value_is_delta_encoded;
+        Ok(())
+    }
+
+    fn read_filter(&mut self) -> Result<()> {
+        let Some(h) = self.meta_handle(FULL_FILTER_META_KEY) else {
+            return Ok(());
+        };
+        let raw = self.read_raw_block(h, "filter")?;
+        self.filter = Some(BloomReader::new(raw).map_err(|e| self.corruption(h.offset, e))?);
+        Ok(())
+    }
+
+    /// Reads, verifies and decompresses the block at `h`.
+    fn read_raw_block(&self, h: BlockHandle, what: &str) -> Result<Vec<u8>> {
+        let limit = self.size - FOOTER_LEN as u64;
+        let end = h
+            .offset
+            .checked_add(h.size)
+            .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64))
+            .filter(|&e| e <= limit)
+            .ok_or_else(|| {
+                self.corruption(
+                    h.offset,
+                    format!("{what} block handle (offset {}, size {}) lies outside the file of {} bytes", h.offset, h.size, self.size),
+                )
+            })?;
+        let mut buf = vec![0u8; (end - h.offset) as usize];
+        self.file
+            .read_exact_at(h.offset, &mut buf)
+            .map_err(|e| Error::io(&self.path, e))?;
+        let n = h.size as usize;
+        let ty = buf[n];
+        if self.verify_checksums {
+            let stored = u32::from_le_bytes([buf[n + 1], buf[n + 2], buf[n + 3], buf[n + 4]]);
+            let actual = crate::sst::format::block_checksum(self.footer.checksum, &buf[..n], ty);
+            if stored != actual {
+                return Err(self.corruption(
+                    h.offset,
+                    format!(
+                        "{what} block checksum mismatch ({}): stored {stored:#010x}, computed {actual:#010x}",
+                        self.footer.checksum.name()
+                    ),
+                ));
+            }
+        }
+        let ct = CompressionType::from_u8(ty)
+            .ok_or_else(|| self.corruption(h.offset + h.size, format!("{what} block has unknown compression type {ty}")))?;
+        if ct == CompressionType::None {
+            buf.truncate(n);
+            return Ok(buf);
+        }
+        decompress_block(ct, &buf[..n]).map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+    }
+
+    fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {
+        let raw = self.read_raw_block(h, what)?;
+        Block::new(raw).map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+    }
+
+    /// The data block at `h`, from the cache when possible.
+    pub fn data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(c) = &self.cache {
+            if let Some(b) = c.get((self.cache_id, h.offset)) {
+                return Ok(b);
+            }
+            let b = Arc::new(self.read_block(h, "data")?);
+            c.insert((self.cache_id, h.offset), Arc::clone(&b));
+            return Ok(b);
+        }
+        Ok(Arc::new(self.read_block(h, "data")?))
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.size
+    }
+
+    /// The metaindex entries (meta block name → handle).
+    pub fn metaindex(&self) -> &[(String, BlockHandle)] {
+        &self.metaindex
+    }
+
+    /// True if the table has a filter this build can use.
+    pub fn has_filter(&self) -> bool {
+        matches!(self.filter, Some(BloomReader::FastLocal { .. }))
+    }
+
+    /// False if the filter proves `user_key` is absent.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// Bytes of memory pinned by the open table (index and filter).
+    pub fn memory_usage(&self) -> usize {
+        self.index.charge() + self.filter.as_ref().map_or(0, BloomReader::charge)
+    }
+
+    /// The newest entry for `user_key` with seqno `<= seqno`: its kind and value.
+    /// Consults the filter first.
+    pub fn get(&self, user_key: &[u8], seqno: u64) -> Result<Option<(key::ValueKind, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = key::seek_key(user_key, seqno);
+        let mut it = self.iter(IterBounds::default());
+        it.seek(&target);
+        it.status()?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let parsed = it.parsed()?;
+        if parsed.user_key != user_key {
+            return Ok(None);
+        }
+        Ok(Some((parsed.kind, it.value().to_vec())))
+    }
+
+    /// An iterator over the whole table, restricted to user keys in `bounds`.
+    pub fn iter(self: &Table, bounds: IterBounds) -> TableIter<'_> {
+        TableIter {
+            table: self,
+            index: self.index.index_iter(self.index_order, self.index_delta),
+            data: None,
+            bounds,
+            err: None,
+            blocks_read: 0,
+        }
+    }
+
+    /// Reads every block, verifying checksums and key order; returns the number of entries.
+    pub fn verify(&self) -> Result<u64> {
+        let mut it = self.iter(IterBounds::default());
+        it.seek_to_first();
+        let mut prev: Vec<u8> = Vec::new();
+        let mut n = 0u64;
+        while it.valid() {
+            if key::parse_internal_key(it.key()).is_none() {
+                return Err(self.corruption(it.current_block_offset(), format!("malformed internal key {:?}", crate::error::escape_bytes(it.key()))));
+            }
+            if n > 0 && key::compare_internal(&prev, it.key()) != Ordering::Less {
+                return Err(self.corruption(
+                    it.current_block_offset(),
+                    format!(
+                        "keys out of order: {:?} after {:?}",
+                        crate::error::escape_bytes(it.key()),
+                        crate::error::escape_bytes(&prev)
+                    ),
+                ));
+            }
+            prev.clear();
+            prev.extend_from_slice(it.key());
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        if let Some(h) = self.meta_handle(PROPERTIES_META_KEY) {
+            if self.properties.num_entries != n {
+                return Err(self.corruption(
+                    h.offset,
+                    format!("properties say {} entries, the data blocks hold {n}", self.properties.num_entries),
+                ));
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// User-key bounds for an iterator: `lower` inclusive, `upper` exclusive.
+#[derive(Debug, Clone, Default)]
+pub struct IterBounds {
+    /// Smallest user key to return.
+    pub lower: Option<Vec<u8>>,
+    /// First user key not to return.
+    pub upper: Option<Vec<u8>>,
+}
+
+/// A two-level iterator: index block → data blocks, restricted to [`IterBounds`].
+///
+/// Positioning is done by "raw" moves that ignore the bounds, followed by one bound check.
+/// The raw moves consult the index before loading the next (or previous) block: a block whose
+/// separator proves it lies entirely past a bound is never read.
+pub struct TableIter<'a> {
+    table: &'a Table,
+    index: BlockIter,
+    data: Option<(BlockIter, u64)>,
+    bounds: IterBounds,
+    err: Option<Error>,
+    blocks_read: u64,
+}
+
+impl TableIter<'_> {
+    /// Data blocks loaded so far (a measure of work, used by bound tests).
+    pub fn blocks_read(&self) -> u64 {
+        self.blocks_read
+    }
+
+    fn current_block_offset(&self) -> u64 {
+        self.data.as_ref().map_or(0, |d| d.1)
+    }
+
+    /// The current key, split.
+    pub fn parsed(&self) -> Result<ParsedKey<'_>> {
+        key::parse_internal_key(self.key()).ok_or_else(|| {
+            self.table.corruption(
+                self.current_block_offset(),
+                format!("malformed internal key {:?}", crate::error::escape_bytes(self.key())),
+            )
+        })
+    }
+
+    fn set_error(&mut self, e: Error) {
+        if self.err.is_none() {
+            self.err = Some(e);
+        }
+        self.data = None;
+    }
+
+    /// Loads the data block the index iterator points at. False when there is none or on error.
+    fn load_block(&mut self) -> bool {
+        if !self.index.valid() {
+            self.data = None;
+            if let Some(e) = self.index.error() {
+                let e = self.table.corruption(self.table.footer.index.offset, format!("index block: {e}"));
+                self.set_error(e);
+            }
+            return false;
+        }
+        let h = if self.table.index_delta {
+            Some(self.index.handle())
+        } else {
+            BlockHandle::decode_exact(self.index.value())
+        };
+        let Some(h) = h else {
+            let e = self.table.corruption(self.table.footer.index.offset, "index entry has a bad block handle");
+            self.set_error(e);
+            return false;
+        };
+        if self.data.as_ref().is_some_and(|(_, off)| *off == h.offset) {
+            return true;
+        }
+        match self.table.data_block(h) {
+            Ok(b) => {
+                self.blocks_read += 1;
+                self.data = Some((b.iter(KeyOrder::Internal), h.offset));
+                true
+            }
+            Err(e) => {
+                self.set_error(e);
+                false
+            }
+        }
+    }
+
+    /// Turns a data-block iterator error into the iterator's error. False on error.
+    fn check_data(&mut self) -> bool {
+        let err = match &self.data {
+            Some((d, off)) => d.error().map(|e| (e.to_string(), *off)),
+            None => None,
+        };
+        match err {
+            Some((e, off)) => {
+                let e = self.table.corruption(off, format!("data block: {e}"));
+                self.set_error(e);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// User key of the current index entry (its separator).
+    fn index_user_key(&self) -> Option<&[u8]> {
+        let k = self.index.key();
+        match self.table.index_order {
+            KeyOrder::Bytewise => Some(k),
+            KeyOrder::Internal if k.len() >= TRAILER_LEN => Some(key::user_key(k)),
+            KeyOrder::Internal => None,
+        }
+    }
+
+    fn data_valid(&self) -> bool {
+        self.err.is_none() && self.data.as_ref().is_some_and(|(d, _)| d.valid())
+    }
+
+    /// Moves forward over exhausted blocks. With `prune`, stops (invalid) instead of loading a
+    /// block that the current separator proves lies at or past the upper bound.
+    fn skip_empty_forward(&mut self, prune: bool) {
+        while self.check_data() && self.data.is_some() && !self.data_valid() {
+            if prune {
+                if let (Some(up), Some(sep)) = (&self.bounds.upper, self.index_user_key()) {
+                    // Later blocks hold keys > separator >= upper.
+                    if sep >= up.as_slice() {
+                        self.data = None;
+                        return;
+                    }
+                }
+            }
+            self.index.next();
+            if !self.load_block() {
+                return;
+            }
+            if let Some((d, _)) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    /// Moves backward over exhausted blocks, never loading a block that its separator proves
+    /// lies entirely below the lower bound.
+    fn skip_empty_backward(&mut self) {
+        while self.check_data() && self.data.is_some() && !self.data_valid() {
+            self.index.prev();
+            if !self.index.valid() {
+                self.data = None;
+                let _ = self.load_block();
+                return;
+            }
+            if let (Some(lo), Some(sep)) = (&self.bounds.lower, self.index_user_key()) {
+                // That block holds keys <= separator < lower.
+                if sep < lo.as_slice() {
+                    self.data = None;
+                    return;
+                }
+            }
+            if !self.load_block() {
+                return;
+            }
+            if let Some((d, _)) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    fn raw_seek(&mut self, target: &[u8], prune: bool) {
+        let index_target = match self.table.index_order {
+            KeyOrder::Bytewise if target.len() >= TRAILER_LEN => key::user_key(target),
+            _ => target,
+        };
+        self.index.seek(index_target);
+        if !self.load_block() {
+            return;
+        }
+        if let Some((d, _)) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_empty_forward(prune);
+    }
+
+    fn raw_first(&mut self) {
+        self.index.seek_to_first();
+        if self.load_block() {
+            if let Some((d, _)) = &mut self.data {
+                d.seek_to_first();
+            }
+            self.skip_empty_forward(true);
+        }
+    }
+
+    fn raw_last(&mut self) {
+        self.index.seek_to_last();
+        if self.load_block() {
+            if let Some((d, _)) = &mut self.data {
+                d.seek_to_last();
+            }
+            self.skip_empty_backward();
+        }
+    }
+
+    fn raw_prev(&mut self) {
+        if let Some((d, _)) = &mut self.data {
+            d.prev();
+        }
+        self.skip_empty_backward();
+    }
+
+    /// Last entry `<= target`, ignoring the upper bound.
+    fn raw_seek_for_prev(&mut self, target: &[u8]) {
+        self.raw_seek(target, false);
+        if self.err.is_some() {
+            return;
+        }
+        if !self.data_valid() {
+            self.raw_last();
+        } else if key::compare_internal(self.key(), target) == Ordering::Greater {
+            self.raw_prev();
+        }
+    }
+
+    fn above_upper(&self) -> bool {
+        match (&self.bounds.upper, self.data_valid()) {
+            (Some(up), true) if self.key().len() >= TRAILER_LEN => key::user_key(self.key()) >= up.as_slice(),
+            _ => false,
+        }
+    }
+
+    fn below_lower(&self) -> bool {
+        match (&self.bounds.lower, self.data_valid()) {
+            (Some(lo), true) if self.key().len() >= TRAILER_LEN => key::user_key(self.key()) < lo.as_slice(),
+            _ => false,
+        }
+    }
+
+    fn check_upper(&mut self) {
+        if self.above_upper() {
+            self.data = None;
+        }
+    }
+
+    fn check_lower(&mut self) {
+        if self.below_lower() {
+            self.data = None;
+        }
+    }
+}
+
+impl InternalIterator for TableIter<'_> {
+    fn valid(&self) -> bool {
+        self.data_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        match self.bounds.lower.clone() {
+            Some(lo) => self.raw_seek(&key::seek_key(&lo, key::MAX_SEQNO), true),
+            None => self.raw_first(),
+        }
+        self.check_upper();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        match self.bounds.upper.clone() {
+            // The seek key (upper, MAX, 0xFF) sorts before every key of `upper`.
+            Some(up) => self.raw_seek_for_prev(&key::seek_key(&up, key::MAX_SEQNO)),
+            None => self.raw_last(),
+        }
+        self.check_lower();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        if target.len() >= TRAILER_LEN {
+            let u = key::user_key(target);
+            if let Some(up) = &self.bounds.upper {
+                if u >= up.as_slice() {
+                    self.data = None;
+                    return;
+                }
+            }
+            if let Some(lo) = self.bounds.lower.clone() {
+                if u < lo.as_slice() {
+                    self.raw_seek(&key::seek_key(&lo, key::MAX_SEQNO), true);
+                    self.check_upper();
+                    return;
+                }
+            }
+        }
+        self.raw_seek(target, true);
+        self.check_upper();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        if target.len() >= TRAILER_LEN {
+            let u = key::user_key(target);
+            if let Some(lo) = &self.bounds.lower {
+                if u < lo.as_slice() {
+                    self.data = None;
+                    return;
+                }
+            }
+            if let Some(up) = self.bounds.upper.clone() {
+                if u >= up.as_slice() {
+                    self.raw_seek_for_prev(&key::seek_key(&up, key::MAX_SEQNO));
+                    self.check_lower();
+                    return;
+                }
+            }
+        }
+        self.raw_seek_for_prev(target);
+        self.check_lower();
+    }
+
+    fn next(&mut self) {
+        if let Some((d, _)) = &mut self.data {
+            d.next();
+        }
+        self.skip_empty_forward(true);
+        self.check_upper();
+    }
+
+    fn prev(&mut self) {
+        self.raw_prev();
+        self.check_lower();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |(d, _)| d.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |(d, _)| d.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(clone_error(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Errors are not `Clone` (they may hold an `io::Error`); rebuild an equivalent one.
+pub(crate) fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::Io { path, source } => Error::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::Corruption { file, offset, reason } => Error::Corruption {
+            file: file.clone(),
+            offset: *offset,
+            reason: reason.clone(),
+        },
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        Error::KeyOrder { previous, key } => Error::KeyOrder {
+            previous: previous.clone(),
+            key: key.clone(),
+        },
+        Error::NotSupported(m) => Error::NotSupported(m.clone()),
+    }
+}

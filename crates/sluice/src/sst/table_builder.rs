@@ -1,0 +1,345 @@
+//! Streams sorted internal keys into a block-based table.
+//!
+//! Memory is bounded by about one data block, the index block and (with a filter) 8 bytes per
+//! key for the filter hashes. Blocks are written as soon as they fill.
+//!
+//! Invariants:
+//! 1. Keys are strictly increasing under the internal-key order; a violation is
+//!    [`Error::KeyOrder`] in every build and leaves the builder usable for nothing but drop.
+//! 2. Every block is followed by a trailer whose checksum covers the block and its type byte.
+//! 3. Each index entry's separator `s` satisfies `last key of its block <= s < first key of the
+//!    next block`, so a seek never misses an entry.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+use crate::key::{self, compare_internal, ValueKind, MAX_SEQNO};
+use crate::sst::block::BlockBuilder;
+use crate::sst::filter::{BloomBuilder, FULL_FILTER_META_KEY};
+use crate::sst::format::{
+    block_checksum, compress_block, BlockHandle, ChecksumType, CompressionType, Footer,
+    FORMAT_VERSION,
+};
+use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY, UNKNOWN_COLUMN_FAMILY};
+
+/// How a table is laid out. Defaults match RocksDB's.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block, in bytes. Default 4096.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks. Default 16.
+    pub restart_interval: usize,
+    /// Compression of data blocks. Default none.
+    pub compression: CompressionType,
+    /// Block checksum. Default CRC32c.
+    pub checksum: ChecksumType,
+    /// Bloom filter bits per key; `None` writes no filter. Default `Some(10.0)`.
+    pub bloom_bits_per_key: Option<f64>,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            compression: CompressionType::None,
+            checksum: ChecksumType::Crc32c,
+            bloom_bits_per_key: Some(10.0),
+        }
+    }
+}
+
+impl TableOptions {
+    /// Rejects settings that cannot produce a valid table.
+    pub fn validate(&self) -> Result<()> {
+        if self.block_size == 0 || self.block_size > (1 << 30) {
+            return Err(Error::InvalidArgument(format!(
+                "block_size must be in 1..=1GiB, got {}",
+                self.block_size
+            )));
+        }
+        if self.restart_interval == 0 {
+            return Err(Error::InvalidArgument("restart_interval must be at least 1".into()));
+        }
+        if !self.compression.writable() {
+            return Err(Error::InvalidArgument(format!(
+                "compression {:?} can be read but not written",
+                self.compression
+            )));
+        }
+        if !matches!(self.checksum, ChecksumType::Crc32c | ChecksumType::Xxh3) {
+            return Err(Error::InvalidArgument("checksum must be crc32c or xxh3".into()));
+        }
+        if let Some(b) = self.bloom_bits_per_key {
+            if !(b > 0.0 && b <= 100.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "bloom_bits_per_key must be in (0, 100], got {b}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Extra properties a caller stamps on the table.
+#[derive(Debug, Clone, Default)]
+pub struct TableIdentity {
+    /// Set for external files (RocksDB's `SstFileWriter` writes version 2, global seqno 0).
+    pub external_sst: bool,
+    /// Creator identity recorded in the properties.
+    pub db_id: String,
+    /// Creator session recorded in the properties.
+    pub db_session_id: String,
+}
+
+/// Writes one table to `W`.
+pub struct TableBuilder<W: Write> {
+    out: W,
+    offset: u64,
+    opts: TableOptions,
+    identity: TableIdentity,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    filter: Option<BloomBuilder>,
+    /// Handle of the last flushed data block, waiting for the next key to pick its separator.
+    pending_handle: Option<BlockHandle>,
+    last_key: Vec<u8>,
+    first_key: Vec<u8>,
+    props: TableProperties,
+    scratch: Vec<u8>,
+    separator: Vec<u8>,
+}
+
+impl<W: Write> TableBuilder<W> {
+    /// Starts a table. Options are validated here.
+    pub fn new(out: W, opts: TableOptions, identity: TableIdentity) -> Result<Self> {
+        opts.validate()?;
+        let filter = opts.bloom_bits_per_key.map(BloomBuilder::new);
+        Ok(TableBuilder {
+            out,
+            offset: 0,
+            data: BlockBuilder::new(opts.restart_interval),
+            index: BlockBuilder::new(1),
+            filter,
+            pending_handle: None,
+            last_key: Vec::with_capacity(64),
+            first_key: Vec::new(),
+            props: TableProperties {
+                smallest_seqno: MAX_SEQNO,
+                ..Default::default()
+            },
+            scratch: Vec::new(),
+            separator: Vec::with_capacity(64),
+            opts,
+            identity,
+        })
+    }
+
+    /// Appends one entry. `ikey` must sort strictly after the previous key.
+    #[inline]
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let Some(parsed) = key::parse_internal_key(ikey) else {
+            return Err(Error::InvalidArgument(format!(
+                "malformed internal key of {} bytes",
+                ikey.len()
+            )));
+        };
+        if self.props.num_entries > 0 {
+            if compare_internal(&self.last_key, ikey) != std::cmp::Ordering::Less {
+                return Err(Error::KeyOrder {
+                    previous: self.last_key.clone(),
+                    key: ikey.to_vec(),
+                });
+            }
+        } else {
+            self.first_key.extend_from_slice(ikey);
+        }
+        if parsed.kind == ValueKind::RangeDeletion {
+            return Err(Error::NotSupported(
+                "range deletions in table builder (use the range-del block)".into(),
+            ));
+        }
+        if let Some(handle) = self.pending_handle.take() {
+            self.add_index_entry(handle, Some(ikey));
+        }
+        if let Some(f) = &mut self.filter {
+            f.add_key(parsed.user_key);
+        }
+        self.data.add(ikey, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        let p = &mut self.props;
+        p.num_entries += 1;
+        p.raw_key_size += ikey.len() as u64;
+        p.raw_value_size += value.len() as u64;
+        if parsed.kind == ValueKind::Deletion {
+            p.num_deletions += 1;
+        }
+        p.smallest_seqno = p.smallest_seqno.min(parsed.seqno);
+        p.largest_seqno = p.largest_seqno.max(parsed.seqno);
+        if self.data.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the open data block: a lower bound of the final file size.
+    pub fn estimated_file_size(&self) -> u64 {
+        self.offset + self.data.estimated_size() as u64
+    }
+
+    /// The first key added (empty if none).
+    pub fn first_key(&self) -> &[u8] {
+        &self.first_key
+    }
+
+    /// The last key added (empty if none).
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    fn add_index_entry(&mut self, handle: BlockHandle, next_key: Option<&[u8]>) {
+        let last_user = key::user_key(&self.last_key);
+        let shortened = match next_key {
+            Some(next) => key::shortest_separator(last_user, key::user_key(next)),
+            None => key::short_successor(last_user),
+        };
+        self.separator.clear();
+        if shortened.as_slice() == last_user {
+            self.separator.extend_from_slice(&self.last_key);
+        } else {
+            // Any trailer works for a shortened key since its user key lies strictly between
+            // the neighbours; MAX_SEQNO makes it the smallest internal key for that user key.
+            key::append_internal_key(&mut self.separator, &shortened, MAX_SEQNO, ValueKind::Value as u8);
+        }
+        let mut enc = [0u8; 20];
+        let mut v = Vec::with_capacity(20);
+        handle.encode_to(&mut v);
+        enc[..v.len()].copy_from_slice(&v);
+        self.index.add(&self.separator, &enc[..v.len()]);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data.is_empty() {
+            return Ok(());
+        }
+        let compression = self.opts.compression;
+        let raw = self.data.finish();
+        let (ty, bytes) = if compression == CompressionType::None {
+            (CompressionType::None, raw)
+        } else if compress_block(compression, raw, &mut self.scratch)
+            && self.scratch.len() < raw.len() - raw.len() / 8
+        {
+            (compression, self.scratch.as_slice())
+        } else {
+            (CompressionType::None, raw)
+        };
+        let handle = write_block(&mut self.out, &mut self.offset, self.opts.checksum, bytes, ty)?;
+        self.props.data_size = self.offset;
+        self.props.num_data_blocks += 1;
+        self.data.reset();
+        self.pending_handle = Some(handle);
+        Ok(())
+    }
+
+    /// Writes the filter, index, properties, metaindex and footer; returns the output and the
+    /// table's properties. The table holds at least one entry or this is an error.
+    pub fn finish(mut self) -> Result<(W, TableProperties)> {
+        self.flush_data_block()?;
+        if let Some(h) = self.pending_handle.take() {
+            self.add_index_entry(h, None);
+        }
+        let checksum = self.opts.checksum;
+        let mut meta: Vec<(String, BlockHandle)> = Vec::new();
+        if let Some(f) = &mut self.filter {
+            self.props.num_filter_entries = f.len() as u64;
+            let block = f.finish();
+            let h = write_block(&mut self.out, &mut self.offset, checksum, &block, CompressionType::None)?;
+            self.props.filter_size = h.size;
+            self.props.filter_policy = "bloomfilter".into();
+            meta.push((FULL_FILTER_META_KEY.to_string(), h));
+        }
+        let index = self.index.finish();
+        let index_handle = write_block(&mut self.out, &mut self.offset, checksum, index, CompressionType::None)?;
+        let p = &mut self.props;
+        p.index_size = index_handle.size + 5;
+        p.format_version = u64::from(FORMAT_VERSION);
+        p.comparator = "leveldb.BytewiseComparator".into();
+        p.compression = self.opts.compression.rocksdb_name().into();
+        p.column_family_id = UNKNOWN_COLUMN_FAMILY;
+        p.index_key_is_user_key = false;
+        p.index_value_is_delta_encoded = false;
+        if p.num_entries == 0 {
+            p.smallest_seqno = 0;
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        p.creation_time = now;
+        p.file_creation_time = now;
+        p.db_id = self.identity.db_id.clone();
+        p.db_session_id = self.identity.db_session_id.clone();
+        if self.identity.external_sst {
+            p.external_sst_version = Some(2);
+            p.global_seqno = Some(0);
+        }
+        let mut pb = BlockBuilder::new(1);
+        for (k, v) in p.encode() {
+            pb.add(k.as_bytes(), &v);
+        }
+        let props_handle = write_block(&mut self.out, &mut self.offset, checksum, pb.finish(), CompressionType::None)?;
+        meta.push((PROPERTIES_META_KEY.to_string(), props_handle));
+        meta.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut mb = BlockBuilder::new(1);
+        for (k, h) in &meta {
+            let mut v = Vec::new();
+            h.encode_to(&mut v);
+            mb.add(k.as_bytes(), &v);
+        }
+        let metaindex = write_block(&mut self.out, &mut self.offset, checksum, mb.finish(), CompressionType::None)?;
+        let footer = Footer {
+            checksum,
+            metaindex,
+            index: index_handle,
+            format_version: FORMAT_VERSION,
+        }
+        .encode();
+        self.out.write_all(&footer)?;
+        self.offset += footer.len() as u64;
+        self.out.flush()?;
+        Ok((self.out, self.props))
+    }
+
+    /// Total bytes written (valid after [`finish`](Self::finish) via the properties' sizes).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
+fn write_block<W: Write>(
+    out: &mut W,
+    offset: &mut u64,
+    checksum: ChecksumType,
+    bytes: &[u8],
+    ty: CompressionType,
+) -> Result<BlockHandle> {
+    let handle = BlockHandle {
+        offset: *offset,
+        size: bytes.len() as u64,
+    };
+    let mut trailer = [0u8; 5];
+    trailer[0] = ty as u8;
+    trailer[1..].copy_from_slice(&block_checksum(checksum, bytes, ty as u8).to_le_bytes());
+    out.write_all(bytes)?;
+    out.write_all(&trailer)?;
+    *offset += bytes.len() as u64 + trailer.len() as u64;
+    Ok(handle)
+}
+

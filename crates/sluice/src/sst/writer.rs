@@ -1,0 +1,188 @@
+//! [`SstWriter`]: builds an external SST file from strictly increasing user keys, the
+//! counterpart of RocksDB's `SstFileWriter`. Every entry gets seqno 0; the file carries the
+//! `rocksdb.external_sst_file.*` properties so RocksDB and Sluice can ingest it.
+//!
+//! Lifecycle: [`SstWriter::create`] → `put`/`delete`… → [`SstWriter::finish`] (consumes the
+//! writer, fsyncs the file). A writer dropped before `finish`, or one whose `finish` fails,
+//! deletes its partial file.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::key::{append_internal_key, ValueKind};
+use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
+use crate::sst::properties::TableProperties;
+
+/// Buffer between the table builder and the file: large writes, few syscalls.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// What [`SstWriter::finish`] reports about the file it wrote.
+#[derive(Debug, Clone)]
+pub struct SstFileInfo {
+    /// Where the file is.
+    pub path: PathBuf,
+    /// Smallest user key.
+    pub smallest_key: Vec<u8>,
+    /// Largest user key.
+    pub largest_key: Vec<u8>,
+    /// Number of entries (puts and deletes).
+    pub entries: u64,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// The table properties written.
+    pub properties: TableProperties,
+}
+
+/// Writes one external SST file.
+pub struct SstWriter {
+    builder: Option<TableBuilder<BufWriter<File>>>,
+    path: PathBuf,
+    last_user_key: Vec<u8>,
+    smallest: Vec<u8>,
+    key_buf: Vec<u8>,
+    entries: u64,
+}
+
+impl std::fmt::Debug for SstWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstWriter")
+            .field("path", &self.path)
+            .field("entries", &self.entries)
+            .finish()
+    }
+}
+
+impl SstWriter {
+    /// Creates (truncating) the file at `path`.
+    pub fn create(path: impl AsRef<Path>, opts: TableOptions) -> Result<SstWriter> {
+        let path = path.as_ref().to_path_buf();
+        opts.validate()?;
+        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let identity = TableIdentity {
+            external_sst: true,
+            db_id: "SST Writer".into(),
+            db_session_id: session_id(),
+        };
+        let builder = match TableBuilder::new(BufWriter::with_capacity(WRITE_BUFFER, file), opts, identity) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        Ok(SstWriter {
+            builder: Some(builder),
+            path,
+            last_user_key: Vec::new(),
+            smallest: Vec::new(),
+            key_buf: Vec::with_capacity(64),
+            entries: 0,
+        })
+    }
+
+    /// Adds `key → value`. `key` must sort strictly after every key added before.
+    #[inline]
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add(key, value, ValueKind::Value)
+    }
+
+    /// Adds a deletion of `key`. `key` must sort strictly after every key added before.
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.add(key, &[], ValueKind::Deletion)
+    }
+
+    #[inline]
+    fn add(&mut self, key: &[u8], value: &[u8], kind: ValueKind) -> Result<()> {
+        let Some(builder) = self.builder.as_mut() else {
+            return Err(Error::InvalidArgument("SstWriter already failed".into()));
+        };
+        if self.entries > 0 && key <= self.last_user_key.as_slice() {
+            return Err(Error::KeyOrder {
+                previous: self.last_user_key.clone(),
+                key: key.to_vec(),
+            });
+        }
+        self.key_buf.clear();
+        append_internal_key(&mut self.key_buf, key, 0, kind as u8);
+        builder.add(&self.key_buf, value)?;
+        if self.entries == 0 {
+            self.smallest = key.to_vec();
+        }
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(key);
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Bytes written so far (a lower bound of the final size).
+    pub fn estimated_file_size(&self) -> u64 {
+        self.builder.as_ref().map_or(0, |b| b.estimated_file_size())
+    }
+
+    /// Writes the meta blocks and footer, fsyncs, and returns what was written. A file without
+    /// entries is an error (RocksDB refuses to ingest one) and is deleted.
+    pub fn finish(mut self) -> Result<SstFileInfo> {
+        let builder = self.builder.take().expect("builder present until finish");
+        if self.entries == 0 {
+            let _ = std::fs::remove_file(&self.path);
+            return Err(Error::InvalidArgument("cannot finish an SST file with no entries".into()));
+        }
+        let result = (|| -> Result<SstFileInfo> {
+            let (w, properties) = builder.finish()?;
+            let file = w.into_inner().map_err(|e| Error::io(&self.path, e.into_error()))?;
+            file.sync_all().map_err(|e| Error::io(&self.path, e))?;
+            let file_size = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+            Ok(SstFileInfo {
+                path: self.path.clone(),
+                smallest_key: std::mem::take(&mut self.smallest),
+                largest_key: std::mem::take(&mut self.last_user_key),
+                entries: self.entries,
+                file_size,
+                properties,
+            })
+        })();
+        match result {
+            Ok(info) => {
+                self.entries = u64::MAX; // finished: Drop keeps the file
+                Ok(info)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&self.path);
+                self.entries = u64::MAX;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for SstWriter {
+    fn drop(&mut self) {
+        if self.entries != u64::MAX {
+            self.builder.take();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A 20-character base-36 session id in RocksDB's style, from the clock and process id.
+fn session_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut v = nanos ^ (u128::from(std::process::id()) << 64);
+    const DIGITS: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut s = String::with_capacity(20);
+    for _ in 0..20 {
+        s.push(DIGITS[(v % 36) as usize] as char);
+        v /= 36;
+    }
+    s
+}
