@@ -201,6 +201,17 @@ impl Table {
         let Some(h) = self.meta_handle(FULL_FILTER_META_KEY) else {
             return Ok(());
         };
+        // A filter of prefixes (not whole keys) cannot answer point lookups of whole keys.
+        let p = &self.properties.raw;
+        let whole_keys = p
+            .get("rocksdb.block.based.table.whole.key.filtering")
+            .is_none_or(|v| v.as_slice() != b"0");
+        let no_prefix = p
+            .get("rocksdb.prefix.extractor.name")
+            .is_none_or(|v| v.is_empty() || v.as_slice() == b"nullptr");
+        if !(whole_keys && no_prefix) {
+            return Ok(());
+        }
         let raw = self.read_raw_block(h, "filter")?;
         self.filter = Some(BloomReader::new(raw).map_err(|e| self.corruption(h.offset, e))?);
         Ok(())
@@ -338,7 +349,8 @@ impl Table {
         }
     }
 
-    /// Reads every block, verifying checksums and key order; returns the number of entries.
+    /// Reads every block, verifying checksums, key order, that the filter admits every key, and
+    /// the entry count; returns the number of entries.
     pub fn verify(&self) -> Result<u64> {
         let mut it = self.iter(IterBounds::default());
         it.seek_to_first();
@@ -356,6 +368,14 @@ impl Table {
                         crate::error::escape_bytes(it.key()),
                         crate::error::escape_bytes(&prev)
                     ),
+                ));
+            }
+            let user = key::user_key(it.key());
+            if !self.may_contain(user) {
+                let off = self.meta_handle(FULL_FILTER_META_KEY).map_or(0, |h| h.offset);
+                return Err(self.corruption(
+                    off,
+                    format!("filter reports present key {:?} as absent", crate::error::escape_bytes(user)),
                 ));
             }
             prev.clear();

@@ -1,0 +1,235 @@
+//! `sluice sst …`: build an SST from `HEXKEY<TAB>HEXVALUE` lines, dump it in the same format,
+//! verify it, and print its properties.
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use sluice::key::{parse_internal_key, ValueKind};
+use sluice::sst::properties::TableProperties;
+use sluice::{
+    ChecksumType, CompressionType, InternalIterator, IterBounds, SstWriter, Table, TableOptions,
+    TableReadOptions,
+};
+
+type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// Subcommands of `sluice sst`.
+#[derive(Subcommand)]
+pub enum SstCommand {
+    /// Build an SST from stdin lines `HEXKEY<TAB>HEXVALUE` (a line `HEXKEY` alone is a
+    /// deletion), keys strictly increasing.
+    Build(BuildArgs),
+    /// Print every entry as `HEXKEY<TAB>HEXVALUE` (deletions as `HEXKEY` alone).
+    Dump(DumpArgs),
+    /// Verify every checksum and the key order; exit 1 naming the offset on failure.
+    Check {
+        /// The SST file.
+        file: PathBuf,
+    },
+    /// Print the table properties and footer.
+    Props {
+        /// The SST file.
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Arguments of `sluice sst build`.
+#[derive(Args)]
+pub struct BuildArgs {
+    /// Where to write the SST.
+    #[arg(long)]
+    out: PathBuf,
+    /// Data block compression: none, snappy, lz4 or zstd.
+    #[arg(long, default_value = "none")]
+    compression: String,
+    /// Block checksum: crc32c or xxh3.
+    #[arg(long, default_value = "crc32c")]
+    checksum: String,
+    /// Bloom filter bits per key; 0 writes no filter.
+    #[arg(long, default_value_t = 10.0)]
+    bloom_bits: f64,
+    /// Target data block size in bytes.
+    #[arg(long, default_value_t = 4096)]
+    block_size: usize,
+    /// Entries between restart points.
+    #[arg(long, default_value_t = 16)]
+    restart_interval: usize,
+    /// Read keys and values as plain text (`KEY<TAB>VALUE`) instead of hex.
+    #[arg(long)]
+    text: bool,
+}
+
+/// Arguments of `sluice sst dump`.
+#[derive(Args)]
+pub struct DumpArgs {
+    /// The SST file.
+    file: PathBuf,
+    /// Add the sequence number and kind: `HEXKEY<TAB>HEXVALUE<TAB>SEQNO<TAB>KIND`.
+    #[arg(long)]
+    internal: bool,
+    /// Print keys and values as escaped text instead of hex.
+    #[arg(long)]
+    text: bool,
+}
+
+/// Runs one `sluice sst` subcommand.
+pub fn run(cmd: SstCommand) -> CmdResult {
+    match cmd {
+        SstCommand::Build(a) => build(a),
+        SstCommand::Dump(a) => dump(a),
+        SstCommand::Check { file } => check(file),
+        SstCommand::Props { file, json } => props(file, json),
+    }
+}
+
+fn build(a: BuildArgs) -> CmdResult {
+    let compression = CompressionType::from_name(&a.compression).ok_or_else(|| {
+        format!("unknown compression {:?} (expected none, snappy, lz4 or zstd)", a.compression)
+    })?;
+    let checksum = match a.checksum.as_str() {
+        "crc32c" => ChecksumType::Crc32c,
+        "xxh3" => ChecksumType::Xxh3,
+        other => return Err(format!("unknown checksum {other:?} (expected crc32c or xxh3)").into()),
+    };
+    let opts = TableOptions {
+        block_size: a.block_size,
+        restart_interval: a.restart_interval,
+        compression,
+        checksum,
+        bloom_bits_per_key: (a.bloom_bits > 0.0).then_some(a.bloom_bits),
+    };
+    let mut w = SstWriter::create(&a.out, opts)?;
+    let stdin = std::io::stdin().lock();
+    for (i, line) in stdin.split(b'\n').enumerate() {
+        let lineno = i + 1;
+        let mut line = line?;
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let decode = |field: &[u8], what: &str| -> Result<Vec<u8>, String> {
+            if a.text {
+                return Ok(field.to_vec());
+            }
+            hex::decode(field).map_err(|e| format!("<stdin>:{lineno}: {what} is not valid hex: {e}"))
+        };
+        let mut parts = line.splitn(2, |&b| b == b'\t');
+        let key = decode(parts.next().unwrap_or_default(), "key")?;
+        let r = match parts.next() {
+            Some(v) => w.put(&key, &decode(v, "value")?),
+            None => w.delete(&key),
+        };
+        r.map_err(|e| format!("<stdin>:{lineno}: {e}"))?;
+    }
+    let info = w.finish()?;
+    eprintln!(
+        "wrote {}: {} entries, {} bytes",
+        info.path.display(),
+        info.entries,
+        info.file_size
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(b: &[u8], text: bool) -> String {
+    if text {
+        b.escape_ascii().to_string()
+    } else {
+        hex::encode(b)
+    }
+}
+
+fn dump(a: DumpArgs) -> CmdResult {
+    let t = Table::open_path(&a.file, &TableReadOptions::new())?;
+    let mut it = t.iter(IterBounds::default());
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    it.seek_to_first();
+    while it.valid() {
+        let p = parse_internal_key(it.key())
+            .ok_or_else(|| format!("{}: malformed internal key", a.file.display()))?;
+        let k = render(p.user_key, a.text);
+        match (a.internal, p.kind) {
+            (false, ValueKind::Deletion) => writeln!(out, "{k}")?,
+            (false, _) => writeln!(out, "{k}\t{}", render(it.value(), a.text))?,
+            (true, kind) => writeln!(
+                out,
+                "{k}\t{}\t{}\t{}",
+                render(it.value(), a.text),
+                p.seqno,
+                kind.name()
+            )?,
+        }
+        it.next();
+    }
+    it.status()?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(file: PathBuf) -> CmdResult {
+    let t = match Table::open_path(&file, &TableReadOptions::new()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("FAILED: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    match t.verify() {
+        Ok(n) => {
+            println!(
+                "OK: {} entries in {} data blocks, {} bytes, checksum {}",
+                n,
+                t.properties().num_data_blocks,
+                t.file_size(),
+                t.footer().checksum.name()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("FAILED: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn props(file: PathBuf, json: bool) -> CmdResult {
+    let t = Table::open_path(&file, &TableReadOptions::new())?;
+    let p = t.properties();
+    let f = t.footer();
+    if json {
+        let mut m = serde_json::Map::new();
+        m.insert("file".into(), file.display().to_string().into());
+        m.insert("file_size".into(), t.file_size().into());
+        m.insert("format_version".into(), f.format_version.into());
+        m.insert("checksum".into(), f.checksum.name().into());
+        m.insert("has_filter".into(), t.has_filter().into());
+        let mut props = serde_json::Map::new();
+        for (k, v) in &p.raw {
+            let shown = TableProperties::display_value(k, v);
+            let value = shown
+                .parse::<u64>()
+                .map(serde_json::Value::from)
+                .unwrap_or_else(|_| shown.into());
+            props.insert(k.clone(), value);
+        }
+        m.insert("properties".into(), props.into());
+        println!("{}", serde_json::to_string_pretty(&m)?);
+    } else {
+        println!("file: {}", file.display());
+        println!("file size: {}", t.file_size());
+        println!("format version: {}", f.format_version);
+        println!("checksum: {}", f.checksum.name());
+        println!("metaindex: {} blocks", t.metaindex().len());
+        for (k, v) in &p.raw {
+            println!("{k}: {}", TableProperties::display_value(k, v));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
