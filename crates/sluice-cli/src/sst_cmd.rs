@@ -89,12 +89,17 @@ pub fn run(cmd: SstCommand) -> CmdResult {
 
 fn build(a: BuildArgs) -> CmdResult {
     let compression = CompressionType::from_name(&a.compression).ok_or_else(|| {
-        format!("unknown compression {:?} (expected none, snappy, lz4 or zstd)", a.compression)
+        format!(
+            "unknown compression {:?} (expected none, snappy, lz4 or zstd)",
+            a.compression
+        )
     })?;
     let checksum = match a.checksum.as_str() {
         "crc32c" => ChecksumType::Crc32c,
         "xxh3" => ChecksumType::Xxh3,
-        other => return Err(format!("unknown checksum {other:?} (expected crc32c or xxh3)").into()),
+        other => {
+            return Err(format!("unknown checksum {other:?} (expected crc32c or xxh3)").into())
+        }
     };
     let opts = TableOptions {
         block_size: a.block_size,
@@ -118,7 +123,8 @@ fn build(a: BuildArgs) -> CmdResult {
             if a.text {
                 return Ok(field.to_vec());
             }
-            hex::decode(field).map_err(|e| format!("<stdin>:{lineno}: {what} is not valid hex: {e}"))
+            hex::decode(field)
+                .map_err(|e| format!("<stdin>:{lineno}: {what} is not valid hex: {e}"))
         };
         let mut parts = line.splitn(2, |&b| b == b'\t');
         let key = decode(parts.next().unwrap_or_default(), "key")?;

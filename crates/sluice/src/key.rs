@@ -172,7 +172,10 @@ mod tests {
     fn parse_roundtrip_and_rejects_unknown_kind() {
         let k = make_internal_key(b"abc", 42, ValueKind::Deletion);
         let p = parse_internal_key(&k).unwrap();
-        assert_eq!((p.user_key, p.seqno, p.kind), (&b"abc"[..], 42, ValueKind::Deletion));
+        assert_eq!(
+            (p.user_key, p.seqno, p.kind),
+            (&b"abc"[..], 42, ValueKind::Deletion)
+        );
         let mut bad = k.clone();
         let n = bad.len();
         bad[n - 8] = 0x7;

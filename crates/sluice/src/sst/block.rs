@@ -162,7 +162,9 @@ impl Block {
         let restarts_len = num_restarts
             .checked_mul(4)
             .filter(|&n| n <= end)
-            .ok_or_else(|| format!("{num_restarts} restart points do not fit a {len}-byte block"))?;
+            .ok_or_else(|| {
+                format!("{num_restarts} restart points do not fit a {len}-byte block")
+            })?;
         if num_restarts == 0 {
             return Err("block has no restart points".into());
         }
@@ -193,7 +195,12 @@ impl Block {
     #[inline]
     fn restart(&self, i: usize) -> u32 {
         let p = self.restarts_offset + 4 * i;
-        u32::from_le_bytes([self.data[p], self.data[p + 1], self.data[p + 2], self.data[p + 3]])
+        u32::from_le_bytes([
+            self.data[p],
+            self.data[p + 1],
+            self.data[p + 2],
+            self.data[p + 3],
+        ])
     }
 
     /// An iterator over the block.
@@ -296,7 +303,9 @@ impl BlockIter {
         }
         let data = &self.block.data[..end];
         let p = self.current;
-        let Some((shared, non_shared, value_len, hdr)) = decode_entry_header(&data[p..], self.delta_values) else {
+        let Some((shared, non_shared, value_len, hdr)) =
+            decode_entry_header(&data[p..], self.delta_values)
+        else {
             self.corrupt("bad entry header");
             return false;
         };
@@ -307,7 +316,8 @@ impl BlockIter {
             return false;
         }
         self.key.truncate(shared);
-        self.key.extend_from_slice(&data[key_start..key_start + non_shared]);
+        self.key
+            .extend_from_slice(&data[key_start..key_start + non_shared]);
         let vstart = key_start + non_shared;
         if self.delta_values {
             let mut r = Reader::new(&data[vstart..]);
@@ -410,7 +420,10 @@ impl BlockIter {
         if shared != 0 {
             return None;
         }
-        self.block.data.get(p + hdr..p + hdr + non_shared as usize).filter(|_| p + hdr + non_shared as usize <= end)
+        self.block
+            .data
+            .get(p + hdr..p + hdr + non_shared as usize)
+            .filter(|_| p + hdr + non_shared as usize <= end)
     }
 
     /// Positions on the first entry with key `>= target`.
@@ -556,13 +569,21 @@ mod tests {
         let mut prev: Option<(u64, u64)> = None;
         let mut last: &[u8] = b"";
         for (k, h) in keys.iter().zip(handles) {
-            let shared = last.iter().zip(k.iter()).take_while(|(a, b)| a == b).count();
+            let shared = last
+                .iter()
+                .zip(k.iter())
+                .take_while(|(a, b)| a == b)
+                .count();
             put_varint32(&mut buf, shared as u32);
             put_varint32(&mut buf, (k.len() - shared) as u32);
             buf.extend_from_slice(&k[shared..]);
             match prev {
                 Some(p) if shared > 0 => put_varsigned64(&mut buf, h.1 as i64 - p.1 as i64),
-                _ => BlockHandle { offset: h.0, size: h.1 }.encode_to(&mut buf),
+                _ => BlockHandle {
+                    offset: h.0,
+                    size: h.1,
+                }
+                .encode_to(&mut buf),
             }
             prev = Some(h);
             last = k;
@@ -575,7 +596,13 @@ mod tests {
         for (k, h) in keys.iter().zip(handles) {
             assert!(it.valid());
             assert_eq!(it.key(), *k);
-            assert_eq!(it.handle(), BlockHandle { offset: h.0, size: h.1 });
+            assert_eq!(
+                it.handle(),
+                BlockHandle {
+                    offset: h.0,
+                    size: h.1
+                }
+            );
             it.next();
         }
         assert!(!it.valid());

@@ -64,7 +64,8 @@ impl BlockCache {
     }
 
     fn shard(&self, key: CacheKey) -> &Mutex<Shard> {
-        let h = key.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.1.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        let h =
+            key.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.1.wrapping_mul(0xff51_afd7_ed55_8ccd);
         &self.shards[(h >> 58) as usize % SHARDS]
     }
 
@@ -106,7 +107,9 @@ impl BlockCache {
         s.lru.insert(tick, key);
         s.usage += charge;
         while s.usage > self.shard_capacity {
-            let Some((_, victim)) = s.lru.pop_first() else { break };
+            let Some((_, victim)) = s.lru.pop_first() else {
+                break;
+            };
             if let Some((b, _)) = s.map.remove(&victim) {
                 s.usage -= b.charge();
             }
@@ -120,7 +123,10 @@ impl BlockCache {
 
     /// (hits, misses) since creation.
     pub fn hit_stats(&self) -> (u64, u64) {
-        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 }
 

@@ -80,7 +80,11 @@ impl BloomBuilder {
     pub fn finish(&mut self) -> Vec<u8> {
         let n = self.hashes.len() as u64;
         let bytes = (n * u64::from(self.millibits_per_key)).div_ceil(8000);
-        let lines = if n == 0 { 0 } else { bytes.div_ceil(CACHE_LINE as u64).max(1) as usize };
+        let lines = if n == 0 {
+            0
+        } else {
+            bytes.div_ceil(CACHE_LINE as u64).max(1) as usize
+        };
         let len = lines * CACHE_LINE;
         let num_probes = choose_num_probes(self.millibits_per_key);
         let mut out = vec![0u8; len + METADATA_LEN];
@@ -128,7 +132,10 @@ impl BloomReader {
     /// malformed ones are errors (reasons).
     pub fn new(mut block: Vec<u8>) -> Result<BloomReader, String> {
         if block.len() < METADATA_LEN {
-            return Err(format!("filter of {} bytes is shorter than its metadata", block.len()));
+            return Err(format!(
+                "filter of {} bytes is shorter than its metadata",
+                block.len()
+            ));
         }
         let len = block.len() - METADATA_LEN;
         let meta = &block[len..];
@@ -142,7 +149,11 @@ impl BloomReader {
                 if len == 0 {
                     return Ok(BloomReader::AlwaysFalse);
                 }
-                if len % CACHE_LINE != 0 || num_probes == 0 || num_probes > 30 || meta[2] & 0xe0 != 0 {
+                if len % CACHE_LINE != 0
+                    || num_probes == 0
+                    || num_probes > 30
+                    || meta[2] & 0xe0 != 0
+                {
                     return Err(format!(
                         "bad FastLocalBloom metadata: {len} bytes, {num_probes} probes"
                     ));

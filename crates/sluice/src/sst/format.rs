@@ -13,7 +13,9 @@
 //! Footer (format_version 1..=5) = checksum type (1) ‖ metaindex handle ‖ index handle ‖ zero
 //! padding to 41 bytes ‖ format_version (fixed32) ‖ magic (fixed64).
 
-use crate::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Reader};
+use crate::coding::{
+    decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Reader,
+};
 
 /// Magic number at the end of every block-based table.
 pub const BLOCK_BASED_TABLE_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
@@ -249,7 +251,10 @@ impl Footer {
     /// `Corruption`, relative to the footer start.
     pub fn decode(src: &[u8]) -> Result<Footer, (u64, String)> {
         if src.len() != FOOTER_LEN {
-            return Err((0, format!("footer must be {FOOTER_LEN} bytes, got {}", src.len())));
+            return Err((
+                0,
+                format!("footer must be {FOOTER_LEN} bytes, got {}", src.len()),
+            ));
         }
         let magic = decode_fixed64(&src[45..]).unwrap_or(0);
         if magic != BLOCK_BASED_TABLE_MAGIC {
@@ -305,7 +310,10 @@ pub fn compress_block(ty: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> boo
             };
             crate::coding::put_varint32(out, len);
             let start = out.len();
-            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            out.resize(
+                start + lz4_flex::block::get_maximum_output_size(raw.len()),
+                0,
+            );
             match lz4_flex::block::compress_into(raw, &mut out[start..]) {
                 Ok(n) => {
                     out.truncate(start + n);
@@ -413,8 +421,14 @@ mod tests {
     fn footer_roundtrip_and_magic_check() {
         let f = Footer {
             checksum: ChecksumType::Xxh3,
-            metaindex: BlockHandle { offset: 1000, size: 77 },
-            index: BlockHandle { offset: 1082, size: 300 },
+            metaindex: BlockHandle {
+                offset: 1000,
+                size: 77,
+            },
+            index: BlockHandle {
+                offset: 1082,
+                size: 300,
+            },
             format_version: 5,
         };
         let enc = f.encode();
@@ -435,7 +449,9 @@ mod tests {
 
     #[test]
     fn every_writable_compression_roundtrips() {
-        let raw: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let raw: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         for ty in [
             CompressionType::None,
             CompressionType::Snappy,

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::coding::{decode_fixed32, decode_fixed64, decode_varint64, put_fixed32, put_fixed64, put_varint64};
+use crate::coding::{
+    decode_fixed32, decode_fixed64, decode_varint64, put_fixed32, put_fixed64, put_varint64,
+};
 
 /// Metaindex key of the properties block.
 pub const PROPERTIES_META_KEY: &str = "rocksdb.properties";
@@ -141,7 +143,10 @@ impl TableProperties {
         int(OLDEST_KEY_TIME, self.creation_time);
         int(FILE_CREATION_TIME, self.file_creation_time);
         int(INDEX_KEY_IS_USER_KEY, u64::from(self.index_key_is_user_key));
-        int(INDEX_VALUE_IS_DELTA_ENCODED, u64::from(self.index_value_is_delta_encoded));
+        int(
+            INDEX_VALUE_IS_DELTA_ENCODED,
+            u64::from(self.index_value_is_delta_encoded),
+        );
         int(ORIG_FILE_NUMBER, 0);
         int(SMALLEST_SEQNO, self.smallest_seqno);
         int(LARGEST_SEQNO, self.largest_seqno);
@@ -180,7 +185,9 @@ impl TableProperties {
 
     /// Decodes from (name, value) pairs. Unknown names are kept in `raw`; malformed values of
     /// known names are errors (reasons).
-    pub fn decode<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Result<Self, String> {
+    pub fn decode<'a>(
+        pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<Self, String> {
         use names::*;
         let mut p = TableProperties::default();
         for (k, v) in pairs {
@@ -243,12 +250,31 @@ impl TableProperties {
     pub fn display_value(name: &str, v: &[u8]) -> String {
         use names::*;
         let ints = [
-            DATA_SIZE, INDEX_SIZE, FILTER_SIZE, RAW_KEY_SIZE, RAW_VALUE_SIZE, NUM_DATA_BLOCKS,
-            NUM_ENTRIES, NUM_FILTER_ENTRIES, DELETED_KEYS, MERGE_OPERANDS, NUM_RANGE_DELETIONS,
-            FORMAT_VERSION, FIXED_KEY_LEN, COLUMN_FAMILY_ID, CREATION_TIME, OLDEST_KEY_TIME,
-            FILE_CREATION_TIME, INDEX_KEY_IS_USER_KEY, INDEX_VALUE_IS_DELTA_ENCODED,
-            ORIG_FILE_NUMBER, SMALLEST_SEQNO, LARGEST_SEQNO, "rocksdb.tail.start.offset",
-            "rocksdb.index.partitions", "rocksdb.top-level.index.size",
+            DATA_SIZE,
+            INDEX_SIZE,
+            FILTER_SIZE,
+            RAW_KEY_SIZE,
+            RAW_VALUE_SIZE,
+            NUM_DATA_BLOCKS,
+            NUM_ENTRIES,
+            NUM_FILTER_ENTRIES,
+            DELETED_KEYS,
+            MERGE_OPERANDS,
+            NUM_RANGE_DELETIONS,
+            FORMAT_VERSION,
+            FIXED_KEY_LEN,
+            COLUMN_FAMILY_ID,
+            CREATION_TIME,
+            OLDEST_KEY_TIME,
+            FILE_CREATION_TIME,
+            INDEX_KEY_IS_USER_KEY,
+            INDEX_VALUE_IS_DELTA_ENCODED,
+            ORIG_FILE_NUMBER,
+            SMALLEST_SEQNO,
+            LARGEST_SEQNO,
+            "rocksdb.tail.start.offset",
+            "rocksdb.index.partitions",
+            "rocksdb.top-level.index.size",
         ];
         if ints.contains(&name) {
             if let Some((x, n)) = decode_varint64(v) {
@@ -291,8 +317,12 @@ mod tests {
             ..Default::default()
         };
         let enc = p.encode();
-        assert!(enc.windows(2).all(|w| w[0].0 < w[1].0), "names must be sorted");
-        let d = TableProperties::decode(enc.iter().map(|(k, v)| (k.as_bytes(), v.as_slice()))).unwrap();
+        assert!(
+            enc.windows(2).all(|w| w[0].0 < w[1].0),
+            "names must be sorted"
+        );
+        let d =
+            TableProperties::decode(enc.iter().map(|(k, v)| (k.as_bytes(), v.as_slice()))).unwrap();
         assert_eq!(d.data_size, 123_456);
         assert_eq!(d.num_entries, 1000);
         assert_eq!(d.external_sst_version, Some(2));

@@ -132,8 +132,12 @@ impl Table {
         it.seek_to_first();
         while it.valid() {
             let name = String::from_utf8_lossy(it.key()).into_owned();
-            let handle = BlockHandle::decode_exact(it.value())
-                .ok_or_else(|| self.corruption(h.offset, format!("metaindex entry {name:?} has a bad block handle")))?;
+            let handle = BlockHandle::decode_exact(it.value()).ok_or_else(|| {
+                self.corruption(
+                    h.offset,
+                    format!("metaindex entry {name:?} has a bad block handle"),
+                )
+            })?;
             self.metaindex.push((name, handle));
             it.next();
         }
@@ -144,7 +148,10 @@ impl Table {
     }
 
     fn meta_handle(&self, name: &str) -> Option<BlockHandle> {
-        self.metaindex.iter().find(|(n, _)| n == name).map(|(_, h)| *h)
+        self.metaindex
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, h)| *h)
     }
 
     fn read_properties(&mut self) -> Result<()> {
@@ -162,8 +169,9 @@ impl Table {
         if let Some(e) = it.error() {
             return Err(self.corruption(h.offset, format!("properties block: {e}")));
         }
-        self.properties = TableProperties::decode(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))
-            .map_err(|e| self.corruption(h.offset, e))?;
+        self.properties =
+            TableProperties::decode(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))
+                .map_err(|e| self.corruption(h.offset, e))?;
         if !self.properties.comparator.is_empty()
             && self.properties.comparator != "leveldb.BytewiseComparator"
         {
@@ -173,7 +181,11 @@ impl Table {
                 self.properties.comparator
             )));
         }
-        if let Some(raw) = self.properties.raw.get("rocksdb.block.based.table.index.type") {
+        if let Some(raw) = self
+            .properties
+            .raw
+            .get("rocksdb.block.based.table.index.type")
+        {
             if raw.as_slice() != [0, 0, 0, 0] {
                 return Err(Error::NotSupported(format!(
                     "{}: index type {:?} (Sluice reads binary-search indexes)",
@@ -250,13 +262,18 @@ impl Table {
                 ));
             }
         }
-        let ct = CompressionType::from_u8(ty)
-            .ok_or_else(|| self.corruption(h.offset + h.size, format!("{what} block has unknown compression type {ty}")))?;
+        let ct = CompressionType::from_u8(ty).ok_or_else(|| {
+            self.corruption(
+                h.offset + h.size,
+                format!("{what} block has unknown compression type {ty}"),
+            )
+        })?;
         if ct == CompressionType::None {
             buf.truncate(n);
             return Ok(buf);
         }
-        decompress_block(ct, &buf[..n]).map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+        decompress_block(ct, &buf[..n])
+            .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
     }
 
     fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {
@@ -358,7 +375,13 @@ impl Table {
         let mut n = 0u64;
         while it.valid() {
             if key::parse_internal_key(it.key()).is_none() {
-                return Err(self.corruption(it.current_block_offset(), format!("malformed internal key {:?}", crate::error::escape_bytes(it.key()))));
+                return Err(self.corruption(
+                    it.current_block_offset(),
+                    format!(
+                        "malformed internal key {:?}",
+                        crate::error::escape_bytes(it.key())
+                    ),
+                ));
             }
             if n > 0 && key::compare_internal(&prev, it.key()) != Ordering::Less {
                 return Err(self.corruption(
@@ -372,10 +395,15 @@ impl Table {
             }
             let user = key::user_key(it.key());
             if !self.may_contain(user) {
-                let off = self.meta_handle(FULL_FILTER_META_KEY).map_or(0, |h| h.offset);
+                let off = self
+                    .meta_handle(FULL_FILTER_META_KEY)
+                    .map_or(0, |h| h.offset);
                 return Err(self.corruption(
                     off,
-                    format!("filter reports present key {:?} as absent", crate::error::escape_bytes(user)),
+                    format!(
+                        "filter reports present key {:?} as absent",
+                        crate::error::escape_bytes(user)
+                    ),
                 ));
             }
             prev.clear();
@@ -388,7 +416,10 @@ impl Table {
             if self.properties.num_entries != n {
                 return Err(self.corruption(
                     h.offset,
-                    format!("properties say {} entries, the data blocks hold {n}", self.properties.num_entries),
+                    format!(
+                        "properties say {} entries, the data blocks hold {n}",
+                        self.properties.num_entries
+                    ),
                 ));
             }
         }
@@ -434,7 +465,10 @@ impl TableIter<'_> {
         key::parse_internal_key(self.key()).ok_or_else(|| {
             self.table.corruption(
                 self.current_block_offset(),
-                format!("malformed internal key {:?}", crate::error::escape_bytes(self.key())),
+                format!(
+                    "malformed internal key {:?}",
+                    crate::error::escape_bytes(self.key())
+                ),
             )
         })
     }
@@ -451,7 +485,9 @@ impl TableIter<'_> {
         if !self.index.valid() {
             self.data = None;
             if let Some(e) = self.index.error() {
-                let e = self.table.corruption(self.table.footer.index.offset, format!("index block: {e}"));
+                let e = self
+                    .table
+                    .corruption(self.table.footer.index.offset, format!("index block: {e}"));
                 self.set_error(e);
             }
             return false;
@@ -462,7 +498,10 @@ impl TableIter<'_> {
             BlockHandle::decode_exact(self.index.value())
         };
         let Some(h) = h else {
-            let e = self.table.corruption(self.table.footer.index.offset, "index entry has a bad block handle");
+            let e = self.table.corruption(
+                self.table.footer.index.offset,
+                "index entry has a bad block handle",
+            );
             self.set_error(e);
             return false;
         };
@@ -618,14 +657,18 @@ impl TableIter<'_> {
 
     fn above_upper(&self) -> bool {
         match (&self.bounds.upper, self.data_valid()) {
-            (Some(up), true) if self.key().len() >= TRAILER_LEN => key::user_key(self.key()) >= up.as_slice(),
+            (Some(up), true) if self.key().len() >= TRAILER_LEN => {
+                key::user_key(self.key()) >= up.as_slice()
+            }
             _ => false,
         }
     }
 
     fn below_lower(&self) -> bool {
         match (&self.bounds.lower, self.data_valid()) {
-            (Some(lo), true) if self.key().len() >= TRAILER_LEN => key::user_key(self.key()) < lo.as_slice(),
+            (Some(lo), true) if self.key().len() >= TRAILER_LEN => {
+                key::user_key(self.key()) < lo.as_slice()
+            }
             _ => false,
         }
     }
@@ -755,7 +798,11 @@ pub(crate) fn clone_error(e: &Error) -> Error {
             path: path.clone(),
             source: std::io::Error::new(source.kind(), source.to_string()),
         },
-        Error::Corruption { file, offset, reason } => Error::Corruption {
+        Error::Corruption {
+            file,
+            offset,
+            reason,
+        } => Error::Corruption {
             file: file.clone(),
             offset: *offset,
             reason: reason.clone(),

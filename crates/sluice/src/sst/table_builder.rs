@@ -60,7 +60,9 @@ impl TableOptions {
             )));
         }
         if self.restart_interval == 0 {
-            return Err(Error::InvalidArgument("restart_interval must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "restart_interval must be at least 1".into(),
+            ));
         }
         if !self.compression.writable() {
             return Err(Error::InvalidArgument(format!(
@@ -69,7 +71,9 @@ impl TableOptions {
             )));
         }
         if !matches!(self.checksum, ChecksumType::Crc32c | ChecksumType::Xxh3) {
-            return Err(Error::InvalidArgument("checksum must be crc32c or xxh3".into()));
+            return Err(Error::InvalidArgument(
+                "checksum must be crc32c or xxh3".into(),
+            ));
         }
         if let Some(b) = self.bloom_bits_per_key {
             if !(b > 0.0 && b <= 100.0) {
@@ -216,7 +220,12 @@ impl<W: Write> TableBuilder<W> {
         } else {
             // Any trailer works for a shortened key since its user key lies strictly between
             // the neighbours; MAX_SEQNO makes it the smallest internal key for that user key.
-            key::append_internal_key(&mut self.separator, &shortened, MAX_SEQNO, ValueKind::Value as u8);
+            key::append_internal_key(
+                &mut self.separator,
+                &shortened,
+                MAX_SEQNO,
+                ValueKind::Value as u8,
+            );
         }
         let mut enc = [0u8; 20];
         let mut v = Vec::with_capacity(20);
@@ -240,7 +249,13 @@ impl<W: Write> TableBuilder<W> {
         } else {
             (CompressionType::None, raw)
         };
-        let handle = write_block(&mut self.out, &mut self.offset, self.opts.checksum, bytes, ty)?;
+        let handle = write_block(
+            &mut self.out,
+            &mut self.offset,
+            self.opts.checksum,
+            bytes,
+            ty,
+        )?;
         self.props.data_size = self.offset;
         self.props.num_data_blocks += 1;
         self.data.reset();
@@ -260,13 +275,25 @@ impl<W: Write> TableBuilder<W> {
         if let Some(f) = &mut self.filter {
             self.props.num_filter_entries = f.len() as u64;
             let block = f.finish();
-            let h = write_block(&mut self.out, &mut self.offset, checksum, &block, CompressionType::None)?;
+            let h = write_block(
+                &mut self.out,
+                &mut self.offset,
+                checksum,
+                &block,
+                CompressionType::None,
+            )?;
             self.props.filter_size = h.size;
             self.props.filter_policy = "bloomfilter".into();
             meta.push((FULL_FILTER_META_KEY.to_string(), h));
         }
         let index = self.index.finish();
-        let index_handle = write_block(&mut self.out, &mut self.offset, checksum, index, CompressionType::None)?;
+        let index_handle = write_block(
+            &mut self.out,
+            &mut self.offset,
+            checksum,
+            index,
+            CompressionType::None,
+        )?;
         let p = &mut self.props;
         p.index_size = index_handle.size + 5;
         p.format_version = u64::from(FORMAT_VERSION);
@@ -294,7 +321,13 @@ impl<W: Write> TableBuilder<W> {
         for (k, v) in p.encode() {
             pb.add(k.as_bytes(), &v);
         }
-        let props_handle = write_block(&mut self.out, &mut self.offset, checksum, pb.finish(), CompressionType::None)?;
+        let props_handle = write_block(
+            &mut self.out,
+            &mut self.offset,
+            checksum,
+            pb.finish(),
+            CompressionType::None,
+        )?;
         meta.push((PROPERTIES_META_KEY.to_string(), props_handle));
         meta.sort_by(|a, b| a.0.cmp(&b.0));
         let mut mb = BlockBuilder::new(1);
@@ -303,7 +336,13 @@ impl<W: Write> TableBuilder<W> {
             h.encode_to(&mut v);
             mb.add(k.as_bytes(), &v);
         }
-        let metaindex = write_block(&mut self.out, &mut self.offset, checksum, mb.finish(), CompressionType::None)?;
+        let metaindex = write_block(
+            &mut self.out,
+            &mut self.offset,
+            checksum,
+            mb.finish(),
+            CompressionType::None,
+        )?;
         let footer = Footer {
             checksum,
             metaindex,
@@ -342,4 +381,3 @@ fn write_block<W: Write>(
     *offset += bytes.len() as u64 + trailer.len() as u64;
     Ok(handle)
 }
-

@@ -27,7 +27,14 @@ fn build(model: &Model, opts: TableOptions) -> Vec<u8> {
 
 fn open(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> crate::error::Result<Table> {
     let file: Arc<dyn RandomAccessFile> = Arc::new(bytes);
-    Table::open(file, "test.sst".into(), &TableReadOptions { verify_checksums: true, cache })
+    Table::open(
+        file,
+        "test.sst".into(),
+        &TableReadOptions {
+            verify_checksums: true,
+            cache,
+        },
+    )
 }
 
 fn random_model(seed: u64, n: usize) -> Model {
@@ -39,7 +46,11 @@ fn random_model(seed: u64, n: usize) -> Model {
         let versions = rng.gen_range(1..3);
         for _ in 0..versions {
             let seq = rng.gen_range(0..1000);
-            let kind = if rng.gen_bool(0.1) { ValueKind::Deletion } else { ValueKind::Value };
+            let kind = if rng.gen_bool(0.1) {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
             let v: Vec<u8> = if kind == ValueKind::Value {
                 (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect()
             } else {
@@ -59,7 +70,12 @@ fn model_entries(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 fn all_option_sets() -> Vec<TableOptions> {
     let mut v = Vec::new();
-    for compression in [CompressionType::None, CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd] {
+    for compression in [
+        CompressionType::None,
+        CompressionType::Snappy,
+        CompressionType::Lz4,
+        CompressionType::Zstd,
+    ] {
         for checksum in [ChecksumType::Crc32c, ChecksumType::Xxh3] {
             for bloom in [None, Some(10.0)] {
                 v.push(TableOptions {
@@ -108,30 +124,64 @@ fn every_option_combination_roundtrips() {
 fn compressible_blocks_are_compressed_and_incompressible_are_not() {
     let mut m = Model::new();
     for i in 0..2000u32 {
-        m.insert((format!("key{i:08}").into_bytes(), std::cmp::Reverse(1)), (ValueKind::Value, vec![b'x'; 100]));
+        m.insert(
+            (format!("key{i:08}").into_bytes(), std::cmp::Reverse(1)),
+            (ValueKind::Value, vec![b'x'; 100]),
+        );
     }
     let plain = build(&m, TableOptions::default()).len();
-    let zstd = build(&m, TableOptions { compression: CompressionType::Zstd, ..Default::default() }).len();
+    let zstd = build(
+        &m,
+        TableOptions {
+            compression: CompressionType::Zstd,
+            ..Default::default()
+        },
+    )
+    .len();
     assert!(zstd * 4 < plain, "zstd {zstd} vs plain {plain}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
     let mut r = Model::new();
     for i in 0..2000u32 {
-        r.insert((format!("key{i:08}").into_bytes(), std::cmp::Reverse(1)), (ValueKind::Value, (0..100).map(|_| rng.gen()).collect()));
+        r.insert(
+            (format!("key{i:08}").into_bytes(), std::cmp::Reverse(1)),
+            (ValueKind::Value, (0..100).map(|_| rng.gen()).collect()),
+        );
     }
-    let t = open(build(&r, TableOptions { compression: CompressionType::Lz4, ..Default::default() }), None).unwrap();
+    let t = open(
+        build(
+            &r,
+            TableOptions {
+                compression: CompressionType::Lz4,
+                ..Default::default()
+            },
+        ),
+        None,
+    )
+    .unwrap();
     assert_eq!(t.verify().unwrap(), 2000);
 }
 
 #[test]
 fn key_order_violation_is_a_typed_error() {
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), TableIdentity::default()).unwrap();
-    b.add(&make_internal_key(b"b", 5, ValueKind::Value), b"1").unwrap();
-    let e = b.add(&make_internal_key(b"a", 5, ValueKind::Value), b"2").unwrap_err();
+    let mut b = TableBuilder::new(
+        Vec::new(),
+        TableOptions::default(),
+        TableIdentity::default(),
+    )
+    .unwrap();
+    b.add(&make_internal_key(b"b", 5, ValueKind::Value), b"1")
+        .unwrap();
+    let e = b
+        .add(&make_internal_key(b"a", 5, ValueKind::Value), b"2")
+        .unwrap_err();
     assert!(matches!(e, Error::KeyOrder { .. }), "{e}");
-    let e = b.add(&make_internal_key(b"b", 5, ValueKind::Value), b"2").unwrap_err();
+    let e = b
+        .add(&make_internal_key(b"b", 5, ValueKind::Value), b"2")
+        .unwrap_err();
     assert!(matches!(e, Error::KeyOrder { .. }), "{e}");
     // Same user key, older seqno: allowed.
-    b.add(&make_internal_key(b"b", 4, ValueKind::Value), b"3").unwrap();
+    b.add(&make_internal_key(b"b", 4, ValueKind::Value), b"3")
+        .unwrap();
 }
 
 proptest! {
@@ -184,19 +234,35 @@ proptest! {
 #[test]
 fn upper_bound_stops_before_reading_blocks_beyond_it() {
     // 100,000 deletions past the upper bound: a bounded seek must not walk them.
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), TableIdentity::default()).unwrap();
-    b.add(&make_internal_key(b"a-live", 1, ValueKind::Value), b"v").unwrap();
+    let mut b = TableBuilder::new(
+        Vec::new(),
+        TableOptions::default(),
+        TableIdentity::default(),
+    )
+    .unwrap();
+    b.add(&make_internal_key(b"a-live", 1, ValueKind::Value), b"v")
+        .unwrap();
     for i in 0..100_000u32 {
-        b.add(&make_internal_key(format!("b-tomb{i:08}").as_bytes(), 2, ValueKind::Deletion), b"").unwrap();
+        b.add(
+            &make_internal_key(format!("b-tomb{i:08}").as_bytes(), 2, ValueKind::Deletion),
+            b"",
+        )
+        .unwrap();
     }
     let t = open(b.finish().unwrap().0, None).unwrap();
-    let mut it = t.iter(IterBounds { lower: None, upper: Some(b"b".to_vec()) });
+    let mut it = t.iter(IterBounds {
+        lower: None,
+        upper: Some(b"b".to_vec()),
+    });
     it.seek_to_first();
     assert!(it.valid());
     it.next();
     assert!(!it.valid());
     assert!(it.blocks_read() <= 2, "read {} blocks", it.blocks_read());
-    let mut it = t.iter(IterBounds { lower: Some(b"c".to_vec()), upper: None });
+    let mut it = t.iter(IterBounds {
+        lower: Some(b"c".to_vec()),
+        upper: None,
+    });
     it.seek_to_last();
     assert!(!it.valid());
     it.seek_to_first();
@@ -206,13 +272,23 @@ fn upper_bound_stops_before_reading_blocks_beyond_it() {
 
 fn sample_table() -> Vec<u8> {
     let model = random_model(3, 2000);
-    build(&model, TableOptions { block_size: 1024, ..Default::default() })
+    build(
+        &model,
+        TableOptions {
+            block_size: 1024,
+            ..Default::default()
+        },
+    )
 }
 
 fn expect_corruption(bytes: Vec<u8>) -> (u64, String) {
     let r = open(bytes, None).and_then(|t| t.verify().map(|_| t));
     match r {
-        Err(Error::Corruption { file, offset, reason }) => {
+        Err(Error::Corruption {
+            file,
+            offset,
+            reason,
+        }) => {
             assert_eq!(file, std::path::PathBuf::from("test.sst"));
             (offset, reason)
         }
@@ -226,7 +302,12 @@ fn corruption_is_detected_and_located() {
     let good = sample_table();
     let t = open(good.clone(), None).unwrap();
     let index = t.footer().index;
-    let filter = t.metaindex().iter().find(|(n, _)| n.starts_with("fullfilter")).unwrap().1;
+    let filter = t
+        .metaindex()
+        .iter()
+        .find(|(n, _)| n.starts_with("fullfilter"))
+        .unwrap()
+        .1;
     drop(t);
 
     // A flipped byte in the first data block.
@@ -269,11 +350,24 @@ fn seeded_mutations_never_panic() {
     // harness coverage-guided; see crates/sluice/fuzz).
     let good = {
         let model = random_model(11, 300);
-        build(&model, TableOptions { block_size: 256, compression: CompressionType::Snappy, ..Default::default() })
+        build(
+            &model,
+            TableOptions {
+                block_size: 256,
+                compression: CompressionType::Snappy,
+                ..Default::default()
+            },
+        )
     };
     assert!(super::fuzz::exercise_table_bytes(&good).is_some());
-    let seed: u64 = std::env::var("SLUICE_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED);
-    let iters: usize = std::env::var("SLUICE_FUZZ_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
+    let seed: u64 = std::env::var("SLUICE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED);
+    let iters: usize = std::env::var("SLUICE_FUZZ_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut clean = 0;
     for i in 0..iters {
@@ -306,5 +400,8 @@ fn seeded_mutations_never_panic() {
         }
     }
     // Checksums catch nearly every mutation; a handful may land in padding or unused bytes.
-    assert!(clean < iters / 10, "{clean} of {iters} mutations read cleanly");
+    assert!(
+        clean < iters / 10,
+        "{clean} of {iters} mutations read cleanly"
+    );
 }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, ValueKind};
-use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 use crate::sst::properties::TableProperties;
+use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 
 /// Buffer between the table builder and the file: large writes, few syscalls.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -65,13 +65,14 @@ impl SstWriter {
             db_id: "SST Writer".into(),
             db_session_id: session_id(),
         };
-        let builder = match TableBuilder::new(BufWriter::with_capacity(WRITE_BUFFER, file), opts, identity) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                return Err(e);
-            }
-        };
+        let builder =
+            match TableBuilder::new(BufWriter::with_capacity(WRITE_BUFFER, file), opts, identity) {
+                Ok(b) => b,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e);
+                }
+            };
         Ok(SstWriter {
             builder: Some(builder),
             path,
@@ -132,11 +133,15 @@ impl SstWriter {
         let builder = self.builder.take().expect("builder present until finish");
         if self.entries == 0 {
             let _ = std::fs::remove_file(&self.path);
-            return Err(Error::InvalidArgument("cannot finish an SST file with no entries".into()));
+            return Err(Error::InvalidArgument(
+                "cannot finish an SST file with no entries".into(),
+            ));
         }
         let result = (|| -> Result<SstFileInfo> {
             let (w, properties) = builder.finish()?;
-            let file = w.into_inner().map_err(|e| Error::io(&self.path, e.into_error()))?;
+            let file = w
+                .into_inner()
+                .map_err(|e| Error::io(&self.path, e.into_error()))?;
             file.sync_all().map_err(|e| Error::io(&self.path, e))?;
             let file_size = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
             Ok(SstFileInfo {

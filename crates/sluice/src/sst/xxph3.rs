@@ -41,7 +41,9 @@ fn r64(b: &[u8], at: usize) -> u64 {
 
 #[inline(always)]
 fn r32(b: &[u8], at: usize) -> u64 {
-    u64::from(u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes")))
+    u64::from(u32::from_le_bytes(
+        b[at..at + 4].try_into().expect("4 bytes"),
+    ))
 }
 
 #[inline(always)]
@@ -59,7 +61,10 @@ fn avalanche(mut h: u64) -> u64 {
 
 #[inline(always)]
 fn mix16(input: &[u8], at: usize, s: usize) -> u64 {
-    fold64(r64(input, at) ^ r64(&SECRET, s), r64(input, at + 8) ^ r64(&SECRET, s + 8))
+    fold64(
+        r64(input, at) ^ r64(&SECRET, s),
+        r64(input, at + 8) ^ r64(&SECRET, s + 8),
+    )
 }
 
 /// RocksDB's `Hash64(data, len)`: XXPH3 64-bit, seed 0.
@@ -154,16 +159,31 @@ fn hash_long(input: &[u8]) -> u64 {
     let nb_blocks = len / block_len;
     for b in 0..nb_blocks {
         for s in 0..stripes_per_block {
-            accumulate_512(&mut acc, input, b * block_len + s * STRIPE_LEN, s * SECRET_CONSUME_RATE);
+            accumulate_512(
+                &mut acc,
+                input,
+                b * block_len + s * STRIPE_LEN,
+                s * SECRET_CONSUME_RATE,
+            );
         }
         scramble(&mut acc);
     }
     let tail_stripes = (len - block_len * nb_blocks) / STRIPE_LEN;
     for s in 0..tail_stripes {
-        accumulate_512(&mut acc, input, nb_blocks * block_len + s * STRIPE_LEN, s * SECRET_CONSUME_RATE);
+        accumulate_512(
+            &mut acc,
+            input,
+            nb_blocks * block_len + s * STRIPE_LEN,
+            s * SECRET_CONSUME_RATE,
+        );
     }
     if len & (STRIPE_LEN - 1) != 0 {
-        accumulate_512(&mut acc, input, len - STRIPE_LEN, SECRET.len() - STRIPE_LEN - 7);
+        accumulate_512(
+            &mut acc,
+            input,
+            len - STRIPE_LEN,
+            SECRET.len() - STRIPE_LEN - 7,
+        );
     }
     let mut h = (len as u64).wrapping_mul(P64_1);
     for i in 0..4 {
@@ -181,10 +201,16 @@ mod tests {
 
     #[test]
     fn differs_from_final_xxh3_and_is_deterministic() {
-        for len in [0usize, 1, 3, 4, 8, 9, 16, 17, 128, 129, 240, 241, 1024, 5000] {
+        for len in [
+            0usize, 1, 3, 4, 8, 9, 16, 17, 128, 129, 240, 241, 1024, 5000,
+        ] {
             let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
             assert_eq!(xxph3_64(&data), xxph3_64(&data.clone()));
-            assert_ne!(xxph3_64(&data), xxhash_rust::xxh3::xxh3_64(&data), "len {len}");
+            assert_ne!(
+                xxph3_64(&data),
+                xxhash_rust::xxh3::xxh3_64(&data),
+                "len {len}"
+            );
         }
     }
 }

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test: formatting, lints, the Rust test suites, and the RocksDB interop suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -q -- -D warnings
+echo "== cargo test"
+cargo test --workspace -q 2>&1 | tee /tmp/sluice-cargo-test.log
+echo "== release build"
+cargo build --release -q -p sluice-cli -p sluice-bench
+echo "== interop + CLI tests (pytest)"
+SLUICE_BIN="$PWD/target/release/sluice" SLUICE_BENCH_BIN="$PWD/target/release/sluice-bench" \
+  ${PYTHON:-python3} -m pytest -q tests
