@@ -1,0 +1,127 @@
+//! The public `SstWriter` lifecycle: metadata, key order, partial files.
+
+use sluice::key::{ValueKind, MAX_SEQNO};
+use sluice::{
+    ChecksumType, CompressionType, Error, InternalIterator, IterBounds, SstWriter, Table,
+    TableOptions, TableReadOptions,
+};
+
+#[test]
+fn finish_reports_metadata_and_file_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sst");
+    let mut w = SstWriter::create(&path, TableOptions::default()).unwrap();
+    for i in 0..10_000u32 {
+        if i % 10 == 3 {
+            w.delete(format!("k{i:06}").as_bytes()).unwrap();
+        } else {
+            w.put(format!("k{i:06}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+        }
+    }
+    let info = w.finish().unwrap();
+    assert_eq!(info.entries, 10_000);
+    assert_eq!(info.smallest_key, b"k000000");
+    assert_eq!(info.largest_key, b"k009999");
+    assert_eq!(info.file_size, std::fs::metadata(&path).unwrap().len());
+    assert_eq!(info.properties.num_deletions, 1000);
+
+    let t = Table::open_path(&path, &TableReadOptions::new()).unwrap();
+    assert_eq!(t.verify().unwrap(), 10_000);
+    assert_eq!(t.properties().external_sst_version, Some(2));
+    assert_eq!(t.properties().global_seqno, Some(0));
+    assert_eq!(
+        t.get(b"k000013", MAX_SEQNO).unwrap(),
+        Some((ValueKind::Deletion, vec![]))
+    );
+    assert_eq!(
+        t.get(b"k000014", MAX_SEQNO).unwrap(),
+        Some((ValueKind::Value, 14u32.to_le_bytes().to_vec()))
+    );
+    assert_eq!(t.get(b"k0000140", MAX_SEQNO).unwrap(), None);
+    let mut it = t.iter(IterBounds {
+        lower: Some(b"k000100".to_vec()),
+        upper: Some(b"k000200".to_vec()),
+    });
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 100);
+}
+
+#[test]
+fn out_of_order_and_duplicate_keys_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = SstWriter::create(dir.path().join("b.sst"), TableOptions::default()).unwrap();
+    w.put(b"b", b"1").unwrap();
+    assert!(matches!(w.put(b"a", b"2"), Err(Error::KeyOrder { .. })));
+    assert!(matches!(w.put(b"b", b"2"), Err(Error::KeyOrder { .. })));
+    assert!(matches!(w.delete(b"b"), Err(Error::KeyOrder { .. })));
+    // The writer stays usable after a rejected key.
+    w.put(b"c", b"3").unwrap();
+    assert_eq!(w.finish().unwrap().entries, 2);
+}
+
+#[test]
+fn dropped_or_empty_writer_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("partial.sst");
+    {
+        let mut w = SstWriter::create(&path, TableOptions::default()).unwrap();
+        for i in 0..100_000u32 {
+            w.put(&i.to_be_bytes(), b"value").unwrap();
+        }
+        assert!(path.exists());
+    }
+    assert!(
+        !path.exists(),
+        "dropped writer must delete its partial file"
+    );
+    let w = SstWriter::create(&path, TableOptions::default()).unwrap();
+    assert!(matches!(w.finish(), Err(Error::InvalidArgument(_))));
+    assert!(!path.exists());
+}
+
+#[test]
+fn invalid_options_are_rejected_before_creating_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.sst");
+    for opts in [
+        TableOptions {
+            block_size: 0,
+            ..Default::default()
+        },
+        TableOptions {
+            restart_interval: 0,
+            ..Default::default()
+        },
+        TableOptions {
+            compression: CompressionType::Zlib,
+            ..Default::default()
+        },
+        TableOptions {
+            checksum: ChecksumType::XxHash,
+            ..Default::default()
+        },
+        TableOptions {
+            bloom_bits_per_key: Some(-1.0),
+            ..Default::default()
+        },
+    ] {
+        assert!(matches!(
+            SstWriter::create(&path, opts),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(!path.exists());
+    }
+}
+
+#[test]
+fn unwritable_path_is_an_io_error_naming_it() {
+    let e = SstWriter::create("/nonexistent-dir/x.sst", TableOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::Io { .. }));
+    assert!(e.to_string().contains("/nonexistent-dir/x.sst"), "{e}");
+}
