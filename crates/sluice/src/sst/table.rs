@@ -27,6 +27,9 @@ use crate::sst::format::{
 };
 use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY};
 
+/// Metaindex key of the range deletion block.
+pub const RANGE_DEL_META_KEY: &str = "rocksdb.range_del";
+
 /// How to open a table.
 #[derive(Clone, Default)]
 pub struct TableReadOptions {
@@ -61,6 +64,18 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     cache_id: u64,
     verify_checksums: bool,
+    range_dels: Vec<RangeTombstone>,
+}
+
+/// A range deletion: user keys in `[start, end)` with seqno below `seqno` are deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    /// First deleted user key.
+    pub start: Vec<u8>,
+    /// First user key not deleted.
+    pub end: Vec<u8>,
+    /// Sequence number of the deletion.
+    pub seqno: u64,
 }
 
 impl std::fmt::Debug for Table {
@@ -74,7 +89,7 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// Opens the table at `path` on disk.
-    pub fn open_path(path: &Path, opts: &TableReadOptions) -> Result<Table> {
+    pub fn open_path(path: &Path, opts: &TableReadOptions) -> Result<Arc<Table>> {
         let file = crate::sst::file::open_file(path).map_err(|e| Error::io(path, e))?;
         Table::open(file, path.to_path_buf(), opts)
     }
@@ -84,7 +99,7 @@ impl Table {
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         opts: &TableReadOptions,
-    ) -> Result<Table> {
+    ) -> Result<Arc<Table>> {
         let size = file.size().map_err(|e| Error::io(&path, e))?;
         if size < FOOTER_LEN as u64 {
             return Err(Error::corruption(
@@ -113,12 +128,14 @@ impl Table {
             cache: opts.cache.clone(),
             cache_id: opts.cache.as_ref().map_or(0, |c| c.new_id()),
             verify_checksums: opts.verify_checksums,
+            range_dels: Vec::new(),
         };
         t.read_metaindex()?;
         t.read_properties()?;
         t.read_index()?;
         t.read_filter()?;
-        Ok(t)
+        t.read_range_dels()?;
+        Ok(Arc::new(t))
     }
 
     fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
@@ -207,6 +224,35 @@ impl Table {
         };
         self.index_delta = self.properties.index_value_is_delta_encoded;
         Ok(())
+    }
+
+    fn read_range_dels(&mut self) -> Result<()> {
+        let Some(h) = self.meta_handle(RANGE_DEL_META_KEY) else {
+            return Ok(());
+        };
+        let block = Arc::new(self.read_block(h, "range deletion")?);
+        let mut it = block.iter(KeyOrder::Internal);
+        it.seek_to_first();
+        while it.valid() {
+            let p = key::parse_internal_key(it.key())
+                .filter(|p| p.kind == key::ValueKind::RangeDeletion)
+                .ok_or_else(|| self.corruption(h.offset, "range deletion block holds a key that is not a range deletion"))?;
+            self.range_dels.push(RangeTombstone {
+                start: p.user_key.to_vec(),
+                end: it.value().to_vec(),
+                seqno: p.seqno,
+            });
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(self.corruption(h.offset, format!("range deletion block: {e}")));
+        }
+        Ok(())
+    }
+
+    /// The table's range deletions, in start-key order.
+    pub fn range_deletions(&self) -> &[RangeTombstone] {
+        &self.range_dels
     }
 
     fn read_filter(&mut self) -> Result<()> {
@@ -336,7 +382,7 @@ impl Table {
 
     /// The newest entry for `user_key` with seqno `<= seqno`: its kind and value.
     /// Consults the filter first.
-    pub fn get(&self, user_key: &[u8], seqno: u64) -> Result<Option<(key::ValueKind, Vec<u8>)>> {
+    pub fn get(self: &Arc<Self>, user_key: &[u8], seqno: u64) -> Result<Option<(key::ValueKind, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -355,9 +401,9 @@ impl Table {
     }
 
     /// An iterator over the whole table, restricted to user keys in `bounds`.
-    pub fn iter(self: &Table, bounds: IterBounds) -> TableIter<'_> {
+    pub fn iter(self: &Arc<Self>, bounds: IterBounds) -> TableIter {
         TableIter {
-            table: self,
+            table: Arc::clone(self),
             index: self.index.index_iter(self.index_order, self.index_delta),
             data: None,
             bounds,
@@ -368,7 +414,7 @@ impl Table {
 
     /// Reads every block, verifying checksums, key order, that the filter admits every key, and
     /// the entry count; returns the number of entries.
-    pub fn verify(&self) -> Result<u64> {
+    pub fn verify(self: &Arc<Self>) -> Result<u64> {
         let mut it = self.iter(IterBounds::default());
         it.seek_to_first();
         let mut prev: Vec<u8> = Vec::new();
@@ -441,8 +487,8 @@ pub struct IterBounds {
 /// Positioning is done by "raw" moves that ignore the bounds, followed by one bound check.
 /// The raw moves consult the index before loading the next (or previous) block: a block whose
 /// separator proves it lies entirely past a bound is never read.
-pub struct TableIter<'a> {
-    table: &'a Table,
+pub struct TableIter {
+    table: Arc<Table>,
     index: BlockIter,
     data: Option<(BlockIter, u64)>,
     bounds: IterBounds,
@@ -450,7 +496,7 @@ pub struct TableIter<'a> {
     blocks_read: u64,
 }
 
-impl TableIter<'_> {
+impl TableIter {
     /// Data blocks loaded so far (a measure of work, used by bound tests).
     pub fn blocks_read(&self) -> u64 {
         self.blocks_read
@@ -686,7 +732,7 @@ impl TableIter<'_> {
     }
 }
 
-impl InternalIterator for TableIter<'_> {
+impl InternalIterator for TableIter {
     fn valid(&self) -> bool {
         self.data_valid()
     }

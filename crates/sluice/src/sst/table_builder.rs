@@ -113,6 +113,7 @@ pub struct TableBuilder<W: Write> {
     props: TableProperties,
     scratch: Vec<u8>,
     separator: Vec<u8>,
+    range_dels: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl<W: Write> TableBuilder<W> {
@@ -135,6 +136,7 @@ impl<W: Write> TableBuilder<W> {
             },
             scratch: Vec::new(),
             separator: Vec::with_capacity(64),
+            range_dels: Vec::new(),
             opts,
             identity,
         })
@@ -188,7 +190,26 @@ impl<W: Write> TableBuilder<W> {
         Ok(())
     }
 
-    /// Entries added so far.
+    /// Adds a range deletion of user keys `[start, end)` at `seqno`. Range deletions go to
+    /// their own block and may be added in any order relative to point entries.
+    pub fn add_range_deletion(&mut self, start: &[u8], end: &[u8], seqno: u64) -> Result<()> {
+        if start >= end {
+            return Err(Error::InvalidArgument(format!(
+                "range deletion start {:?} must sort before its end {:?}",
+                crate::error::escape_bytes(start),
+                crate::error::escape_bytes(end)
+            )));
+        }
+        let k = key::make_internal_key(start, seqno, ValueKind::RangeDeletion);
+        self.range_dels.push((k, end.to_vec()));
+        let p = &mut self.props;
+        p.num_range_deletions += 1;
+        p.smallest_seqno = p.smallest_seqno.min(seqno);
+        p.largest_seqno = p.largest_seqno.max(seqno);
+        Ok(())
+    }
+
+    /// Point entries added so far.
     pub fn num_entries(&self) -> u64 {
         self.props.num_entries
     }
@@ -286,6 +307,15 @@ impl<W: Write> TableBuilder<W> {
             self.props.filter_policy = "bloomfilter".into();
             meta.push((FULL_FILTER_META_KEY.to_string(), h));
         }
+        if !self.range_dels.is_empty() {
+            self.range_dels.sort_by(|a, b| compare_internal(&a.0, &b.0));
+            let mut rb = BlockBuilder::new(1);
+            for (k, v) in &self.range_dels {
+                rb.add(k, v);
+            }
+            let h = write_block(&mut self.out, &mut self.offset, checksum, rb.finish(), CompressionType::None)?;
+            meta.push((crate::sst::table::RANGE_DEL_META_KEY.to_string(), h));
+        }
         let index = self.index.finish();
         let index_handle = write_block(
             &mut self.out,
@@ -302,7 +332,7 @@ impl<W: Write> TableBuilder<W> {
         p.column_family_id = UNKNOWN_COLUMN_FAMILY;
         p.index_key_is_user_key = false;
         p.index_value_is_delta_encoded = false;
-        if p.num_entries == 0 {
+        if p.num_entries == 0 && p.num_range_deletions == 0 {
             p.smallest_seqno = 0;
         }
         let now = SystemTime::now()
