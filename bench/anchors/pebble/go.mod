@@ -1,6 +1,8 @@
 module github.com/sluice/bench/anchors/pebble
 
-go 1.26.8
+go 1.23
+
+require github.com/cockroachdb/pebble/v2 v2.1.7
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
@@ -11,7 +13,6 @@ require (
 	github.com/cockroachdb/crlib v0.0.0-20241112164430-1264a2edc35b // indirect
 	github.com/cockroachdb/errors v1.11.3 // indirect
 	github.com/cockroachdb/logtags v0.0.0-20230118201751-21c54148d20b // indirect
-	github.com/cockroachdb/pebble/v2 v2.1.7 // indirect
 	github.com/cockroachdb/redact v1.1.5 // indirect
 	github.com/cockroachdb/swiss v0.0.0-20260820225851-333444432258 // indirect
 	github.com/cockroachdb/tokenbucket v0.0.0-20230807174530-cc333fc44b06 // indirect

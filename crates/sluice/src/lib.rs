@@ -20,8 +20,11 @@
 
 pub mod coding;
 pub mod error;
+pub mod fs;
 pub mod iter;
 pub mod key;
+pub mod log;
+pub mod batch;
 pub mod sst;
 
 pub use error::{Error, Result};

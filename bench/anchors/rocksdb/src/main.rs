@@ -1,1 +1,492 @@
-fn main() {}
+//! `rocksdb-anchor`: the RocksDB side of the Sluice benchmark harness.
+//!
+//! Same CLI and JSON result lines as `sluice-bench`:
+//!
+//! ```text
+//! rocksdb-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] [--rounds R]
+//!                [--file-mib M] [--reads R]
+//! ```
+//!
+//! The input is the generator of `shared/BENCH-SPEC.md` (mirrored from
+//! `crates/sluice-bench/src/gen.rs`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rocksdb::{
+    BlockBasedOptions, DBCompressionType, IngestExternalFileOptions, Options, ReadOptions,
+    SstFileWriter, DB,
+};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+/// The spec generator (a copy of `crates/sluice-bench/src/gen.rs`).
+mod gen {
+    /// SplitMix64 finalizer.
+    #[inline]
+    pub fn splitmix64(x: u64) -> u64 {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub const PERM: u64 = 0x5EED_0000_0000_0001;
+    pub const KEY: u64 = 0xA5A5_A5A5_5A5A_5A5A;
+    pub const VAL: u64 = 0x0123_4567_89AB_CDEF;
+    pub const READ: u64 = 0x0BAD_5EED_0BAD_5EED;
+    pub const KEY_LEN: usize = 16;
+    pub const VALUE_LEN: usize = 100;
+    pub const REC: usize = KEY_LEN + VALUE_LEN;
+
+    /// A bijection of `0..n` (4-round Feistel over the next even bit width, cycle walking).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Permutation {
+        n: u64,
+        half: u32,
+        mask: u64,
+    }
+
+    impl Permutation {
+        pub fn new(n: u64) -> Self {
+            let bits = (64 - (n.max(2) - 1).leading_zeros()).max(2);
+            let bits = bits + (bits & 1);
+            let half = bits / 2;
+            Permutation { n, half, mask: (1u64 << half) - 1 }
+        }
+
+        #[inline]
+        pub fn apply(&self, i: u64) -> u64 {
+            let mut x = i;
+            loop {
+                let (mut l, mut r) = (x >> self.half, x & self.mask);
+                for k in 0..4 {
+                    let nl = r;
+                    r = l ^ (splitmix64(r ^ PERM.wrapping_add(k)) & self.mask);
+                    l = nl;
+                }
+                x = (l << self.half) | r;
+                if x < self.n {
+                    return x;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub fn key_of(p: u64, out: &mut [u8]) {
+        out[..8].copy_from_slice(&p.to_be_bytes());
+        out[8..16].copy_from_slice(&splitmix64(p ^ KEY).to_be_bytes());
+    }
+
+    #[inline]
+    pub fn value_of(p: u64, out: &mut [u8]) {
+        let mut buf = [0u8; 104];
+        for j in 0..13u64 {
+            let v = splitmix64(p.wrapping_mul(13).wrapping_add(j).wrapping_add(VAL));
+            buf[8 * j as usize..8 * j as usize + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        out[..VALUE_LEN].copy_from_slice(&buf[..VALUE_LEN]);
+    }
+
+    #[inline]
+    pub fn read_row(i: u64, n: u64) -> u64 {
+        splitmix64(i ^ READ) % n
+    }
+
+    /// Row i has key BE64(i) ‖ BE64(splitmix64(i ^ KEY)) and the spec's value (sluice-bench's
+    /// `sorted_input`).
+    pub fn sorted_input(n: u64) -> Vec<u8> {
+        let mut buf = vec![0u8; n as usize * REC];
+        for (i, chunk) in buf.chunks_exact_mut(REC).enumerate() {
+            let (k, v) = chunk.split_at_mut(KEY_LEN);
+            key_of(i as u64, k);
+            value_of(i as u64, v);
+        }
+        buf
+    }
+
+    /// The spec stream: pair i is row perm(i), in generation (random key) order.
+    pub fn spec_input(n: u64) -> Vec<u8> {
+        let perm = Permutation::new(n);
+        let mut buf = vec![0u8; n as usize * REC];
+        for (i, chunk) in buf.chunks_exact_mut(REC).enumerate() {
+            let p = perm.apply(i as u64);
+            let (k, v) = chunk.split_at_mut(KEY_LEN);
+            key_of(p, k);
+            value_of(p, v);
+        }
+        buf
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Workload {
+    SstWrite,
+    SstScan,
+    KvBulkload,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::SstWrite => "sst-write",
+            Workload::SstScan => "sst-scan",
+            Workload::KvBulkload => "kv-bulkload",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Args {
+    workload: Workload,
+    n: u64,
+    file_mib: Option<u64>,
+    dir: Option<PathBuf>,
+    rounds: u32,
+    reads: u64,
+}
+
+const USAGE: &str = "usage: rocksdb-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] \
+[--rounds R] [--file-mib M] [--reads R]";
+
+fn parse_args() -> Result<Args, String> {
+    let mut workload = None;
+    let mut args = Args {
+        workload: Workload::SstWrite,
+        n: 10_000_000,
+        file_mib: None,
+        dir: None,
+        rounds: 1,
+        reads: 1_000_000,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if a.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        let mut val = |name: &str| -> Result<String, String> {
+            inline.clone().or_else(|| it.next()).ok_or(format!("{name} needs a value"))
+        };
+        let num = |s: String, name: &str| -> Result<u64, String> {
+            s.replace('_', "").parse::<u64>().map_err(|e| format!("{name}: {e}"))
+        };
+        match flag.as_str() {
+            "--n" => args.n = num(val("--n")?, "--n")?,
+            "--file-mib" => args.file_mib = Some(num(val("--file-mib")?, "--file-mib")?),
+            "--dir" => args.dir = Some(PathBuf::from(val("--dir")?)),
+            "--rounds" => args.rounds = num(val("--rounds")?, "--rounds")? as u32,
+            "--reads" => args.reads = num(val("--reads")?, "--reads")?,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            "sst-write" if workload.is_none() => workload = Some(Workload::SstWrite),
+            "sst-scan" if workload.is_none() => workload = Some(Workload::SstScan),
+            "kv-bulkload" if workload.is_none() => workload = Some(Workload::KvBulkload),
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+    }
+    args.workload = workload.ok_or("missing workload")?;
+    if args.n == 0 {
+        return Err("--n must be at least 1".into());
+    }
+    Ok(args)
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn tree_bytes(p: &Path) -> u64 {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(p)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| tree_bytes(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Table options shared by the SST writers and the DB: no compression, full-filter Bloom
+/// 10 bits/key, format_version 5, 4 KiB blocks, 64 MiB memtables.
+fn rocks_opts() -> Options {
+    let mut bb = BlockBasedOptions::default();
+    bb.set_block_size(4096);
+    bb.set_bloom_filter(10.0, false); // false = full (not block-based) filter
+    bb.set_format_version(5);
+    let mut o = Options::default();
+    o.set_block_based_table_factory(&bb);
+    o.set_compression_type(DBCompressionType::None);
+    o.set_bottommost_compression_type(DBCompressionType::None);
+    o.set_write_buffer_size(64 << 20);
+    o
+}
+
+/// Writes `rows` (sorted records of `gen::REC` bytes, produced by `row(i)`) into SSTs of about
+/// `file_bytes` in `dir`, names prefixed with `prefix`.
+fn write_ssts<'a>(
+    rows: impl Iterator<Item = &'a [u8]>,
+    dir: &Path,
+    prefix: &str,
+    file_bytes: u64,
+) -> Result<Vec<PathBuf>, rocksdb::Error> {
+    let opts = rocks_opts();
+    let mut files = Vec::new();
+    let mut w: Option<SstFileWriter> = None;
+    for rec in rows {
+        if w.is_none() {
+            let p = dir.join(format!("{prefix}{:06}.sst", files.len()));
+            let wr = SstFileWriter::create(&opts);
+            wr.open(&p)?;
+            files.push(p);
+            w = Some(wr);
+        }
+        let wr = w.as_mut().expect("writer");
+        wr.put(&rec[..gen::KEY_LEN], &rec[gen::KEY_LEN..])?;
+        if wr.file_size() >= file_bytes {
+            w.take().expect("writer").finish()?;
+        }
+    }
+    if let Some(mut wr) = w {
+        wr.finish()?;
+    }
+    Ok(files)
+}
+
+fn open_db(path: &Path) -> Result<DB, rocksdb::Error> {
+    let mut o = rocks_opts();
+    o.create_if_missing(true);
+    DB::open(&o, path)
+}
+
+fn ingest(db: &DB, files: &[PathBuf]) -> Result<(), rocksdb::Error> {
+    let mut io = IngestExternalFileOptions::default();
+    io.set_move_files(true);
+    db.ingest_external_file_opts(&io, files.to_vec())
+}
+
+/// SHA-256 over key‖value of a full forward scan, and the entry count.
+fn scan_sha256(db: &DB) -> Result<(String, u64), rocksdb::Error> {
+    let mut h = Sha256::new();
+    let mut it = db.raw_iterator();
+    it.seek_to_first();
+    let mut n = 0u64;
+    while let Some((k, v)) = it.item() {
+        h.update(k);
+        h.update(v);
+        n += 1;
+        it.next();
+    }
+    it.status()?;
+    Ok((hex(&h.finalize()), n))
+}
+
+fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
+    if sorted_ns.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted_ns.len() as f64 * q).ceil() as usize).clamp(1, sorted_ns.len()) - 1;
+    sorted_ns[idx] as f64 / 1e3
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&base)?;
+    let default_mib = if args.workload == Workload::KvBulkload { 128 } else { 256 };
+    let file_mib = args.file_mib.unwrap_or(default_mib);
+    let file_bytes = file_mib << 20;
+    let rocks_version = "11.8.1 (librocksdb-sys 0.19.0, rocksdb crate 0.25.0)";
+
+    let t0 = Instant::now();
+    let input = match args.workload {
+        Workload::KvBulkload => gen::spec_input(args.n),
+        _ => gen::sorted_input(args.n),
+    };
+    let gen_secs = t0.elapsed().as_secs_f64();
+    let input_mb = input.len() as f64 / 1e6;
+
+    for round in 0..args.rounds {
+        let dir = base.join(format!("rocksdb-anchor-{}-{round}", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
+        let mut params = json!({"n": args.n, "key_bytes": 16, "value_bytes": 100, "file_mib": file_mib,
+                                "compression": "none", "bloom_bits": 10, "block_size": 4096,
+                                "filter": "full", "format_version": 5, "rocksdb": rocks_version});
+        let line = match args.workload {
+            Workload::SstWrite | Workload::SstScan => {
+                let t = Instant::now();
+                let files = write_ssts(input.chunks_exact(gen::REC), &dir, "", file_bytes)?;
+                let write_secs = t.elapsed().as_secs_f64();
+                let bytes_on_disk = files.iter().map(|f| tree_bytes(f)).sum::<u64>();
+                if args.workload == Workload::SstWrite {
+                    json!({"workload": "sst-write", "engine": "rocksdb", "round": round, "params": params,
+                           "seconds": {"generate": gen_secs, "write": write_secs},
+                           "mb_per_s": input_mb / write_secs, "ops_per_s": args.n as f64 / write_secs,
+                           "files": files.len(), "bytes_on_disk": bytes_on_disk, "peak_rss_kib": peak_rss_kib()})
+                } else {
+                    // The crate has no SstFileReader: ingest the files (untimed) into a fresh DB
+                    // and scan it with a raw iterator.
+                    params["reader"] = json!("ingest into fresh DB (move_files) + raw iterator");
+                    let t = Instant::now();
+                    let db = open_db(&dir.join("db"))?;
+                    ingest(&db, &files)?;
+                    let ingest_secs = t.elapsed().as_secs_f64();
+                    let t = Instant::now();
+                    let (mut entries, mut bytes) = (0u64, 0u64);
+                    let mut it = db.raw_iterator_opt(ReadOptions::default());
+                    it.seek_to_first();
+                    while let Some((k, v)) = it.item() {
+                        entries += 1;
+                        bytes += (k.len() + v.len()) as u64;
+                        it.next();
+                    }
+                    it.status()?;
+                    let scan_secs = t.elapsed().as_secs_f64();
+                    drop(it);
+                    if entries != args.n {
+                        return Err(format!("scan saw {entries} entries, wrote {}", args.n).into());
+                    }
+                    json!({"workload": "sst-scan", "engine": "rocksdb", "round": round, "params": params,
+                           "seconds": {"generate": gen_secs, "write": write_secs, "ingest": ingest_secs, "scan": scan_secs},
+                           "mb_per_s": bytes as f64 / 1e6 / scan_secs, "ops_per_s": entries as f64 / scan_secs,
+                           "files": files.len(), "bytes_on_disk": bytes_on_disk, "peak_rss_kib": peak_rss_kib()})
+                }
+            }
+            Workload::KvBulkload => {
+                params["reads"] = json!(args.reads);
+                params["writer_threads"] = json!(2);
+                params["recipe"] = json!("sort index; 2 SstFileWriter threads on disjoint key ranges; one ingest_external_file (move_files)");
+                params["block_cache"] = json!("default");
+                let ssts = dir.join("ssts");
+                std::fs::create_dir_all(&ssts)?;
+                let db_path = dir.join("db");
+                // --- load: from the generated pairs in memory to the data being readable.
+                let t = Instant::now();
+                // Keys start with BE64(p), p unique: sorting by that prefix sorts the keys.
+                let mut idx: Vec<(u64, u32)> = input
+                    .chunks_exact(gen::REC)
+                    .enumerate()
+                    .map(|(i, r)| (u64::from_be_bytes(r[..8].try_into().expect("8")), i as u32))
+                    .collect();
+                idx.sort_unstable();
+                let sort_secs = t.elapsed().as_secs_f64();
+                let rec = |j: &(u64, u32)| &input[j.1 as usize * gen::REC..(j.1 as usize + 1) * gen::REC];
+                let mid = idx.len() / 2;
+                let (lo, hi) = idx.split_at(mid);
+                let (fa, fb) = std::thread::scope(|s| {
+                    let a = s.spawn(|| write_ssts(lo.iter().map(rec), &ssts, "a", file_bytes));
+                    let b = s.spawn(|| write_ssts(hi.iter().map(rec), &ssts, "b", file_bytes));
+                    (a.join().expect("writer a"), b.join().expect("writer b"))
+                });
+                let mut files = fa?;
+                files.extend(fb?);
+                let write_secs = t.elapsed().as_secs_f64() - sort_secs;
+                let t_ing = Instant::now();
+                let db = open_db(&db_path)?;
+                ingest(&db, &files)?;
+                let ingest_secs = t_ing.elapsed().as_secs_f64();
+                let load_secs = t.elapsed().as_secs_f64();
+                drop(idx);
+                // --- reads
+                let mut key = [0u8; gen::KEY_LEN];
+                let mut lat = Vec::with_capacity(args.reads as usize);
+                let ro = ReadOptions::default();
+                let mut missing = 0u64;
+                let t = Instant::now();
+                for i in 0..args.reads {
+                    gen::key_of(gen::read_row(i, args.n), &mut key);
+                    let s = Instant::now();
+                    let got = db.get_pinned_opt(key, &ro)?;
+                    lat.push(s.elapsed().as_nanos() as u64);
+                    match got {
+                        Some(v) if v.len() == gen::VALUE_LEN => {}
+                        _ => missing += 1,
+                    }
+                }
+                let reads_secs = t.elapsed().as_secs_f64();
+                if missing > 0 {
+                    return Err(format!("{missing} of {} reads did not find their key", args.reads).into());
+                }
+                lat.sort_unstable();
+                // --- untimed: full scan checksum
+                let (sha, entries) = scan_sha256(&db)?;
+                if entries != args.n {
+                    return Err(format!("scan saw {entries} entries, loaded {}", args.n).into());
+                }
+                drop(db);
+                json!({"workload": "kv-bulkload", "engine": "rocksdb", "round": round, "params": params,
+                       "seconds": {"generate": gen_secs, "load": load_secs, "reads": reads_secs,
+                                   "sort": sort_secs, "write_ssts": write_secs, "ingest": ingest_secs},
+                       "mb_per_s": input_mb / load_secs,
+                       "ops_per_s": if reads_secs > 0.0 { args.reads as f64 / reads_secs } else { 0.0 },
+                       "latency_us": {"p50": percentile_us(&lat, 0.50), "p99": percentile_us(&lat, 0.99),
+                                      "p999": percentile_us(&lat, 0.999)},
+                       "scan_sha256": sha,
+                       "files": files.len(), "bytes_on_disk": tree_bytes(&db_path), "peak_rss_kib": peak_rss_kib()})
+            }
+        };
+        println!("{line}");
+        std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args) {
+        eprintln!("rocksdb-anchor {}: {e}", args.workload.name());
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_the_spec_check_values_for_n_1000() {
+        let n = 1000;
+        let input = gen::spec_input(n);
+        let mut seen = vec![false; n as usize];
+        for r in input.chunks_exact(gen::REC) {
+            let p = u64::from_be_bytes(r[..8].try_into().unwrap()) as usize;
+            assert!(!seen[p], "not a permutation");
+            seen[p] = true;
+        }
+        assert_eq!(
+            hex(&Sha256::digest(&input)),
+            "d4a7cd05639e50be3c457e790d16fd4ee07906ea30a6f005a649dd5c2dcf8cdc"
+        );
+        let mut reads = Sha256::new();
+        let mut k = [0u8; gen::KEY_LEN];
+        for i in 0..1000 {
+            gen::key_of(gen::read_row(i, n), &mut k);
+            reads.update(k);
+        }
+        assert_eq!(
+            hex(&reads.finalize()),
+            "cb48fd96699cd44a9065b673d3564b22dcb39b0f5046a5071c67ac65513796f0"
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! An in-memory [`FileSystem`] with fault injection and a crash model.
+//!
+//! Crash model ([`MemFs::crash`]): every name reverts to the directory state of the last
+//! `sync_dir`, and every file loses the bytes written after its last `sync` — optionally
+//! keeping a random prefix of them (a torn write), as a real disk might.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{DirLock, FileSystem, RandomAccessFile, WritableFile};
+
+#[derive(Default, Debug)]
+struct Inode {
+    data: Vec<u8>,
+    synced_len: usize,
+}
+
+type InodeRef = Arc<Mutex<Inode>>;
+
+/// Faults to inject; change them at any time with [`MemFs::set_faults`].
+#[derive(Debug, Clone, Default)]
+pub struct FaultConfig {
+    /// Fail every write once this many more bytes have been written (`None`: never).
+    pub fail_writes_after_bytes: Option<u64>,
+    /// Fail every `sync` and `sync_dir`.
+    pub fail_syncs: bool,
+    /// Fail creating files whose name contains this string.
+    pub fail_create_containing: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    names: BTreeMap<PathBuf, InodeRef>,
+    durable_names: BTreeMap<PathBuf, InodeRef>,
+    dirs: HashSet<PathBuf>,
+    locks: HashSet<PathBuf>,
+    faults: FaultConfig,
+    bytes_written: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// While true, every sync blocks (to observe what proceeds during a slow fsync).
+    sync_held: Mutex<bool>,
+    sync_cv: Condvar,
+    syncs: AtomicU64,
+    waiting_syncs: AtomicU64,
+}
+
+/// The in-memory file system. Clones share the same files.
+#[derive(Clone)]
+pub struct MemFs {
+    shared: Arc<Shared>,
+}
+
+impl Default for MemFs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for MemFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemFs").finish()
+    }
+}
+
+fn injected(what: &str) -> io::Error {
+    io::Error::other(format!("injected fault: {what}"))
+}
+
+impl MemFs {
+    /// An empty file system.
+    pub fn new() -> Self {
+        MemFs {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::default()),
+                sync_held: Mutex::new(false),
+                sync_cv: Condvar::new(),
+                syncs: AtomicU64::new(0),
+                waiting_syncs: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Replaces the fault configuration.
+    pub fn set_faults(&self, f: FaultConfig) {
+        let mut s = self.shared.state.lock();
+        s.bytes_written = 0;
+        s.faults = f;
+    }
+
+    /// Makes every sync block until [`MemFs::release_syncs`].
+    pub fn hold_syncs(&self) {
+        *self.shared.sync_held.lock() = true;
+    }
+
+    /// Lets blocked syncs proceed.
+    pub fn release_syncs(&self) {
+        *self.shared.sync_held.lock() = false;
+        self.shared.sync_cv.notify_all();
+    }
+
+    /// Number of syncs currently blocked by [`MemFs::hold_syncs`].
+    pub fn waiting_syncs(&self) -> u64 {
+        self.shared.waiting_syncs.load(Ordering::SeqCst)
+    }
+
+    /// Total syncs completed.
+    pub fn sync_count(&self) -> u64 {
+        self.shared.syncs.load(Ordering::SeqCst)
+    }
+
+    /// Simulates power loss. With `torn_seed`, each file keeps a pseudo-random prefix of its
+    /// unsynced bytes instead of none. Locks are released (the process died).
+    pub fn crash(&self, torn_seed: Option<u64>) {
+        let mut s = self.shared.state.lock();
+        let mut rng = torn_seed.unwrap_or(0) | 1;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        s.names = s.durable_names.clone();
+        let inodes: Vec<InodeRef> = s.names.values().cloned().collect();
+        for ino in inodes {
+            let mut i = ino.lock();
+            let unsynced = i.data.len() - i.synced_len;
+            let keep = match (torn_seed, unsynced) {
+                (Some(_), u) if u > 0 => (next() % (u as u64 + 1)) as usize,
+                _ => 0,
+            };
+            let n = i.synced_len + keep;
+            i.data.truncate(n);
+            i.synced_len = n;
+        }
+        s.locks.clear();
+        s.faults = FaultConfig::default();
+    }
+
+    /// The current contents of a file (for tests that corrupt files).
+    pub fn read_raw(&self, path: &Path) -> Option<Vec<u8>> {
+        let s = self.shared.state.lock();
+        s.names.get(path).map(|i| i.lock().data.clone())
+    }
+
+    /// Overwrites a file's contents, durably (for tests that corrupt files).
+    pub fn write_raw(&self, path: &Path, data: Vec<u8>) {
+        let mut s = self.shared.state.lock();
+        let ino: InodeRef = Arc::new(Mutex::new(Inode { synced_len: data.len(), data }));
+        s.names.insert(path.to_path_buf(), ino.clone());
+        s.durable_names.insert(path.to_path_buf(), ino);
+    }
+
+    fn wait_sync_gate(&self) {
+        let mut held = self.shared.sync_held.lock();
+        if *held {
+            self.shared.waiting_syncs.fetch_add(1, Ordering::SeqCst);
+            while *held {
+                self.shared.sync_cv.wait(&mut held);
+            }
+            self.shared.waiting_syncs.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn inode(&self, path: &Path) -> io::Result<InodeRef> {
+        self.shared
+            .state
+            .lock()
+            .names
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display())))
+    }
+}
+
+struct MemWritable {
+    fs: MemFs,
+    inode: InodeRef,
+}
+
+impl Write for MemWritable {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        {
+            let mut s = self.fs.shared.state.lock();
+            if let Some(limit) = s.faults.fail_writes_after_bytes {
+                if s.bytes_written + data.len() as u64 > limit {
+                    return Err(injected("write failed (disk full)"));
+                }
+            }
+            s.bytes_written += data.len() as u64;
+        }
+        self.inode.lock().data.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl WritableFile for MemWritable {
+    fn sync(&mut self) -> io::Result<()> {
+        self.fs.wait_sync_gate();
+        if self.fs.shared.state.lock().faults.fail_syncs {
+            return Err(injected("fsync failed"));
+        }
+        let mut i = self.inode.lock();
+        i.synced_len = i.data.len();
+        self.fs.shared.syncs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+struct MemReader(InodeRef);
+
+impl RandomAccessFile for MemReader {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let i = self.0.lock();
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let src = i
+            .data
+            .get(start..start.saturating_add(buf.len()))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.0.lock().data.len() as u64)
+    }
+}
+
+struct MemLock {
+    fs: MemFs,
+    path: PathBuf,
+}
+impl DirLock for MemLock {}
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.fs.shared.state.lock().locks.remove(&self.path);
+    }
+}
+
+impl FileSystem for MemFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let mut s = self.shared.state.lock();
+        if let Some(pat) = &s.faults.fail_create_containing {
+            if path.to_string_lossy().contains(pat.as_str()) {
+                return Err(injected("create failed"));
+            }
+        }
+        let inode: InodeRef = Arc::new(Mutex::new(Inode::default()));
+        s.names.insert(path.to_path_buf(), inode.clone());
+        Ok(Box::new(MemWritable { fs: self.clone(), inode }))
+    }
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(MemReader(self.inode(path)?)))
+    }
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        Ok(self.inode(path)?.lock().data.clone())
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.shared.state.lock();
+        let ino = s
+            .names
+            .remove(from)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", from.display())))?;
+        s.names.insert(to.to_path_buf(), ino);
+        Ok(())
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.shared
+            .state
+            .lock()
+            .names
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display())))
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let s = self.shared.state.lock();
+        Ok(s.names
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect())
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.shared.state.lock().dirs.insert(dir.to_path_buf());
+        Ok(())
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.wait_sync_gate();
+        let mut s = self.shared.state.lock();
+        if s.faults.fail_syncs {
+            return Err(injected("directory fsync failed"));
+        }
+        let in_dir: Vec<(PathBuf, InodeRef)> = s
+            .names
+            .iter()
+            .filter(|(p, _)| p.parent() == Some(dir))
+            .map(|(p, i)| (p.clone(), i.clone()))
+            .collect();
+        s.durable_names.retain(|p, _| p.parent() != Some(dir));
+        s.durable_names.extend(in_dir);
+        Ok(())
+    }
+    fn exists(&self, path: &Path) -> bool {
+        let s = self.shared.state.lock();
+        s.names.contains_key(path) || s.dirs.contains(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        Ok(self.inode(path)?.lock().data.len() as u64)
+    }
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.shared.state.lock();
+        if s.names.contains_key(to) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", to.display())));
+        }
+        let ino = s
+            .names
+            .get(from)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", from.display())))?;
+        s.names.insert(to.to_path_buf(), ino);
+        Ok(())
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
+        let mut s = self.shared.state.lock();
+        if !s.locks.insert(path.to_path_buf()) {
+            return Err(io::Error::new(io::ErrorKind::WouldBlock, format!("{} is locked", path.display())));
+        }
+        Ok(Box::new(MemLock { fs: self.clone(), path: path.to_path_buf() }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crash_drops_unsynced_bytes_and_names() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let mut f = fs.create(&dir.join("a")).unwrap();
+        f.write_all(b"hello").unwrap();
+        f.sync().unwrap();
+        fs.sync_dir(dir).unwrap();
+        f.write_all(b" world").unwrap();
+        let mut g = fs.create(&dir.join("b")).unwrap();
+        g.write_all(b"x").unwrap();
+        g.sync().unwrap();
+        fs.crash(None);
+        assert_eq!(fs.read_all(&dir.join("a")).unwrap(), b"hello");
+        assert!(!fs.exists(&dir.join("b")), "name never made durable");
+    }
+
+    #[test]
+    fn injected_faults_fail_writes_and_syncs() {
+        let fs = MemFs::new();
+        let mut f = fs.create(Path::new("/x")).unwrap();
+        fs.set_faults(FaultConfig { fail_writes_after_bytes: Some(3), ..Default::default() });
+        assert!(f.write_all(b"ab").is_ok());
+        assert!(f.write_all(b"cd").is_err());
+        fs.set_faults(FaultConfig { fail_syncs: true, ..Default::default() });
+        assert!(f.sync().is_err());
+    }
+}

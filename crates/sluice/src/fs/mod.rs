@@ -1,0 +1,177 @@
+//! All engine I/O goes through [`FileSystem`], so tests can run on [`MemFs`], an in-memory file
+//! system that injects faults and simulates crashes (dropping whatever was not synced).
+//!
+//! Durability contract the engine relies on (and `MemFs` enforces in its crash model):
+//! 1. Bytes written to a file survive a crash only once [`WritableFile::sync`] returned.
+//! 2. A created, renamed or removed name survives a crash only once [`FileSystem::sync_dir`]
+//!    of its directory returned.
+
+mod mem;
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use mem::{FaultConfig, MemFs};
+
+pub use crate::sst::file::RandomAccessFile;
+
+/// A file being written sequentially.
+pub trait WritableFile: Write + Send {
+    /// Makes everything written so far durable (flush + fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// A held lock on a database directory; released on drop.
+pub trait DirLock: Send + Sync {}
+
+/// The operations the engine needs from a file system.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates or truncates `path` for writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens `path` for positional reads.
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// File names (not paths) in `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Creates `dir` and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Makes the directory's entries durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// True if `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of a file in bytes.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+    /// Hard-links `from` to `to`, or copies it where links are impossible; `to` must not exist.
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (the database's LOCK file).
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
+}
+
+/// The operating system's file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+struct RealWritable {
+    file: std::fs::File,
+    buf: Vec<u8>,
+}
+
+const REAL_WRITE_BUFFER: usize = 1 << 20;
+
+impl Write for RealWritable {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.buf.len() + data.len() > REAL_WRITE_BUFFER {
+            self.flush()?;
+            if data.len() >= REAL_WRITE_BUFFER {
+                self.file.write_all(data)?;
+                return Ok(data.len());
+            }
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for RealWritable {
+    fn sync(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.file.sync_data()
+    }
+}
+
+impl Drop for RealWritable {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+struct RealLock(#[allow(dead_code)] std::fs::File);
+impl DirLock for RealLock {}
+
+impl FileSystem for RealFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(RealWritable {
+            file: std::fs::File::create(path)?,
+            buf: Vec::with_capacity(64 << 10),
+        }))
+    }
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(std::fs::File::open(path)?))
+    }
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            v.push(e?.file_name().to_string_lossy().into_owned());
+        }
+        Ok(v)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
+    }
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if to.exists() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", to.display())));
+        }
+        match std::fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                let r = std::fs::copy(from, to).and_then(|_| std::fs::File::open(to)?.sync_all());
+                if r.is_err() {
+                    let _ = std::fs::remove_file(to);
+                }
+                r
+            }
+        }
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        match f.try_lock() {
+            Ok(()) => Ok(Box::new(RealLock(f))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another process", path.display()),
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
+/// Joins a directory and a file name.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
