@@ -175,7 +175,7 @@ func dbOptions() *pebble.Options {
 
 type quietLogger struct{}
 
-func (quietLogger) Infof(string, ...interface{})  {}
+func (quietLogger) Infof(string, ...interface{})      {}
 func (quietLogger) Errorf(f string, a ...interface{}) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 func (quietLogger) Fatalf(f string, a ...interface{}) {
 	fmt.Fprintf(os.Stderr, f+"\n", a...)
@@ -370,10 +370,12 @@ func run(a args, out *bufio.Writer) error {
 			}
 			slices.SortFunc(idx, func(x, y ent) int { return cmp.Compare(x.k, y.k) })
 			sortSecs := time.Since(t).Seconds()
+			to := time.Now()
 			db, err := pebble.Open(dbPath, opts)
 			if err != nil {
 				return err
 			}
+			openSecs := time.Since(to).Seconds()
 			params["table_format"] = db.TableFormat().String()
 			wo := writerOptions(opts, db.TableFormat())
 			mid := n / 2
@@ -463,7 +465,7 @@ func run(a args, out *bufio.Writer) error {
 			}
 			line = map[string]any{"workload": "kv-bulkload", "engine": "pebble", "round": round, "params": params,
 				"seconds": map[string]any{"generate": genSecs, "load": loadSecs, "reads": readsSecs,
-					"sort": sortSecs, "write_ssts": writeSecs, "ingest": ingestSecs},
+					"sort": sortSecs, "open_db": openSecs, "write_ssts": writeSecs, "ingest": ingestSecs},
 				"mb_per_s": inputMB / loadSecs, "ops_per_s": opsPerS,
 				"latency_us": map[string]any{"p50": percentileUs(lat, 0.50), "p99": percentileUs(lat, 0.99),
 					"p999": percentileUs(lat, 0.999)},

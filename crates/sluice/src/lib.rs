@@ -24,6 +24,8 @@ pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod log;
+pub mod manifest;
+pub mod memtable;
 pub mod batch;
 pub mod sst;
 

@@ -396,8 +396,10 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 let mut files = fa?;
                 files.extend(fb?);
                 let write_secs = t.elapsed().as_secs_f64() - sort_secs;
-                let t_ing = Instant::now();
+                let t_open = Instant::now();
                 let db = open_db(&db_path)?;
+                let open_secs = t_open.elapsed().as_secs_f64();
+                let t_ing = Instant::now();
                 ingest(&db, &files)?;
                 let ingest_secs = t_ing.elapsed().as_secs_f64();
                 let load_secs = t.elapsed().as_secs_f64();
@@ -431,7 +433,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 drop(db);
                 json!({"workload": "kv-bulkload", "engine": "rocksdb", "round": round, "params": params,
                        "seconds": {"generate": gen_secs, "load": load_secs, "reads": reads_secs,
-                                   "sort": sort_secs, "write_ssts": write_secs, "ingest": ingest_secs},
+                                   "sort": sort_secs, "write_ssts": write_secs, "open_db": open_secs, "ingest": ingest_secs},
                        "mb_per_s": input_mb / load_secs,
                        "ops_per_s": if reads_secs > 0.0 { args.reads as f64 / reads_secs } else { 0.0 },
                        "latency_us": {"p50": percentile_us(&lat, 0.50), "p99": percentile_us(&lat, 0.99),

@@ -1,0 +1,324 @@
+//! Versions and version edits: which table files make up the LSM, level by level.
+//!
+//! The MANIFEST is a record log of [`VersionEdit`]s; replaying them from an empty version gives
+//! the current [`Version`]. A `Version` is immutable and shared (`Arc`): readers hold the one
+//! they started with, so the files it names stay alive until they let go.
+//!
+//! Invariants:
+//! 1. Files in L1..L6 are sorted by smallest key and their key ranges do not overlap.
+//! 2. L0 files are ordered newest first (by largest seqno, then file number): a get consults
+//!    them in that order.
+//! 3. A file is added to the DB only by a durable edit; an edit is the unit of atomicity.
+//! 4. Edits carry a format version tag in the first record of each MANIFEST.
+
+use std::sync::Arc;
+
+use crate::coding::{put_varint32, put_varint64, Reader};
+use crate::key::{self, ValueKind, MAX_SEQNO};
+
+/// Number of levels, L0..L6.
+pub const NUM_LEVELS: usize = 7;
+
+/// Format version of the MANIFEST records Sluice writes.
+pub const MANIFEST_FORMAT_VERSION: u64 = 1;
+
+/// Metadata of one table file in a version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    /// File number (`NNNNNN.sst`).
+    pub number: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest internal key (point or range-deletion start).
+    pub smallest: Vec<u8>,
+    /// Largest internal key; `(end, MAX_SEQNO, RangeDeletion)` when a range deletion's
+    /// exclusive end bounds the file.
+    pub largest: Vec<u8>,
+    /// Smallest seqno in the file.
+    pub smallest_seqno: u64,
+    /// Largest seqno in the file.
+    pub largest_seqno: u64,
+    /// Seqno every entry of the file is read at (ingested files); 0 when entries carry their own.
+    pub global_seqno: u64,
+}
+
+impl FileMeta {
+    /// Smallest user key.
+    pub fn smallest_user(&self) -> &[u8] {
+        key::user_key(&self.smallest)
+    }
+    /// Largest user key (possibly exclusive, see [`FileMeta::largest_is_exclusive`]).
+    pub fn largest_user(&self) -> &[u8] {
+        key::user_key(&self.largest)
+    }
+    /// True if the largest key is a range-deletion end sentinel (not itself contained).
+    pub fn largest_is_exclusive(&self) -> bool {
+        key::trailer(&self.largest) == key::pack_trailer(MAX_SEQNO, ValueKind::RangeDeletion as u8)
+    }
+    /// True if the file may hold user keys in `[lo, hi]` (inclusive bounds; `None` = unbounded).
+    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        let below = match lo {
+            Some(lo) => {
+                let l = self.largest_user();
+                l < lo || (l == lo && self.largest_is_exclusive())
+            }
+            None => false,
+        };
+        let above = hi.is_some_and(|hi| self.smallest_user() > hi);
+        !(below || above)
+    }
+}
+
+/// A change to the set of files, plus counters that must survive restarts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// WALs with numbers below this are fully flushed.
+    pub log_number: Option<u64>,
+    /// Next file number to allocate.
+    pub next_file_number: Option<u64>,
+    /// Largest seqno used.
+    pub last_sequence: Option<u64>,
+    /// Files removed: (level, number).
+    pub deleted: Vec<(usize, u64)>,
+    /// Files added: (level, meta).
+    pub added: Vec<(usize, FileMeta)>,
+    /// MANIFEST format version (first record of a MANIFEST).
+    pub format_version: Option<u64>,
+}
+
+const TAG_LOG_NUMBER: u32 = 2;
+const TAG_NEXT_FILE: u32 = 3;
+const TAG_LAST_SEQ: u32 = 4;
+const TAG_DELETED: u32 = 5;
+const TAG_ADDED: u32 = 6;
+const TAG_FORMAT: u32 = 100;
+
+impl VersionEdit {
+    /// Encodes the edit as one MANIFEST record.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        if let Some(v) = self.format_version {
+            put_varint32(&mut b, TAG_FORMAT);
+            put_varint64(&mut b, v);
+        }
+        for (tag, v) in [
+            (TAG_LOG_NUMBER, self.log_number),
+            (TAG_NEXT_FILE, self.next_file_number),
+            (TAG_LAST_SEQ, self.last_sequence),
+        ] {
+            if let Some(v) = v {
+                put_varint32(&mut b, tag);
+                put_varint64(&mut b, v);
+            }
+        }
+        for &(level, number) in &self.deleted {
+            put_varint32(&mut b, TAG_DELETED);
+            put_varint32(&mut b, level as u32);
+            put_varint64(&mut b, number);
+        }
+        for (level, f) in &self.added {
+            put_varint32(&mut b, TAG_ADDED);
+            put_varint32(&mut b, *level as u32);
+            put_varint64(&mut b, f.number);
+            put_varint64(&mut b, f.size);
+            put_varint32(&mut b, f.smallest.len() as u32);
+            b.extend_from_slice(&f.smallest);
+            put_varint32(&mut b, f.largest.len() as u32);
+            b.extend_from_slice(&f.largest);
+            put_varint64(&mut b, f.smallest_seqno);
+            put_varint64(&mut b, f.largest_seqno);
+            put_varint64(&mut b, f.global_seqno);
+        }
+        b
+    }
+
+    /// Decodes one record. Errors are reasons.
+    pub fn decode(src: &[u8]) -> Result<VersionEdit, String> {
+        let mut r = Reader::new(src);
+        let mut e = VersionEdit::default();
+        while !r.remaining().is_empty() {
+            let tag = r.varint32().ok_or("truncated tag")?;
+            match tag {
+                TAG_FORMAT => {
+                    let v = r.varint64().ok_or("truncated format version")?;
+                    if v > MANIFEST_FORMAT_VERSION {
+                        return Err(format!("MANIFEST format version {v} is newer than this build ({MANIFEST_FORMAT_VERSION})"));
+                    }
+                    e.format_version = Some(v);
+                }
+                TAG_LOG_NUMBER => e.log_number = Some(r.varint64().ok_or("truncated log number")?),
+                TAG_NEXT_FILE => e.next_file_number = Some(r.varint64().ok_or("truncated next file number")?),
+                TAG_LAST_SEQ => e.last_sequence = Some(r.varint64().ok_or("truncated last sequence")?),
+                TAG_DELETED => {
+                    let level = r.varint32().ok_or("truncated deleted-file level")? as usize;
+                    let number = r.varint64().ok_or("truncated deleted-file number")?;
+                    if level >= NUM_LEVELS {
+                        return Err(format!("deleted file at level {level}"));
+                    }
+                    e.deleted.push((level, number));
+                }
+                TAG_ADDED => {
+                    let level = r.varint32().ok_or("truncated new-file level")? as usize;
+                    if level >= NUM_LEVELS {
+                        return Err(format!("new file at level {level}"));
+                    }
+                    let number = r.varint64().ok_or("truncated new-file number")?;
+                    let size = r.varint64().ok_or("truncated new-file size")?;
+                    let smallest = r.length_prefixed().ok_or("truncated smallest key")?.to_vec();
+                    let largest = r.length_prefixed().ok_or("truncated largest key")?.to_vec();
+                    if smallest.len() < key::TRAILER_LEN || largest.len() < key::TRAILER_LEN {
+                        return Err("new file with a malformed boundary key".into());
+                    }
+                    let smallest_seqno = r.varint64().ok_or("truncated smallest seqno")?;
+                    let largest_seqno = r.varint64().ok_or("truncated largest seqno")?;
+                    let global_seqno = r.varint64().ok_or("truncated global seqno")?;
+                    e.added.push((
+                        level,
+                        FileMeta { number, size, smallest, largest, smallest_seqno, largest_seqno, global_seqno },
+                    ));
+                }
+                t => return Err(format!("unknown MANIFEST tag {t}")),
+            }
+        }
+        Ok(e)
+    }
+}
+
+/// An immutable set of files per level.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    /// Files of each level (L0 newest first; other levels by smallest key).
+    pub levels: [Vec<Arc<FileMeta>>; NUM_LEVELS],
+}
+
+impl Version {
+    /// Applies `edit`, returning the next version. Errors are reasons (inconsistent edits).
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version, String> {
+        let mut v = self.clone();
+        for &(level, number) in &edit.deleted {
+            let before = v.levels[level].len();
+            v.levels[level].retain(|f| f.number != number);
+            if v.levels[level].len() == before {
+                return Err(format!("edit deletes file {number} which is not in L{level}"));
+            }
+        }
+        for (level, f) in &edit.added {
+            v.levels[*level].push(Arc::new(f.clone()));
+        }
+        v.levels[0].sort_by(|a, b| b.largest_seqno.cmp(&a.largest_seqno).then(b.number.cmp(&a.number)));
+        for level in 1..NUM_LEVELS {
+            let files = &mut v.levels[level];
+            files.sort_by(|a, b| key::compare_internal(&a.smallest, &b.smallest));
+            for w in files.windows(2) {
+                let (a, b) = (&w[0], &w[1]);
+                let overlap = a.largest_user() > b.smallest_user()
+                    || (a.largest_user() == b.smallest_user() && !a.largest_is_exclusive());
+                if overlap {
+                    return Err(format!(
+                        "files {} and {} overlap in L{level}",
+                        a.number, b.number
+                    ));
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// Every file number in the version.
+    pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.levels.iter().flatten().map(|f| f.number)
+    }
+
+    /// Files of `level` that may hold user keys in `[lo, hi]`.
+    pub fn overlapping(&self, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<FileMeta>> {
+        self.levels[level].iter().filter(|f| f.overlaps(lo, hi)).cloned().collect()
+    }
+
+    /// Total bytes of a level.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|f| f.size).sum()
+    }
+
+    /// Renders the version as text, one line per level (for tools and golden tests).
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        for (level, files) in self.levels.iter().enumerate() {
+            if files.is_empty() {
+                continue;
+            }
+            s.push_str(&format!("L{level}:"));
+            for f in files {
+                s.push_str(&format!(
+                    " {}:[{}-{}]",
+                    f.number,
+                    crate::error::escape_bytes(f.smallest_user()),
+                    crate::error::escape_bytes(f.largest_user())
+                ));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_internal_key;
+
+    pub(crate) fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMeta {
+        FileMeta {
+            number,
+            size: 100,
+            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
+            smallest_seqno: seq,
+            largest_seqno: seq,
+            global_seqno: 0,
+        }
+    }
+
+    #[test]
+    fn edit_roundtrip() {
+        let e = VersionEdit {
+            log_number: Some(7),
+            next_file_number: Some(12),
+            last_sequence: Some(999),
+            deleted: vec![(1, 4)],
+            added: vec![(2, meta(9, "a", "m", 5))],
+            format_version: Some(1),
+        };
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        let enc = e.encode();
+        for cut in 1..enc.len() {
+            let _ = VersionEdit::decode(&enc[..cut]);
+        }
+        assert!(VersionEdit::decode(&[99]).is_err());
+    }
+
+    #[test]
+    fn apply_rejects_overlap_and_missing_deletes() {
+        let v = Version::default();
+        let mut e = VersionEdit::default();
+        e.added.push((1, meta(1, "a", "f", 1)));
+        e.added.push((1, meta(2, "f", "k", 1)));
+        assert!(v.apply(&e).unwrap_err().contains("overlap"));
+        let mut e = VersionEdit::default();
+        e.deleted.push((3, 42));
+        assert!(v.apply(&e).is_err());
+        let mut e = VersionEdit::default();
+        e.added.push((0, meta(1, "a", "f", 1)));
+        e.added.push((0, meta(2, "a", "f", 5)));
+        let v = v.apply(&e).unwrap();
+        assert_eq!(v.levels[0][0].number, 2, "newest L0 file first");
+    }
+
+    #[test]
+    fn exclusive_largest_does_not_overlap_its_end() {
+        let mut f = meta(1, "a", "c", 1);
+        f.largest = make_internal_key(b"c", MAX_SEQNO, ValueKind::RangeDeletion);
+        assert!(f.largest_is_exclusive());
+        assert!(!f.overlaps(Some(b"c"), Some(b"d")));
+        assert!(f.overlaps(Some(b"b"), Some(b"d")));
+    }
+}
