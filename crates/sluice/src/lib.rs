@@ -19,6 +19,7 @@
 //! ```
 
 pub mod coding;
+pub mod compaction;
 pub mod error;
 pub mod fs;
 pub mod iter;

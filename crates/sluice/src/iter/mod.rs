@@ -1,4 +1,5 @@
-//! The internal iterator protocol shared by blocks, tables and (later) merging iterators.
+//! The internal iterator protocol shared by blocks, tables, memtables and merging iterators,
+//! and the iterators built on it.
 //!
 //! Invariants every implementation keeps:
 //! 1. `key()`/`value()` may be called only while `valid()`.
@@ -6,8 +7,12 @@
 //!    `status()` return the error; it never panics.
 //! 3. Bounded iterators never position on, or read blocks for, keys outside their bounds.
 
-use crate::error::Result;
+pub mod db_iter;
+pub mod level;
+pub mod merging;
+pub mod range_del;
 
+use crate::error::Result;
 /// A sorted cursor over internal (or, for meta blocks, plain) keys.
 pub trait InternalIterator {
     /// True when positioned on an entry.

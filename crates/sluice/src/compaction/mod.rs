@@ -1,0 +1,3 @@
+//! Compaction: the pure [`picker`] and the job that merges input tables into new ones.
+
+pub mod picker;
