@@ -19,7 +19,10 @@ pub struct WriteBatch {
 
 impl std::fmt::Debug for WriteBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriteBatch").field("count", &self.count()).field("bytes", &self.rep.len()).finish()
+        f.debug_struct("WriteBatch")
+            .field("count", &self.count())
+            .field("bytes", &self.rep.len())
+            .finish()
     }
 }
 
@@ -43,7 +46,9 @@ pub struct BatchEntry<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0; HEADER] }
+        WriteBatch {
+            rep: vec![0; HEADER],
+        }
     }
 
     /// Sets `key` to `value`.
@@ -118,7 +123,10 @@ impl WriteBatch {
     /// Decodes a batch, validating every entry. Errors are reasons.
     pub fn from_rep(rep: Vec<u8>) -> Result<WriteBatch, String> {
         if rep.len() < HEADER {
-            return Err(format!("write batch of {} bytes is shorter than its header", rep.len()));
+            return Err(format!(
+                "write batch of {} bytes is shorter than its header",
+                rep.len()
+            ));
         }
         let b = WriteBatch { rep };
         let mut n = 0u32;
@@ -127,7 +135,10 @@ impl WriteBatch {
             n += 1;
         }
         if n != b.count() {
-            return Err(format!("write batch header says {} entries, found {n}", b.count()));
+            return Err(format!(
+                "write batch header says {} entries, found {n}",
+                b.count()
+            ));
         }
         Ok(b)
     }
@@ -142,7 +153,8 @@ impl WriteBatch {
             }
             let res = (|| {
                 let kind_byte = r.bytes(1).ok_or("truncated entry")?[0];
-                let kind = ValueKind::from_u8(kind_byte).ok_or_else(|| format!("unknown entry kind {kind_byte}"))?;
+                let kind = ValueKind::from_u8(kind_byte)
+                    .ok_or_else(|| format!("unknown entry kind {kind_byte}"))?;
                 let key = r.length_prefixed().ok_or("truncated key")?;
                 let value = match kind {
                     ValueKind::Deletion => &[][..],
@@ -171,9 +183,15 @@ mod tests {
         assert_eq!(d.seqno(), 77);
         let e: Vec<_> = d.iter().map(|e| e.unwrap()).collect();
         assert_eq!(e.len(), 3);
-        assert_eq!((e[0].kind, e[0].key, e[0].value), (ValueKind::Value, &b"a"[..], &b"1"[..]));
+        assert_eq!(
+            (e[0].kind, e[0].key, e[0].value),
+            (ValueKind::Value, &b"a"[..], &b"1"[..])
+        );
         assert_eq!((e[1].kind, e[1].key), (ValueKind::Deletion, &b"b"[..]));
-        assert_eq!((e[2].kind, e[2].key, e[2].value), (ValueKind::RangeDeletion, &b"c"[..], &b"f"[..]));
+        assert_eq!(
+            (e[2].kind, e[2].key, e[2].value),
+            (ValueKind::RangeDeletion, &b"c"[..], &b"f"[..])
+        );
     }
 
     #[test]
@@ -182,7 +200,10 @@ mod tests {
         b.put(b"key", b"value");
         let rep = b.rep().to_vec();
         for cut in 0..rep.len() {
-            assert!(WriteBatch::from_rep(rep[..cut].to_vec()).is_err(), "cut {cut}");
+            assert!(
+                WriteBatch::from_rep(rep[..cut].to_vec()).is_err(),
+                "cut {cut}"
+            );
         }
         let mut bad = rep.clone();
         bad[8] = 2;

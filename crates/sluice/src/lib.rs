@@ -18,8 +18,10 @@
 //! assert_eq!(v, b"yellow");
 //! ```
 
+pub mod batch;
 pub mod coding;
 pub mod compaction;
+pub mod db;
 pub mod error;
 pub mod fs;
 pub mod iter;
@@ -27,10 +29,12 @@ pub mod key;
 pub mod log;
 pub mod manifest;
 pub mod memtable;
-pub mod batch;
 pub mod sst;
 
+pub use batch::WriteBatch;
+pub use db::{Db, LevelMetrics, Metrics, Options, ReadOptions, Snapshot, WriteOptions};
 pub use error::{Error, Result};
+pub use iter::db_iter::DbIterator;
 pub use iter::InternalIterator;
 pub use sst::cache::BlockCache;
 pub use sst::format::{ChecksumType, CompressionType};

@@ -1,3 +1,4 @@
-//! Compaction: the pure [`picker`] and the job that merges input tables into new ones.
+//! Compaction: the pure [`picker`] and the [`job`] that merges inputs into new tables.
 
+pub mod job;
 pub mod picker;

@@ -85,13 +85,27 @@ pub fn level_scores(v: &Version, o: &PickerOptions) -> [u64; NUM_LEVELS] {
 }
 
 fn user_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
-    let lo = files.iter().map(|f| f.smallest_user()).min().unwrap_or_default().to_vec();
-    let hi = files.iter().map(|f| f.largest_user()).max().unwrap_or_default().to_vec();
+    let lo = files
+        .iter()
+        .map(|f| f.smallest_user())
+        .min()
+        .unwrap_or_default()
+        .to_vec();
+    let hi = files
+        .iter()
+        .map(|f| f.largest_user())
+        .max()
+        .unwrap_or_default()
+        .to_vec();
     (lo, hi)
 }
 
 /// Picks the next compaction, or `None` if nothing needs compacting.
-pub fn pick_compaction(v: &Version, o: &PickerOptions, busy: &HashSet<u64>) -> Option<CompactionChoice> {
+pub fn pick_compaction(
+    v: &Version,
+    o: &PickerOptions,
+    busy: &HashSet<u64>,
+) -> Option<CompactionChoice> {
     let (_, base) = level_targets(v, o);
     let scores = level_scores(v, o);
     let mut order: Vec<usize> = (0..NUM_LEVELS - 1).filter(|&l| scores[l] >= 100).collect();
@@ -122,7 +136,14 @@ fn pick_l0(v: &Version, base: usize, busy: &HashSet<u64>) -> Option<CompactionCh
     if output_inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    Some(CompactionChoice { level: 0, output_level: base, inputs, output_inputs, trivial_move: false, score_x100: 0 })
+    Some(CompactionChoice {
+        level: 0,
+        output_level: base,
+        inputs,
+        output_inputs,
+        trivial_move: false,
+        score_x100: 0,
+    })
 }
 
 fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>) -> Option<CompactionChoice> {
@@ -170,15 +191,25 @@ mod tests {
             smallest_seqno: number,
             largest_seqno: number,
             global_seqno: 0,
+            range_dels: 0,
         }
     }
 
     fn opts() -> PickerOptions {
-        PickerOptions { l0_compaction_trigger: 4, max_bytes_for_level_base: 1000, level_multiplier: 10 }
+        PickerOptions {
+            l0_compaction_trigger: 4,
+            max_bytes_for_level_base: 1000,
+            level_multiplier: 10,
+        }
     }
 
     fn version(files: Vec<(usize, FileMeta)>) -> Version {
-        Version::default().apply(&VersionEdit { added: files, ..Default::default() }).unwrap()
+        Version::default()
+            .apply(&VersionEdit {
+                added: files,
+                ..Default::default()
+            })
+            .unwrap()
     }
 
     #[test]

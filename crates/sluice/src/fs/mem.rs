@@ -153,7 +153,10 @@ impl MemFs {
     /// Overwrites a file's contents, durably (for tests that corrupt files).
     pub fn write_raw(&self, path: &Path, data: Vec<u8>) {
         let mut s = self.shared.state.lock();
-        let ino: InodeRef = Arc::new(Mutex::new(Inode { synced_len: data.len(), data }));
+        let ino: InodeRef = Arc::new(Mutex::new(Inode {
+            synced_len: data.len(),
+            data,
+        }));
         s.names.insert(path.to_path_buf(), ino.clone());
         s.durable_names.insert(path.to_path_buf(), ino);
     }
@@ -176,7 +179,12 @@ impl MemFs {
             .names
             .get(path)
             .cloned()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display())))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{} not found", path.display()),
+                )
+            })
     }
 }
 
@@ -256,7 +264,10 @@ impl FileSystem for MemFs {
         }
         let inode: InodeRef = Arc::new(Mutex::new(Inode::default()));
         s.names.insert(path.to_path_buf(), inode.clone());
-        Ok(Box::new(MemWritable { fs: self.clone(), inode }))
+        Ok(Box::new(MemWritable {
+            fs: self.clone(),
+            inode,
+        }))
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(MemReader(self.inode(path)?)))
@@ -266,10 +277,12 @@ impl FileSystem for MemFs {
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.shared.state.lock();
-        let ino = s
-            .names
-            .remove(from)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", from.display())))?;
+        let ino = s.names.remove(from).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} not found", from.display()),
+            )
+        })?;
         s.names.insert(to.to_path_buf(), ino);
         Ok(())
     }
@@ -280,7 +293,12 @@ impl FileSystem for MemFs {
             .names
             .remove(path)
             .map(|_| ())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display())))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{} not found", path.display()),
+                )
+            })
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let s = self.shared.state.lock();
@@ -320,22 +338,32 @@ impl FileSystem for MemFs {
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.shared.state.lock();
         if s.names.contains_key(to) {
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", to.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", to.display()),
+            ));
         }
-        let ino = s
-            .names
-            .get(from)
-            .cloned()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{} not found", from.display())))?;
+        let ino = s.names.get(from).cloned().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} not found", from.display()),
+            )
+        })?;
         s.names.insert(to.to_path_buf(), ino);
         Ok(())
     }
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
         let mut s = self.shared.state.lock();
         if !s.locks.insert(path.to_path_buf()) {
-            return Err(io::Error::new(io::ErrorKind::WouldBlock, format!("{} is locked", path.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked", path.display()),
+            ));
         }
-        Ok(Box::new(MemLock { fs: self.clone(), path: path.to_path_buf() }))
+        Ok(Box::new(MemLock {
+            fs: self.clone(),
+            path: path.to_path_buf(),
+        }))
     }
 }
 
@@ -365,10 +393,16 @@ mod tests {
     fn injected_faults_fail_writes_and_syncs() {
         let fs = MemFs::new();
         let mut f = fs.create(Path::new("/x")).unwrap();
-        fs.set_faults(FaultConfig { fail_writes_after_bytes: Some(3), ..Default::default() });
+        fs.set_faults(FaultConfig {
+            fail_writes_after_bytes: Some(3),
+            ..Default::default()
+        });
         assert!(f.write_all(b"ab").is_ok());
         assert!(f.write_all(b"cd").is_err());
-        fs.set_faults(FaultConfig { fail_syncs: true, ..Default::default() });
+        fs.set_faults(FaultConfig {
+            fail_syncs: true,
+            ..Default::default()
+        });
         assert!(f.sync().is_err());
     }
 }

@@ -141,7 +141,10 @@ impl FileSystem for RealFs {
     }
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
         if to.exists() {
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", to.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", to.display()),
+            ));
         }
         match std::fs::hard_link(from, to) {
             Ok(()) => Ok(()),

@@ -159,7 +159,8 @@ impl DbIterator {
             loop {
                 self.iter.prev();
                 self.touched += 1;
-                if !self.iter.valid() || key::user_key(self.iter.key()) < self.saved_key.as_slice() {
+                if !self.iter.valid() || key::user_key(self.iter.key()) < self.saved_key.as_slice()
+                {
                     break;
                 }
             }
@@ -173,7 +174,8 @@ impl DbIterator {
     }
 
     fn in_bounds(&self, user: &[u8]) -> bool {
-        self.upper.as_deref().is_none_or(|u| user < u) && self.lower.as_deref().is_none_or(|l| user >= l)
+        self.upper.as_deref().is_none_or(|u| user < u)
+            && self.lower.as_deref().is_none_or(|l| user >= l)
     }
 
     /// From the current internal position forward, finds the first user key (other than
@@ -195,7 +197,8 @@ impl DbIterator {
             }
             let already = decided.as_deref().is_some_and(|d| p.user_key <= d);
             if self.visible(p.seqno) && !already {
-                let live = p.kind == ValueKind::Value && !self.range_dels.covers(p.user_key, p.seqno);
+                let live =
+                    p.kind == ValueKind::Value && !self.range_dels.covers(p.user_key, p.seqno);
                 if live {
                     self.valid = true;
                     return;
@@ -223,7 +226,8 @@ impl DbIterator {
                     if live && p.user_key < self.saved_key.as_slice() {
                         break;
                     }
-                    live = p.kind == ValueKind::Value && !self.range_dels.covers(p.user_key, p.seqno);
+                    live =
+                        p.kind == ValueKind::Value && !self.range_dels.covers(p.user_key, p.seqno);
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
                     self.saved_value.clear();

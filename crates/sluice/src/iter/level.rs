@@ -26,7 +26,11 @@ pub struct GlobalSeqnoIter {
 impl GlobalSeqnoIter {
     /// Wraps `inner`, presenting every entry at `seqno`.
     pub fn new(inner: TableIter, seqno: u64) -> Self {
-        GlobalSeqnoIter { inner, seqno, key: Vec::new() }
+        GlobalSeqnoIter {
+            inner,
+            seqno,
+            key: Vec::new(),
+        }
     }
 
     fn refresh(&mut self) {
@@ -55,15 +59,22 @@ impl InternalIterator for GlobalSeqnoIter {
         // The entry (u, G) sorts at or after the target (u, s) iff G <= s.
         let u = key::user_key(target);
         self.inner.seek(&key::seek_key(u, MAX_SEQNO));
-        if self.inner.valid() && key::user_key(self.inner.key()) == u && self.seqno > key::trailer(target) >> 8 {
+        if self.inner.valid()
+            && key::user_key(self.inner.key()) == u
+            && self.seqno > key::trailer(target) >> 8
+        {
             self.inner.next();
         }
         self.refresh();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let u = key::user_key(target);
-        self.inner.seek_for_prev(&key::make_internal_key(u, 0, key::ValueKind::Deletion));
-        if self.inner.valid() && key::user_key(self.inner.key()) == u && self.seqno < key::trailer(target) >> 8 {
+        self.inner
+            .seek_for_prev(&key::make_internal_key(u, 0, key::ValueKind::Deletion));
+        if self.inner.valid()
+            && key::user_key(self.inner.key()) == u
+            && self.seqno < key::trailer(target) >> 8
+        {
             self.inner.prev();
         }
         self.refresh();
@@ -88,7 +99,11 @@ impl InternalIterator for GlobalSeqnoIter {
 }
 
 /// Opens an iterator over one file, honouring its global seqno.
-pub fn file_iter(table: &Arc<Table>, f: &FileMeta, bounds: IterBounds) -> Box<dyn InternalIterator + Send> {
+pub fn file_iter(
+    table: &Arc<Table>,
+    f: &FileMeta,
+    bounds: IterBounds,
+) -> Box<dyn InternalIterator + Send> {
     let it = table.iter(bounds);
     if f.global_seqno > 0 {
         Box::new(GlobalSeqnoIter::new(it, f.global_seqno))
@@ -119,17 +134,30 @@ impl LevelIter {
                 let below = bounds.lower.as_deref().is_some_and(|lo| {
                     f.largest_user() < lo || (f.largest_user() == lo && f.largest_is_exclusive())
                 });
-                let above = bounds.upper.as_deref().is_some_and(|up| f.smallest_user() >= up);
+                let above = bounds
+                    .upper
+                    .as_deref()
+                    .is_some_and(|up| f.smallest_user() >= up);
                 !(below || above)
             })
             .collect();
-        LevelIter { files, opener, bounds, index: 0, current: None, err: None, files_opened: 0 }
+        LevelIter {
+            files,
+            opener,
+            bounds,
+            index: 0,
+            current: None,
+            err: None,
+            files_opened: 0,
+        }
     }
 
     fn open(&mut self, i: usize) -> bool {
         self.index = i;
         self.current = None;
-        let Some(f) = self.files.get(i).cloned() else { return false };
+        let Some(f) = self.files.get(i).cloned() else {
+            return false;
+        };
         match (self.opener)(&f) {
             Ok(t) => {
                 self.files_opened += 1;
@@ -182,7 +210,8 @@ impl LevelIter {
 
     /// First file whose largest key is >= the target's user key.
     fn find_file(&self, target: &[u8]) -> usize {
-        self.files.partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less)
+        self.files
+            .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less)
     }
 }
 
@@ -210,7 +239,9 @@ impl InternalIterator for LevelIter {
         self.skip_forward();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let i = self.find_file(target).min(self.files.len().saturating_sub(1));
+        let i = self
+            .find_file(target)
+            .min(self.files.len().saturating_sub(1));
         if self.open(i) {
             self.current.as_mut().expect("opened").seek_for_prev(target);
         }

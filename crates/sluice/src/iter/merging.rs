@@ -29,7 +29,11 @@ pub struct MergingIter {
 impl MergingIter {
     /// Merges `children` (their relative order does not matter).
     pub fn new(children: Vec<BoxIter>) -> Self {
-        MergingIter { children, current: None, dir: Dir::Forward }
+        MergingIter {
+            children,
+            current: None,
+            dir: Dir::Forward,
+        }
     }
 
     fn find_smallest(&mut self) {
@@ -37,7 +41,12 @@ impl MergingIter {
         for (i, c) in self.children.iter().enumerate() {
             if c.valid() {
                 best = match best {
-                    Some(b) if compare_internal(self.children[b].key(), c.key()) != Ordering::Greater => Some(b),
+                    Some(b)
+                        if compare_internal(self.children[b].key(), c.key())
+                            != Ordering::Greater =>
+                    {
+                        Some(b)
+                    }
                     _ => Some(i),
                 };
             }
@@ -50,7 +59,11 @@ impl MergingIter {
         for (i, c) in self.children.iter().enumerate().rev() {
             if c.valid() {
                 best = match best {
-                    Some(b) if compare_internal(self.children[b].key(), c.key()) != Ordering::Less => Some(b),
+                    Some(b)
+                        if compare_internal(self.children[b].key(), c.key()) != Ordering::Less =>
+                    {
+                        Some(b)
+                    }
                     _ => Some(i),
                 };
             }
@@ -79,7 +92,9 @@ impl InternalIterator for MergingIter {
         self.find_smallest();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.children.iter_mut().for_each(|c| c.seek_for_prev(target));
+        self.children
+            .iter_mut()
+            .for_each(|c| c.seek_for_prev(target));
         self.dir = Dir::Reverse;
         self.find_largest();
     }

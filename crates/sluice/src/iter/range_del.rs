@@ -25,7 +25,10 @@ impl RangeDelAggregator {
         if ts.is_empty() {
             return Self::default();
         }
-        let mut bounds: Vec<&[u8]> = ts.iter().flat_map(|t| [t.start.as_slice(), t.end.as_slice()]).collect();
+        let mut bounds: Vec<&[u8]> = ts
+            .iter()
+            .flat_map(|t| [t.start.as_slice(), t.end.as_slice()])
+            .collect();
         bounds.sort();
         bounds.dedup();
         // Sweep: tombstones sorted by start enter; those whose end <= fragment start leave.
@@ -37,7 +40,10 @@ impl RangeDelAggregator {
         for w in bounds.windows(2) {
             let (lo, hi) = (w[0], w[1]);
             while next < by_start.len() && by_start[next].start.as_slice() <= lo {
-                active.entry(by_start[next].seqno).or_default().push(by_start[next]);
+                active
+                    .entry(by_start[next].seqno)
+                    .or_default()
+                    .push(by_start[next]);
                 next += 1;
             }
             active.retain(|_, v| {
@@ -61,7 +67,9 @@ impl RangeDelAggregator {
 
     /// Largest seqno of a tombstone covering `user_key` (0 if none).
     pub fn max_covering_seqno(&self, user_key: &[u8]) -> u64 {
-        let i = self.fragments.partition_point(|f| f.0.as_slice() <= user_key);
+        let i = self
+            .fragments
+            .partition_point(|f| f.0.as_slice() <= user_key);
         if i == 0 {
             return 0;
         }

@@ -40,6 +40,8 @@ pub struct FileMeta {
     pub largest_seqno: u64,
     /// Seqno every entry of the file is read at (ingested files); 0 when entries carry their own.
     pub global_seqno: u64,
+    /// Number of range deletions in the file (readers open only such files for tombstones).
+    pub range_dels: u64,
 }
 
 impl FileMeta {
@@ -128,6 +130,7 @@ impl VersionEdit {
             put_varint64(&mut b, f.smallest_seqno);
             put_varint64(&mut b, f.largest_seqno);
             put_varint64(&mut b, f.global_seqno);
+            put_varint64(&mut b, f.range_dels);
         }
         b
     }
@@ -147,8 +150,12 @@ impl VersionEdit {
                     e.format_version = Some(v);
                 }
                 TAG_LOG_NUMBER => e.log_number = Some(r.varint64().ok_or("truncated log number")?),
-                TAG_NEXT_FILE => e.next_file_number = Some(r.varint64().ok_or("truncated next file number")?),
-                TAG_LAST_SEQ => e.last_sequence = Some(r.varint64().ok_or("truncated last sequence")?),
+                TAG_NEXT_FILE => {
+                    e.next_file_number = Some(r.varint64().ok_or("truncated next file number")?)
+                }
+                TAG_LAST_SEQ => {
+                    e.last_sequence = Some(r.varint64().ok_or("truncated last sequence")?)
+                }
                 TAG_DELETED => {
                     let level = r.varint32().ok_or("truncated deleted-file level")? as usize;
                     let number = r.varint64().ok_or("truncated deleted-file number")?;
@@ -164,7 +171,10 @@ impl VersionEdit {
                     }
                     let number = r.varint64().ok_or("truncated new-file number")?;
                     let size = r.varint64().ok_or("truncated new-file size")?;
-                    let smallest = r.length_prefixed().ok_or("truncated smallest key")?.to_vec();
+                    let smallest = r
+                        .length_prefixed()
+                        .ok_or("truncated smallest key")?
+                        .to_vec();
                     let largest = r.length_prefixed().ok_or("truncated largest key")?.to_vec();
                     if smallest.len() < key::TRAILER_LEN || largest.len() < key::TRAILER_LEN {
                         return Err("new file with a malformed boundary key".into());
@@ -172,9 +182,19 @@ impl VersionEdit {
                     let smallest_seqno = r.varint64().ok_or("truncated smallest seqno")?;
                     let largest_seqno = r.varint64().ok_or("truncated largest seqno")?;
                     let global_seqno = r.varint64().ok_or("truncated global seqno")?;
+                    let range_dels = r.varint64().ok_or("truncated range deletion count")?;
                     e.added.push((
                         level,
-                        FileMeta { number, size, smallest, largest, smallest_seqno, largest_seqno, global_seqno },
+                        FileMeta {
+                            number,
+                            size,
+                            smallest,
+                            largest,
+                            smallest_seqno,
+                            largest_seqno,
+                            global_seqno,
+                            range_dels,
+                        },
                     ));
                 }
                 t => return Err(format!("unknown MANIFEST tag {t}")),
@@ -199,13 +219,19 @@ impl Version {
             let before = v.levels[level].len();
             v.levels[level].retain(|f| f.number != number);
             if v.levels[level].len() == before {
-                return Err(format!("edit deletes file {number} which is not in L{level}"));
+                return Err(format!(
+                    "edit deletes file {number} which is not in L{level}"
+                ));
             }
         }
         for (level, f) in &edit.added {
             v.levels[*level].push(Arc::new(f.clone()));
         }
-        v.levels[0].sort_by(|a, b| b.largest_seqno.cmp(&a.largest_seqno).then(b.number.cmp(&a.number)));
+        v.levels[0].sort_by(|a, b| {
+            b.largest_seqno
+                .cmp(&a.largest_seqno)
+                .then(b.number.cmp(&a.number))
+        });
         for level in 1..NUM_LEVELS {
             let files = &mut v.levels[level];
             files.sort_by(|a, b| key::compare_internal(&a.smallest, &b.smallest));
@@ -230,8 +256,17 @@ impl Version {
     }
 
     /// Files of `level` that may hold user keys in `[lo, hi]`.
-    pub fn overlapping(&self, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<FileMeta>> {
-        self.levels[level].iter().filter(|f| f.overlaps(lo, hi)).cloned().collect()
+    pub fn overlapping(
+        &self,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        self.levels[level]
+            .iter()
+            .filter(|f| f.overlaps(lo, hi))
+            .cloned()
+            .collect()
     }
 
     /// Total bytes of a level.
@@ -275,6 +310,7 @@ mod tests {
             smallest_seqno: seq,
             largest_seqno: seq,
             global_seqno: 0,
+            range_dels: 0,
         }
     }
 

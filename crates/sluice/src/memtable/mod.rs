@@ -60,7 +60,8 @@ impl MemTable {
                 end: value.to_vec(),
                 seqno,
             });
-            self.list.insert_accounting((key.len() + value.len() + 64) as u64);
+            self.list
+                .insert_accounting((key.len() + value.len() + 64) as u64);
         } else {
             let mut ik = Vec::with_capacity(key.len() + key::TRAILER_LEN);
             key::append_internal_key(&mut ik, key, seqno, kind as u8);

@@ -65,7 +65,8 @@ impl Default for SkipList {
 impl SkipList {
     /// An empty list (just the head node).
     pub fn new() -> Self {
-        let chunks: Box<[OnceLock<Box<[Node]>>]> = (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect();
+        let chunks: Box<[OnceLock<Box<[Node]>>]> =
+            (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect();
         let list = SkipList {
             chunks,
             len: AtomicU32::new(1),
@@ -95,13 +96,21 @@ impl SkipList {
 
     #[inline]
     fn key(&self, idx: u32) -> &[u8] {
-        let e = self.node(idx).entry.get().expect("linked node is published");
+        let e = self
+            .node(idx)
+            .entry
+            .get()
+            .expect("linked node is published");
         &e.data[..e.key_len as usize]
     }
 
     #[inline]
     fn value(&self, idx: u32) -> &[u8] {
-        let e = self.node(idx).entry.get().expect("linked node is published");
+        let e = self
+            .node(idx)
+            .entry
+            .get()
+            .expect("linked node is published");
         &e.data[e.key_len as usize..]
     }
 
@@ -130,7 +139,11 @@ impl SkipList {
     }
 
     /// First node with key >= `target`, filling `prev` with the last node < target per level.
-    fn find_greater_or_equal(&self, target: &[u8], mut prev: Option<&mut [u32; MAX_HEIGHT]>) -> u32 {
+    fn find_greater_or_equal(
+        &self,
+        target: &[u8],
+        mut prev: Option<&mut [u32; MAX_HEIGHT]>,
+    ) -> u32 {
         let mut x = HEAD;
         let mut level = self.height.load(Ordering::Acquire) - 1;
         loop {
@@ -207,7 +220,11 @@ impl SkipList {
             self.height.store(height, Ordering::Release);
         }
         let idx = self.len.load(Ordering::Relaxed);
-        assert!((idx as usize) < MAX_CHUNKS * CHUNK, "memtable exceeds {} entries", MAX_CHUNKS * CHUNK);
+        assert!(
+            (idx as usize) < MAX_CHUNKS * CHUNK,
+            "memtable exceeds {} entries",
+            MAX_CHUNKS * CHUNK
+        );
         let node = self.node_slot(idx);
         let mut data = Vec::with_capacity(ikey.len() + value.len());
         data.extend_from_slice(ikey);
@@ -305,7 +322,13 @@ mod tests {
     fn insert_and_iterate_in_order() {
         let l = SkipList::new();
         let mut keys: Vec<Vec<u8>> = (0..5000u32)
-            .map(|i| make_internal_key(&(i.wrapping_mul(2_654_435_761)).to_be_bytes(), u64::from(i), ValueKind::Value))
+            .map(|i| {
+                make_internal_key(
+                    &(i.wrapping_mul(2_654_435_761)).to_be_bytes(),
+                    u64::from(i),
+                    ValueKind::Value,
+                )
+            })
             .collect();
         for k in &keys {
             assert!(l.insert(k, b"v"));
@@ -337,7 +360,10 @@ mod tests {
             let l = Arc::clone(&l);
             std::thread::spawn(move || {
                 for i in 0..20_000u32 {
-                    l.insert(&make_internal_key(&i.to_be_bytes(), 1, ValueKind::Value), &i.to_le_bytes());
+                    l.insert(
+                        &make_internal_key(&i.to_be_bytes(), 1, ValueKind::Value),
+                        &i.to_le_bytes(),
+                    );
                 }
             })
         };
@@ -354,7 +380,10 @@ mod tests {
                             if let Some(p) = &prev {
                                 assert_eq!(compare_internal(p, &k), CmpOrdering::Less);
                             }
-                            assert_eq!(it.value(), &k[..4].iter().rev().copied().collect::<Vec<_>>()[..]);
+                            assert_eq!(
+                                it.value(),
+                                &k[..4].iter().rev().copied().collect::<Vec<_>>()[..]
+                            );
                             prev = Some(k);
                             it.next();
                         }

@@ -236,7 +236,12 @@ impl Table {
         while it.valid() {
             let p = key::parse_internal_key(it.key())
                 .filter(|p| p.kind == key::ValueKind::RangeDeletion)
-                .ok_or_else(|| self.corruption(h.offset, "range deletion block holds a key that is not a range deletion"))?;
+                .ok_or_else(|| {
+                    self.corruption(
+                        h.offset,
+                        "range deletion block holds a key that is not a range deletion",
+                    )
+                })?;
             self.range_dels.push(RangeTombstone {
                 start: p.user_key.to_vec(),
                 end: it.value().to_vec(),
@@ -382,7 +387,11 @@ impl Table {
 
     /// The newest entry for `user_key` with seqno `<= seqno`: its kind and value.
     /// Consults the filter first.
-    pub fn get(self: &Arc<Self>, user_key: &[u8], seqno: u64) -> Result<Option<(key::ValueKind, Vec<u8>)>> {
+    pub fn get(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        seqno: u64,
+    ) -> Result<Option<(key::ValueKind, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -398,6 +407,29 @@ impl Table {
             return Ok(None);
         }
         Ok(Some((parsed.kind, it.value().to_vec())))
+    }
+
+    /// Like [`Table::get`], also returning the entry's seqno.
+    pub fn get_with_seqno(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        seqno: u64,
+    ) -> Result<Option<(key::ValueKind, Vec<u8>, u64)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = key::seek_key(user_key, seqno);
+        let mut it = self.iter(IterBounds::default());
+        it.seek(&target);
+        it.status()?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let parsed = it.parsed()?;
+        if parsed.user_key != user_key {
+            return Ok(None);
+        }
+        Ok(Some((parsed.kind, it.value().to_vec(), parsed.seqno)))
     }
 
     /// An iterator over the whole table, restricted to user keys in `bounds`.

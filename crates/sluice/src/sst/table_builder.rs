@@ -313,7 +313,13 @@ impl<W: Write> TableBuilder<W> {
             for (k, v) in &self.range_dels {
                 rb.add(k, v);
             }
-            let h = write_block(&mut self.out, &mut self.offset, checksum, rb.finish(), CompressionType::None)?;
+            let h = write_block(
+                &mut self.out,
+                &mut self.offset,
+                checksum,
+                rb.finish(),
+                CompressionType::None,
+            )?;
             meta.push((crate::sst::table::RANGE_DEL_META_KEY.to_string(), h));
         }
         let index = self.index.finish();

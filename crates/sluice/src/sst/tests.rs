@@ -408,20 +408,37 @@ fn seeded_mutations_never_panic() {
 
 #[test]
 fn range_deletions_roundtrip_in_their_own_block() {
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), TableIdentity::default()).unwrap();
+    let mut b = TableBuilder::new(
+        Vec::new(),
+        TableOptions::default(),
+        TableIdentity::default(),
+    )
+    .unwrap();
     b.add_range_deletion(b"m", b"p", 9).unwrap();
-    b.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x").unwrap();
+    b.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x")
+        .unwrap();
     b.add_range_deletion(b"c", b"f", 7).unwrap();
     assert!(b.add_range_deletion(b"z", b"a", 1).is_err());
     let t = open(b.finish().unwrap().0, None).unwrap();
     let rd = t.range_deletions();
     assert_eq!(rd.len(), 2);
-    assert_eq!((rd[0].start.as_slice(), rd[0].end.as_slice(), rd[0].seqno), (&b"c"[..], &b"f"[..], 7));
-    assert_eq!((rd[1].start.as_slice(), rd[1].end.as_slice(), rd[1].seqno), (&b"m"[..], &b"p"[..], 9));
+    assert_eq!(
+        (rd[0].start.as_slice(), rd[0].end.as_slice(), rd[0].seqno),
+        (&b"c"[..], &b"f"[..], 7)
+    );
+    assert_eq!(
+        (rd[1].start.as_slice(), rd[1].end.as_slice(), rd[1].seqno),
+        (&b"m"[..], &b"p"[..], 9)
+    );
     assert_eq!(t.properties().num_range_deletions, 2);
     assert_eq!(t.verify().unwrap(), 1);
     // A table holding only range deletions is valid too.
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), TableIdentity::default()).unwrap();
+    let mut b = TableBuilder::new(
+        Vec::new(),
+        TableOptions::default(),
+        TableIdentity::default(),
+    )
+    .unwrap();
     b.add_range_deletion(b"a", b"b", 3).unwrap();
     let t = open(b.finish().unwrap().0, None).unwrap();
     assert_eq!(t.range_deletions().len(), 1);
