@@ -144,6 +144,27 @@ impl MemFs {
         s.faults = FaultConfig::default();
     }
 
+    /// A new file system holding what would survive power loss right now (see
+    /// [`MemFs::crash`]); this one is left untouched, so a still-running database cannot
+    /// write into the crashed image.
+    pub fn crashed_copy(&self, torn_seed: Option<u64>) -> MemFs {
+        let copy = MemFs::new();
+        {
+            let s = self.shared.state.lock();
+            let mut c = copy.shared.state.lock();
+            for (path, ino) in &s.durable_names {
+                let i = ino.lock();
+                let d = Inode { data: i.data.clone(), synced_len: i.synced_len };
+                let ino: InodeRef = Arc::new(Mutex::new(d));
+                c.names.insert(path.clone(), ino.clone());
+                c.durable_names.insert(path.clone(), ino);
+            }
+            c.dirs = s.dirs.clone();
+        }
+        copy.crash(torn_seed);
+        copy
+    }
+
     /// The current contents of a file (for tests that corrupt files).
     pub fn read_raw(&self, path: &Path) -> Option<Vec<u8>> {
         let s = self.shared.state.lock();
