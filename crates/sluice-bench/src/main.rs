@@ -3,7 +3,7 @@
 //! Workloads so far: `sst-write` and `sst-scan` (the table layer on its own). The engine
 //! workloads arrive with the engine.
 
-use sluice_bench::gen;
+use sluice_bench::{engine, gen};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,6 +18,21 @@ enum Workload {
     SstWrite,
     /// Write as sst-write (untimed), then scan every file front to back.
     SstScan,
+    /// Sequential puts through the write path.
+    Fillseq,
+    /// Random-order puts through the write path.
+    Fillrandom,
+    /// Random overwrites of existing keys.
+    Overwrite,
+    /// Random point reads after fillrandom.
+    Readrandom,
+    /// Random seeks after fillrandom.
+    Seekrandom,
+    /// CockroachDB's block_writer pattern: inserts plus a written-then-deleted record per op.
+    #[value(name = "block_writer", alias = "block-writer")]
+    BlockWriter,
+    /// Physical limits: in-memory radix sort of the N spec keys.
+    Limits,
 }
 
 /// Sluice benchmark workloads; one JSON line per run on stdout.
@@ -39,17 +54,12 @@ struct Args {
     /// Repetitions; one result line each.
     #[arg(long, default_value_t = 1)]
     rounds: u32,
-}
-
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    /// Reads for readrandom/seekrandom (default n/10).
+    #[arg(long)]
+    reads: Option<u64>,
+    /// Duration of block_writer in seconds.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
 }
 
 /// Sorted input: row i has key BE64(i) ‖ BE64(splitmix64(i ^ KEY)), the spec's value.
@@ -98,10 +108,74 @@ fn dir_bytes(files: &[PathBuf]) -> u64 {
         .sum()
 }
 
+/// LSD radix sort of the N spec keys (16 bytes each, random order) in memory: the CPU floor
+/// of any bulk load that has to sort.
+fn limits(n: u64) -> serde_json::Value {
+    let perm = gen::Permutation::new(n);
+    let mut keys: Vec<[u8; 16]> = (0..n)
+        .map(|i| {
+            let mut k = [0u8; 16];
+            gen::key_of(perm.apply(i), &mut k);
+            k
+        })
+        .collect();
+    let t = Instant::now();
+    // Keys are unique in their first 8 bytes (BE64 of the row), so sorting on those suffices.
+    let mut tmp = keys.clone();
+    for pass in 0..8 {
+        let byte = 7 - pass;
+        let mut counts = [0usize; 257];
+        for k in &keys {
+            counts[k[byte] as usize + 1] += 1;
+        }
+        for i in 0..256 {
+            counts[i + 1] += counts[i];
+        }
+        for k in &keys {
+            let slot = &mut counts[k[byte] as usize];
+            tmp[*slot] = *k;
+            *slot += 1;
+        }
+        std::mem::swap(&mut keys, &mut tmp);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let sorted = keys.windows(2).all(|w| w[0] < w[1]);
+    json!({"workload": "limits", "engine": "machine", "params": {"n": n},
+           "radix_sort": {"seconds": secs, "keys": n, "sorted": sorted}})
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&base)?;
+    let engine_name = match args.workload {
+        Workload::Fillseq => Some("fillseq"),
+        Workload::Fillrandom => Some("fillrandom"),
+        Workload::Overwrite => Some("overwrite"),
+        Workload::Readrandom => Some("readrandom"),
+        Workload::Seekrandom => Some("seekrandom"),
+        Workload::BlockWriter => Some("block_writer"),
+        _ => None,
+    };
+    if let Some(w) = engine_name {
+        for round in 0..args.rounds {
+            let dir = tempfile::tempdir_in(&base)?;
+            let mut line = engine::run(
+                w,
+                args.n,
+                args.reads.unwrap_or(args.n / 10).max(1),
+                args.seconds,
+                dir.path(),
+            )?;
+            line["round"] = round.into();
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    if args.workload == Workload::Limits {
+        println!("{}", limits(args.n));
+        return Ok(());
+    }
     let t0 = Instant::now();
     let input = sorted_input(args.n);
     let gen_secs = t0.elapsed().as_secs_f64();
@@ -120,7 +194,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     json!({"workload": "sst-write", "engine": "sluice", "round": round, "params": params,
                            "seconds": {"generate": gen_secs, "write": write_secs},
                            "mb_per_s": input_mb / write_secs, "ops_per_s": args.n as f64 / write_secs,
-                           "files": files.len(), "bytes_on_disk": dir_bytes(&files), "peak_rss_kib": peak_rss_kib()})
+                           "files": files.len(), "bytes_on_disk": dir_bytes(&files), "peak_rss_kib": sluice_bench::peak_rss_kib()})
                 );
             }
             Workload::SstScan => {
@@ -147,9 +221,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     json!({"workload": "sst-scan", "engine": "sluice", "round": round, "params": params,
                            "seconds": {"generate": gen_secs, "write": write_secs, "scan": scan_secs},
                            "mb_per_s": bytes as f64 / 1e6 / scan_secs, "ops_per_s": entries as f64 / scan_secs,
-                           "files": files.len(), "bytes_on_disk": dir_bytes(&files), "peak_rss_kib": peak_rss_kib()})
+                           "files": files.len(), "bytes_on_disk": dir_bytes(&files), "peak_rss_kib": sluice_bench::peak_rss_kib()})
                 );
             }
+            _ => unreachable!("engine workloads return early"),
         }
     }
     Ok(())

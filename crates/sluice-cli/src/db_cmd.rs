@@ -40,7 +40,13 @@ fn render(b: &[u8], hex_mode: bool) -> String {
 }
 
 fn open_existing(dir: &Path) -> Result<Db, sluice::Error> {
-    Db::open(dir, Options { create_if_missing: false, ..Options::default() })
+    Db::open(
+        dir,
+        Options {
+            create_if_missing: false,
+            ..Options::default()
+        },
+    )
 }
 
 /// `sluice put`.
@@ -48,7 +54,13 @@ pub fn put(a: DbArg, key: String, value: String) -> CmdResult {
     let db = Db::open(&a.db, Options::default())?;
     let mut b = WriteBatch::new();
     b.put(&decode(&key, a.hex)?, &decode(&value, a.hex)?);
-    db.write(b, sluice::WriteOptions { sync: true, disable_wal: false })?;
+    db.write(
+        b,
+        sluice::WriteOptions {
+            sync: true,
+            disable_wal: false,
+        },
+    )?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -73,7 +85,13 @@ pub fn delete(a: DbArg, key: String) -> CmdResult {
     let db = open_existing(&a.db)?;
     let mut b = WriteBatch::new();
     b.delete(&decode(&key, a.hex)?);
-    db.write(b, sluice::WriteOptions { sync: true, disable_wal: false })?;
+    db.write(
+        b,
+        sluice::WriteOptions {
+            sync: true,
+            disable_wal: false,
+        },
+    )?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -111,20 +129,38 @@ fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
 /// `sluice scan`: `KEY<TAB>VALUE` lines.
 pub fn scan(a: ScanArgs) -> CmdResult {
     let db = open_existing(&a.db.db)?;
-    let mut lower = a.start.as_deref().map(|s| decode(s, a.db.hex)).transpose()?;
+    let mut lower = a
+        .start
+        .as_deref()
+        .map(|s| decode(s, a.db.hex))
+        .transpose()?;
     let mut upper = a.end.as_deref().map(|s| decode(s, a.db.hex)).transpose()?;
-    if let Some(p) = a.prefix.as_deref().map(|s| decode(s, a.db.hex)).transpose()? {
+    if let Some(p) = a
+        .prefix
+        .as_deref()
+        .map(|s| decode(s, a.db.hex))
+        .transpose()?
+    {
         lower = Some(lower.map_or(p.clone(), |l| l.max(p.clone())));
         if let Some(pe) = prefix_end(&p) {
             upper = Some(upper.map_or(pe.clone(), |u| u.min(pe)));
         }
     }
-    let mut it = db.iter(ReadOptions { snapshot: None, lower_bound: lower, upper_bound: upper })?;
+    let mut it = db.iter(ReadOptions {
+        snapshot: None,
+        lower_bound: lower,
+        upper_bound: upper,
+    })?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     it.seek_to_first();
     let mut n = 0u64;
     while it.valid() && a.limit.is_none_or(|l| n < l) {
-        writeln!(out, "{}\t{}", render(it.key(), a.db.hex), render(it.value(), a.db.hex))?;
+        writeln!(
+            out,
+            "{}\t{}",
+            render(it.key(), a.db.hex),
+            render(it.value(), a.db.hex)
+        )?;
         n += 1;
         it.next();
     }
@@ -163,11 +199,19 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
     } else {
         println!("level  files  bytes        score");
         for (i, l) in m.levels.iter().enumerate() {
-            println!("L{i:<5} {:<6} {:<12} {:.2}", l.files, l.bytes, l.score_x100 as f64 / 100.0);
+            println!(
+                "L{i:<5} {:<6} {:<12} {:.2}",
+                l.files,
+                l.bytes,
+                l.score_x100 as f64 / 100.0
+            );
         }
         println!("read amplification: {}", m.read_amplification);
         println!("write amplification: {:.2}", m.write_amplification);
-        println!("flushes: {}  compactions: {} (read {} B, written {} B)", m.flushes, m.compactions, m.compaction_bytes_read, m.compaction_bytes_written);
+        println!(
+            "flushes: {}  compactions: {} (read {} B, written {} B)",
+            m.flushes, m.compactions, m.compaction_bytes_read, m.compaction_bytes_written
+        );
         println!("stalls: {} ({} µs)", m.stall_count, m.stall_micros);
         println!("last sequence: {}", m.last_sequence);
     }
@@ -185,16 +229,36 @@ pub fn manifest_dump(db_dir: PathBuf) -> CmdResult {
     while let Some((off, rec)) = r.next_record()? {
         let e = VersionEdit::decode(&rec).map_err(|e| sluice::Error::corruption(&path, off, e))?;
         let mut parts = Vec::new();
-        if let Some(x) = e.format_version { parts.push(format!("format={x}")); }
-        if let Some(x) = e.log_number { parts.push(format!("log={x}")); }
-        if let Some(x) = e.next_file_number { parts.push(format!("next_file={x}")); }
-        if let Some(x) = e.last_sequence { parts.push(format!("last_seq={x}")); }
-        for (l, n) in &e.deleted { parts.push(format!("-L{l}:{n}")); }
+        if let Some(x) = e.format_version {
+            parts.push(format!("format={x}"));
+        }
+        if let Some(x) = e.log_number {
+            parts.push(format!("log={x}"));
+        }
+        if let Some(x) = e.next_file_number {
+            parts.push(format!("next_file={x}"));
+        }
+        if let Some(x) = e.last_sequence {
+            parts.push(format!("last_seq={x}"));
+        }
+        for (l, n) in &e.deleted {
+            parts.push(format!("-L{l}:{n}"));
+        }
         for (l, f) in &e.added {
-            parts.push(format!("+L{l}:{}({}B,[{}..{}],seq {}..{})", f.number, f.size, render(f.smallest_user(), false), render(f.largest_user(), false), f.smallest_seqno, f.largest_seqno));
+            parts.push(format!(
+                "+L{l}:{}({}B,[{}..{}],seq {}..{})",
+                f.number,
+                f.size,
+                render(f.smallest_user(), false),
+                render(f.largest_user(), false),
+                f.smallest_seqno,
+                f.largest_seqno
+            ));
         }
         println!("@{off} {}", parts.join(" "));
-        v = v.apply(&e).map_err(|e| sluice::Error::corruption(&path, off, e))?;
+        v = v
+            .apply(&e)
+            .map_err(|e| sluice::Error::corruption(&path, off, e))?;
     }
     if let Some(LogEnd::TornTail(off, why)) = r.end() {
         println!("(torn tail at {off}: {why})");
@@ -214,8 +278,16 @@ pub fn wal_dump(file: PathBuf, hex_mode: bool) -> CmdResult {
             let e = e.map_err(|e| sluice::Error::corruption(&file, off, e))?;
             match e.kind {
                 ValueKind::Deletion => println!("  del {}", render(e.key, hex_mode)),
-                ValueKind::Value => println!("  put {} {}", render(e.key, hex_mode), render(e.value, hex_mode)),
-                ValueKind::RangeDeletion => println!("  rangedel {} {}", render(e.key, hex_mode), render(e.value, hex_mode)),
+                ValueKind::Value => println!(
+                    "  put {} {}",
+                    render(e.key, hex_mode),
+                    render(e.value, hex_mode)
+                ),
+                ValueKind::RangeDeletion => println!(
+                    "  rangedel {} {}",
+                    render(e.key, hex_mode),
+                    render(e.value, hex_mode)
+                ),
             }
         }
     }

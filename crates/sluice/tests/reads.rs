@@ -9,7 +9,10 @@ use sluice::fs::MemFs;
 use sluice::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn opts(fs: &MemFs) -> Options {
-    Options { fs: Arc::new(fs.clone()), ..Options::default() }
+    Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    }
 }
 
 fn tombstones_beyond_bound(flush: bool) {
@@ -26,25 +29,47 @@ fn tombstones_beyond_bound(flush: bool) {
         db.flush().unwrap();
     }
     // Forward: seek next to 100,000 tombstones (200,000 entries) lying beyond the bound.
-    let mut it = db.iter(ReadOptions { upper_bound: Some(b"b".to_vec()), ..Default::default() }).unwrap();
+    let mut it = db
+        .iter(ReadOptions {
+            upper_bound: Some(b"b".to_vec()),
+            ..Default::default()
+        })
+        .unwrap();
     it.seek(b"a");
     assert_eq!(it.key(), b"a-live");
     it.next();
     assert!(!it.valid());
-    assert!(it.entries_touched() <= 4, "forward touched {} entries", it.entries_touched());
+    assert!(
+        it.entries_touched() <= 4,
+        "forward touched {} entries",
+        it.entries_touched()
+    );
     // Reverse: the same tombstones lying below the lower bound.
-    let mut it = db.iter(ReadOptions { lower_bound: Some(b"c".to_vec()), ..Default::default() }).unwrap();
+    let mut it = db
+        .iter(ReadOptions {
+            lower_bound: Some(b"c".to_vec()),
+            ..Default::default()
+        })
+        .unwrap();
     it.seek_for_prev(b"z");
     assert_eq!(it.key(), b"c-live");
     it.prev();
     assert!(!it.valid());
-    assert!(it.entries_touched() <= 4, "reverse touched {} entries", it.entries_touched());
+    assert!(
+        it.entries_touched() <= 4,
+        "reverse touched {} entries",
+        it.entries_touched()
+    );
     // Without bounds the iterator has to walk them (the control that shows the counter works).
     let mut it = db.iter(ReadOptions::default()).unwrap();
     it.seek(b"a");
     it.next();
     assert_eq!(it.key(), b"c-live");
-    assert!(it.entries_touched() > 100_000, "unbounded touched only {}", it.entries_touched());
+    assert!(
+        it.entries_touched() > 100_000,
+        "unbounded touched only {}",
+        it.entries_touched()
+    );
 }
 
 #[test]
@@ -60,7 +85,12 @@ fn bounded_seek_next_to_sst_tombstones_touches_few_entries() {
 #[test]
 fn eight_writers_and_snapshot_readers() {
     let fs = MemFs::new();
-    let o = Options { write_buffer_size: 64 << 10, l0_compaction_trigger: 2, target_file_size: 64 << 10, ..opts(&fs) };
+    let o = Options {
+        write_buffer_size: 64 << 10,
+        l0_compaction_trigger: 2,
+        target_file_size: 64 << 10,
+        ..opts(&fs)
+    };
     let db = Arc::new(Db::open(Path::new("/c"), o).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..8u32)
@@ -75,7 +105,14 @@ fn eight_writers_and_snapshot_readers() {
                     b.put(format!("w{w}-a").as_bytes(), &v);
                     b.put(format!("w{w}-b").as_bytes(), &v);
                     b.put(format!("w{w}-log-{round:06}").as_bytes(), &[0u8; 64]);
-                    db.write(b, WriteOptions { sync: round % 100 == 0, disable_wal: false }).unwrap();
+                    db.write(
+                        b,
+                        WriteOptions {
+                            sync: round % 100 == 0,
+                            disable_wal: false,
+                        },
+                    )
+                    .unwrap();
                 }
             })
         })
@@ -88,7 +125,10 @@ fn eight_writers_and_snapshot_readers() {
                 let mut checks = 0u64;
                 while !stop.load(Ordering::Relaxed) || checks < 50 {
                     let snap = db.snapshot();
-                    let ro = ReadOptions { snapshot: Some(&snap), ..Default::default() };
+                    let ro = ReadOptions {
+                        snapshot: Some(&snap),
+                        ..Default::default()
+                    };
                     for w in 0..8 {
                         let a = db.get_opt(format!("w{w}-a").as_bytes(), &ro).unwrap();
                         let b = db.get_opt(format!("w{w}-b").as_bytes(), &ro).unwrap();
@@ -108,7 +148,10 @@ fn eight_writers_and_snapshot_readers() {
                             it.next();
                         }
                         let want = a.map_or(0, |v| u32::from_be_bytes(v.try_into().unwrap()) + 1);
-                        assert_eq!(n, want, "writer {w}: iterator disagrees with get at the snapshot");
+                        assert_eq!(
+                            n, want,
+                            "writer {w}: iterator disagrees with get at the snapshot"
+                        );
                     }
                     checks += 1;
                 }
@@ -124,7 +167,10 @@ fn eight_writers_and_snapshot_readers() {
     }
     db.wait_for_background_work().unwrap();
     for w in 0..8 {
-        assert_eq!(db.get(format!("w{w}-a").as_bytes()).unwrap(), Some(1499u32.to_be_bytes().to_vec()));
+        assert_eq!(
+            db.get(format!("w{w}-a").as_bytes()).unwrap(),
+            Some(1499u32.to_be_bytes().to_vec())
+        );
     }
     let m = db.metrics();
     assert!(m.flushes > 0 && m.compactions > 0, "{m:?}");

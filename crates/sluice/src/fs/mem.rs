@@ -154,7 +154,10 @@ impl MemFs {
             let mut c = copy.shared.state.lock();
             for (path, ino) in &s.durable_names {
                 let i = ino.lock();
-                let d = Inode { data: i.data.clone(), synced_len: i.synced_len };
+                let d = Inode {
+                    data: i.data.clone(),
+                    synced_len: i.synced_len,
+                };
                 let ino: InodeRef = Arc::new(Mutex::new(d));
                 c.names.insert(path.clone(), ino.clone());
                 c.durable_names.insert(path.clone(), ino);

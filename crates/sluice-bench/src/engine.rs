@@ -1,0 +1,266 @@
+//! Engine workloads (definitions in `bench/WORKLOADS.md`), run against `sluice::Db`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sluice::{Db, Options, ReadOptions};
+
+use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
+
+/// Latency recorder: one duration per op, percentiles at the end.
+pub struct Latencies(Vec<u32>);
+
+impl Latencies {
+    /// Room for `n` samples.
+    pub fn with_capacity(n: usize) -> Self {
+        Latencies(Vec::with_capacity(n))
+    }
+    /// Records one op that started at `t`.
+    #[inline]
+    pub fn record(&mut self, t: Instant) {
+        self.0
+            .push(t.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
+    }
+    /// p50/p99/p99.9/p99.99 in microseconds.
+    pub fn summary(mut self) -> Value {
+        if self.0.is_empty() {
+            return Value::Null;
+        }
+        self.0.sort_unstable();
+        let p = |q: f64| {
+            let i = ((self.0.len() as f64 * q) as usize).min(self.0.len() - 1);
+            f64::from(self.0[i]) / 1000.0
+        };
+        json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999)})
+    }
+}
+
+fn options() -> Options {
+    Options::default()
+}
+
+fn key(p: u64) -> [u8; KEY_LEN] {
+    let mut k = [0u8; KEY_LEN];
+    gen::key_of(p, &mut k);
+    k
+}
+
+fn value(p: u64) -> [u8; VALUE_LEN] {
+    let mut v = [0u8; VALUE_LEN];
+    gen::value_of(p, &mut v);
+    v
+}
+
+struct Fill {
+    secs: f64,
+    lat: Latencies,
+    max_l0: usize,
+}
+
+fn fill(
+    db: &Db,
+    n: u64,
+    order: impl Fn(u64) -> u64,
+    val: impl Fn(u64) -> u64,
+) -> sluice::Result<Fill> {
+    let mut lat = Latencies::with_capacity(n as usize);
+    let mut max_l0 = 0;
+    let t0 = Instant::now();
+    for i in 0..n {
+        let p = order(i);
+        let t = Instant::now();
+        db.put(&key(p), &value(val(p)))?;
+        lat.record(t);
+        if i % 50_000 == 0 {
+            max_l0 = max_l0.max(db.metrics().levels[0].files);
+        }
+    }
+    Ok(Fill {
+        secs: t0.elapsed().as_secs_f64(),
+        lat,
+        max_l0,
+    })
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn base(workload: &str, n: u64, dir: &Path, db: &Db) -> Value {
+    let m = db.metrics();
+    json!({
+        "workload": workload, "engine": "sluice",
+        "params": {"n": n, "wal": true, "sync": false, "memtable_mib": 64, "compression": "none", "bloom_bits": 10},
+        "write_amp": m.write_amplification,
+        "stalls": m.stall_count, "stall_micros": m.stall_micros,
+        "bytes_on_disk": dir_bytes(dir),
+        "peak_rss_kib": crate::peak_rss_kib(),
+    })
+}
+
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Some(a), Value::Object(b)) = (a.as_object_mut(), b) {
+        a.extend(b);
+    }
+    a
+}
+
+/// Runs one engine workload in a fresh directory under `dir`; returns its result line.
+pub fn run(
+    workload: &str,
+    n: u64,
+    reads: u64,
+    seconds: u64,
+    dir: &Path,
+) -> Result<Value, Box<dyn std::error::Error>> {
+    let perm = Permutation::new(n);
+    let db = Db::open(dir, options())?;
+    let mb = |ops: u64, s: f64| ops as f64 * (KEY_LEN + VALUE_LEN) as f64 / 1e6 / s;
+    let out = match workload {
+        "fillseq" | "fillrandom" => {
+            let f = if workload == "fillseq" {
+                fill(&db, n, |i| i, |p| p)?
+            } else {
+                fill(&db, n, |i| perm.apply(i), |p| p)?
+            };
+            db.wait_for_background_work()?;
+            merge(
+                base(workload, n, dir, &db),
+                json!({
+                    "seconds": {"fill": f.secs}, "ops_per_s": n as f64 / f.secs, "mb_per_s": mb(n, f.secs),
+                    "latency_us": f.lat.summary(), "read_amp": f.max_l0,
+                }),
+            )
+        }
+        "overwrite" => {
+            let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
+            db.wait_for_background_work()?;
+            let f = fill(&db, n, |i| gen::read_row(i, n), |p| p ^ 1)?;
+            db.wait_for_background_work()?;
+            merge(
+                base(workload, n, dir, &db),
+                json!({
+                    "seconds": {"setup": setup.secs, "overwrite": f.secs}, "ops_per_s": n as f64 / f.secs,
+                    "mb_per_s": mb(n, f.secs), "latency_us": f.lat.summary(), "read_amp": f.max_l0,
+                }),
+            )
+        }
+        "readrandom" | "seekrandom" => {
+            let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
+            db.flush()?;
+            db.wait_for_background_work()?;
+            let mut lat = Latencies::with_capacity(reads as usize);
+            let t0 = Instant::now();
+            if workload == "readrandom" {
+                for i in 0..reads {
+                    let p = gen::read_row(i, n);
+                    let t = Instant::now();
+                    let v = db.get(&key(p))?;
+                    lat.record(t);
+                    if v.as_deref() != Some(&value(p)[..]) {
+                        return Err(format!("readrandom: key {p} read back wrong").into());
+                    }
+                }
+            } else {
+                let mut it = db.iter(ReadOptions::default())?;
+                let mut bytes = 0usize;
+                for i in 0..reads {
+                    let p = gen::read_row(i, n);
+                    let t = Instant::now();
+                    it.seek(&key(p));
+                    if !it.valid() || it.key() != key(p) {
+                        return Err(format!("seekrandom: key {p} not found").into());
+                    }
+                    bytes += it.key().len() + it.value().len();
+                    lat.record(t);
+                }
+                std::hint::black_box(bytes);
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            let m = db.metrics();
+            merge(
+                base(workload, n, dir, &db),
+                json!({
+                    "params": {"n": n, "reads": reads}, "seconds": {"setup": setup.secs, "reads": secs},
+                    "ops_per_s": reads as f64 / secs, "latency_us": lat.summary(),
+                    "read_amp": m.read_amplification, "block_cache_hits": m.block_cache_hits, "block_cache_misses": m.block_cache_misses,
+                }),
+            )
+        }
+        "block_writer" => block_writer(&db, n, seconds, &perm, dir)?,
+        other => return Err(format!("unknown engine workload {other}").into()),
+    };
+    db.close()?;
+    Ok(out)
+}
+
+fn txn_key(i: u64) -> Vec<u8> {
+    let mut k = b"\x00txn/".to_vec();
+    k.extend_from_slice(&(u64::MAX - i).to_be_bytes());
+    k
+}
+
+fn block_writer(
+    db: &Db,
+    n: u64,
+    seconds: u64,
+    perm: &Permutation,
+    dir: &Path,
+) -> Result<Value, Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    let mut per_second: Vec<u64> = Vec::new();
+    let mut ops_this_second = 0u64;
+    let mut next_tick = start + Duration::from_secs(1);
+    let mut i = 0u64;
+    let mut touched_max = 0u64;
+    while per_second.len() < seconds as usize {
+        let tk = txn_key(i);
+        let mut upper = tk.clone();
+        upper.push(0xff);
+        let mut it = db.iter(ReadOptions {
+            snapshot: None,
+            lower_bound: Some(tk.clone()),
+            upper_bound: Some(upper),
+        })?;
+        it.seek(&tk);
+        if it.valid() {
+            return Err("block_writer: found a transaction record that should not exist".into());
+        }
+        touched_max = touched_max.max(it.entries_touched());
+        drop(it);
+        db.put(&tk, &i.to_le_bytes())?;
+        let p = perm.apply(i % n);
+        db.put(&key(p), &value(p))?;
+        db.delete(&tk)?;
+        i += 1;
+        ops_this_second += 1;
+        if Instant::now() >= next_tick {
+            println!(
+                "{}",
+                json!({"workload": "block_writer", "engine": "sluice", "second": per_second.len() + 1, "ops": ops_this_second})
+            );
+            per_second.push(ops_this_second);
+            ops_this_second = 0;
+            next_tick += Duration::from_secs(1);
+        }
+    }
+    let w = (per_second.len() / 6).clamp(1, 10);
+    let first: f64 = per_second[..w].iter().sum::<u64>() as f64 / w as f64;
+    let last: f64 = per_second[per_second.len() - w..].iter().sum::<u64>() as f64 / w as f64;
+    db.wait_for_background_work()?;
+    Ok(merge(
+        base("block_writer", n, dir, db),
+        json!({
+            "seconds": {"run": start.elapsed().as_secs_f64()}, "ops_per_s": i as f64 / start.elapsed().as_secs_f64(),
+            "first10_ops_per_s": first, "last10_ops_per_s": last, "ratio": last / first,
+            "max_entries_touched_per_seek": touched_max, "window_seconds": w,
+        }),
+    ))
+}
