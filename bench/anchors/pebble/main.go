@@ -4,6 +4,10 @@
 //
 //	pebble-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] [--rounds R]
 //	              [--file-mib M] [--reads R]
+//	pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer>
+//	              [--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]
+//
+// The engine workloads (second form) are those of bench/WORKLOADS.md; see engine.go.
 package main
 
 import (
@@ -34,7 +38,9 @@ import (
 )
 
 const usage = "usage: pebble-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] " +
-	"[--rounds R] [--file-mib M] [--reads R]"
+	"[--rounds R] [--file-mib M] [--reads R]\n" +
+	"       pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> " +
+	"[--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]"
 
 type args struct {
 	workload string
@@ -43,10 +49,12 @@ type args struct {
 	dir      string
 	rounds   int
 	reads    uint64
+	seconds  uint64
 }
 
 func parseArgs(argv []string) (args, error) {
-	a := args{n: 10_000_000, rounds: 1, reads: 1_000_000}
+	a := args{rounds: 1, seconds: 60}
+	var nSet, readsSet bool
 	for i := 0; i < len(argv); i++ {
 		arg := argv[i]
 		flag, inline, hasInline := arg, "", false
@@ -80,10 +88,14 @@ func parseArgs(argv []string) (args, error) {
 		switch flag {
 		case "--n":
 			a.n, err = num()
+			nSet = true
 		case "--file-mib":
 			a.fileMiB, err = num()
 		case "--reads":
 			a.reads, err = num()
+			readsSet = true
+		case "--seconds":
+			a.seconds, err = num()
 		case "--rounds":
 			var r uint64
 			r, err = num()
@@ -93,7 +105,8 @@ func parseArgs(argv []string) (args, error) {
 		case "-h", "--help":
 			fmt.Println(usage)
 			os.Exit(0)
-		case "sst-write", "sst-scan", "kv-bulkload":
+		case "sst-write", "sst-scan", "kv-bulkload",
+			"fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer":
 			if a.workload != "" {
 				return a, fmt.Errorf("unexpected argument '%s'", arg)
 			}
@@ -108,8 +121,26 @@ func parseArgs(argv []string) (args, error) {
 	if a.workload == "" {
 		return a, errors.New("missing workload")
 	}
+	// Defaults: the kv-bulkload harness uses N = 10M and 1M reads; bench/WORKLOADS.md uses
+	// N = 1M and reads = N/10.
+	engine := isEngineWorkload(a.workload)
+	if !nSet {
+		a.n = 10_000_000
+		if engine {
+			a.n = 1_000_000
+		}
+	}
+	if !readsSet {
+		a.reads = 1_000_000
+		if engine {
+			a.reads = max(a.n/10, 1)
+		}
+	}
 	if a.n == 0 {
 		return a, errors.New("--n must be at least 1")
+	}
+	if a.workload == "block_writer" && a.seconds == 0 {
+		return a, errors.New("--seconds must be at least 1")
 	}
 	return a, nil
 }
@@ -249,6 +280,9 @@ func run(a args, out *bufio.Writer) error {
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return err
+	}
+	if isEngineWorkload(a.workload) {
+		return runEngine(a, base, out)
 	}
 	fileMiB := a.fileMiB
 	if fileMiB == 0 {

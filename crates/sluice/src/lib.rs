@@ -32,7 +32,10 @@ pub mod memtable;
 pub mod sst;
 
 pub use batch::WriteBatch;
-pub use db::{Db, LevelMetrics, Metrics, Options, ReadOptions, Snapshot, WriteOptions};
+pub use db::{
+    Db, IngestOptions, IngestedFile, LevelMetrics, Metrics, Options, ReadOptions, Snapshot,
+    WriteOptions,
+};
 pub use error::{Error, Result};
 pub use iter::db_iter::DbIterator;
 pub use iter::InternalIterator;

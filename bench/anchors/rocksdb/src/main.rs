@@ -5,17 +5,21 @@
 //! ```text
 //! rocksdb-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] [--rounds R]
 //!                [--file-mib M] [--reads R]
+//! rocksdb-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer>
+//!                [--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]
 //! ```
 //!
 //! The input is the generator of `shared/BENCH-SPEC.md` (mirrored from
-//! `crates/sluice-bench/src/gen.rs`).
+//! `crates/sluice-bench/src/gen.rs`); the engine workloads are those of `bench/WORKLOADS.md`.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
     BlockBasedOptions, DBCompressionType, IngestExternalFileOptions, Options, ReadOptions,
-    SstFileWriter, DB,
+    SstFileWriter, WaitForCompactOptions, WriteOptions, DB,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -125,15 +129,44 @@ enum Workload {
     SstWrite,
     SstScan,
     KvBulkload,
+    FillSeq,
+    FillRandom,
+    Overwrite,
+    ReadRandom,
+    SeekRandom,
+    BlockWriter,
 }
 
 impl Workload {
+    const ALL: [Workload; 9] = [
+        Workload::SstWrite,
+        Workload::SstScan,
+        Workload::KvBulkload,
+        Workload::FillSeq,
+        Workload::FillRandom,
+        Workload::Overwrite,
+        Workload::ReadRandom,
+        Workload::SeekRandom,
+        Workload::BlockWriter,
+    ];
+
     fn name(self) -> &'static str {
         match self {
             Workload::SstWrite => "sst-write",
             Workload::SstScan => "sst-scan",
             Workload::KvBulkload => "kv-bulkload",
+            Workload::FillSeq => "fillseq",
+            Workload::FillRandom => "fillrandom",
+            Workload::Overwrite => "overwrite",
+            Workload::ReadRandom => "readrandom",
+            Workload::SeekRandom => "seekrandom",
+            Workload::BlockWriter => "block_writer",
         }
+    }
+
+    /// The workloads of `bench/WORKLOADS.md`, run through the DB's normal write path.
+    fn is_engine(self) -> bool {
+        !matches!(self, Workload::SstWrite | Workload::SstScan | Workload::KvBulkload)
     }
 }
 
@@ -145,20 +178,25 @@ struct Args {
     dir: Option<PathBuf>,
     rounds: u32,
     reads: u64,
+    seconds: u64,
 }
 
 const USAGE: &str = "usage: rocksdb-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] \
-[--rounds R] [--file-mib M] [--reads R]";
+[--rounds R] [--file-mib M] [--reads R]
+       rocksdb-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> [--n N] \
+[--dir DIR] [--rounds R] [--reads R] [--seconds S]";
 
 fn parse_args() -> Result<Args, String> {
     let mut workload = None;
+    let (mut n, mut reads) = (None, None);
     let mut args = Args {
         workload: Workload::SstWrite,
-        n: 10_000_000,
+        n: 0,
         file_mib: None,
         dir: None,
         rounds: 1,
-        reads: 1_000_000,
+        reads: 0,
+        seconds: 60,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -173,24 +211,33 @@ fn parse_args() -> Result<Args, String> {
             s.replace('_', "").parse::<u64>().map_err(|e| format!("{name}: {e}"))
         };
         match flag.as_str() {
-            "--n" => args.n = num(val("--n")?, "--n")?,
+            "--n" => n = Some(num(val("--n")?, "--n")?),
             "--file-mib" => args.file_mib = Some(num(val("--file-mib")?, "--file-mib")?),
             "--dir" => args.dir = Some(PathBuf::from(val("--dir")?)),
             "--rounds" => args.rounds = num(val("--rounds")?, "--rounds")? as u32,
-            "--reads" => args.reads = num(val("--reads")?, "--reads")?,
+            "--reads" => reads = Some(num(val("--reads")?, "--reads")?),
+            "--seconds" => args.seconds = num(val("--seconds")?, "--seconds")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
             }
-            "sst-write" if workload.is_none() => workload = Some(Workload::SstWrite),
-            "sst-scan" if workload.is_none() => workload = Some(Workload::SstScan),
-            "kv-bulkload" if workload.is_none() => workload = Some(Workload::KvBulkload),
-            other => return Err(format!("unexpected argument '{other}'")),
+            other => match Workload::ALL.iter().find(|w| w.name() == other) {
+                Some(&w) if workload.is_none() => workload = Some(w),
+                _ => return Err(format!("unexpected argument '{other}'")),
+            },
         }
     }
     args.workload = workload.ok_or("missing workload")?;
+    // Defaults: the kv-bulkload harness uses N = 10M and 1M reads; bench/WORKLOADS.md uses
+    // N = 1M and reads = N/10.
+    let engine = args.workload.is_engine();
+    args.n = n.unwrap_or(if engine { 1_000_000 } else { 10_000_000 });
+    args.reads = reads.unwrap_or(if engine { (args.n / 10).max(1) } else { 1_000_000 });
     if args.n == 0 {
         return Err("--n must be at least 1".into());
+    }
+    if args.workload == Workload::BlockWriter && args.seconds == 0 {
+        return Err("--seconds must be at least 1".into());
     }
     Ok(args)
 }
@@ -305,6 +352,9 @@ fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&base)?;
+    if args.workload.is_engine() {
+        return engine::run(args, &base);
+    }
     let default_mib = if args.workload == Workload::KvBulkload { 128 } else { 256 };
     let file_mib = args.file_mib.unwrap_or(default_mib);
     let file_bytes = file_mib << 20;
@@ -445,11 +495,380 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                        "scan_sha256": sha,
                        "files": files.len(), "bytes_on_disk": tree_bytes(&db_path), "peak_rss_kib": peak_rss_kib()})
             }
+            _ => unreachable!("engine workloads are run by engine::run"),
         };
         println!("{line}");
         std::fs::remove_dir_all(&dir)?;
     }
     Ok(())
+}
+
+/// The engine workloads of `bench/WORKLOADS.md` (fillseq, fillrandom, overwrite, readrandom,
+/// seekrandom, block_writer) through RocksDB's normal write path: `put`/`delete` one key at a
+/// time, WAL on, sync off.
+mod engine {
+    use super::*;
+
+    /// User bytes per key-value put (16-byte key + 100-byte value).
+    const KV_BYTES: u64 = gen::REC as u64;
+    /// block_writer user bytes per op: put(txn 13 B, 8 B) + put(16 B, 100 B) + delete(txn 13 B).
+    const BW_OP_BYTES: u64 = 13 + 8 + KV_BYTES + 13;
+    const TXN_LEN: usize = 13;
+    const L0_POLL: Duration = Duration::from_millis(20);
+
+    /// DB options: the table options of `rocks_opts` (no compression, full Bloom 10 bits/key,
+    /// 4 KiB blocks, 64 MiB memtable) plus 2 background jobs, 64 MiB target files and
+    /// statistics tickers (for the flush/compaction write bytes).
+    fn db_opts() -> Options {
+        let mut o = rocks_opts();
+        o.create_if_missing(true);
+        o.set_max_background_jobs(2);
+        o.set_target_file_size_base(64 << 20);
+        o.enable_statistics();
+        o.set_statistics_level(StatsLevel::ExceptHistogramOrTimers);
+        o
+    }
+
+    /// WAL on, sync off (the defaults, spelled out).
+    fn write_opts() -> WriteOptions {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(false);
+        wo.disable_wal(false);
+        wo
+    }
+
+    struct Engine {
+        db: DB,
+        /// The options the DB was opened with; they share its Statistics object.
+        opts: Options,
+        path: PathBuf,
+    }
+
+    /// Bytes written by flushes and by compactions so far.
+    #[derive(Clone, Copy, Default)]
+    struct BgBytes {
+        flush: u64,
+        compaction: u64,
+    }
+
+    impl Engine {
+        fn open(path: &Path) -> Result<Self, rocksdb::Error> {
+            let opts = db_opts();
+            let db = DB::open(&opts, path)?;
+            Ok(Engine { db, opts, path: path.to_path_buf() })
+        }
+
+        fn bg_bytes(&self) -> BgBytes {
+            BgBytes {
+                flush: self.opts.get_ticker_count(Ticker::FlushWriteBytes),
+                compaction: self.opts.get_ticker_count(Ticker::CompactWriteBytes),
+            }
+        }
+
+        fn l0_files(&self) -> u64 {
+            self.db
+                .property_value("rocksdb.num-files-at-level0")
+                .ok()
+                .flatten()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0)
+        }
+
+        /// Optionally flushes the memtable, then waits until no flush or compaction is pending
+        /// or running.
+        fn settle(&self, flush: bool) -> Result<f64, rocksdb::Error> {
+            let t = Instant::now();
+            if flush {
+                self.db.flush()?;
+            }
+            self.db.wait_for_compact(&WaitForCompactOptions::default())?;
+            Ok(t.elapsed().as_secs_f64())
+        }
+
+        /// Runs `f` while a thread polls the L0 file count; returns f's result and the maximum
+        /// count seen.
+        fn with_l0_sampler<R>(&self, f: impl FnOnce() -> R) -> (R, u64) {
+            let stop = AtomicBool::new(false);
+            let max = AtomicU64::new(self.l0_files());
+            let r = std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        max.fetch_max(self.l0_files(), Ordering::Relaxed);
+                        std::thread::sleep(L0_POLL);
+                    }
+                });
+                let r = f();
+                stop.store(true, Ordering::Relaxed);
+                r
+            });
+            max.fetch_max(self.l0_files(), Ordering::Relaxed);
+            (r, max.into_inner())
+        }
+
+        fn sst_files(&self) -> usize {
+            std::fs::read_dir(&self.path)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+                        .count()
+                })
+                .unwrap_or(0)
+        }
+    }
+
+    /// `count` puts of (key(k), value(v)) for (k, v) = rows(i); per-put latencies (ns) go to
+    /// `lat` if given. Returns the phase's seconds.
+    fn puts(
+        db: &DB,
+        count: u64,
+        rows: impl Fn(u64) -> (u64, u64),
+        mut lat: Option<&mut Vec<u64>>,
+    ) -> Result<f64, rocksdb::Error> {
+        let wo = write_opts();
+        let mut key = [0u8; gen::KEY_LEN];
+        let mut val = [0u8; gen::VALUE_LEN];
+        let t = Instant::now();
+        for i in 0..count {
+            let (k, v) = rows(i);
+            gen::key_of(k, &mut key);
+            gen::value_of(v, &mut val);
+            let s = Instant::now();
+            db.put_opt(key, val, &wo)?;
+            if let Some(l) = lat.as_deref_mut() {
+                l.push(s.elapsed().as_nanos() as u64);
+            }
+        }
+        Ok(t.elapsed().as_secs_f64())
+    }
+
+    fn latency_json(lat: &mut [u64]) -> serde_json::Value {
+        lat.sort_unstable();
+        json!({"p50": percentile_us(lat, 0.50), "p99": percentile_us(lat, 0.99),
+               "p999": percentile_us(lat, 0.999), "p9999": percentile_us(lat, 0.9999)})
+    }
+
+    fn write_amp_json(before: BgBytes, after: BgBytes, user_bytes: u64) -> (f64, serde_json::Value) {
+        let flush = after.flush - before.flush;
+        let compaction = after.compaction - before.compaction;
+        let wa = if user_bytes > 0 { (flush + compaction) as f64 / user_bytes as f64 } else { 0.0 };
+        (wa, json!({"flush": flush, "compaction": compaction, "user": user_bytes}))
+    }
+
+    /// `txn(i)` = "\x00txn/" ‖ BE64(2^64-1-i).
+    fn txn_key(i: u64) -> [u8; TXN_LEN] {
+        let mut k = [0u8; TXN_LEN];
+        k[..5].copy_from_slice(b"\x00txn/");
+        k[5..].copy_from_slice(&(u64::MAX - i).to_be_bytes());
+        k
+    }
+
+    pub fn run(args: &Args, base: &Path) -> Result<(), Box<dyn std::error::Error>> {
+        let w = args.workload;
+        let n = args.n;
+        for round in 0..args.rounds {
+            let dir = base.join(format!("rocksdb-anchor-{}-{round}", std::process::id()));
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)?;
+            }
+            std::fs::create_dir_all(&dir)?;
+            let eng = Engine::open(&dir.join("db"))?;
+            let db = &eng.db;
+            let perm = gen::Permutation::new(n);
+            let mut params = json!({
+                "n": n, "key_bytes": 16, "value_bytes": 100, "compression": "none",
+                "bloom_bits": 10, "filter": "full", "block_size": 4096, "format_version": 5,
+                "memtable_mib": 64, "target_file_mib": 64, "max_background_jobs": 2,
+                "wal": true, "sync": false, "block_cache": "default (32 MiB)",
+                "rocksdb": "11.8.1 (librocksdb-sys 0.19.0, rocksdb crate 0.25.0)",
+                "write_amp_source": "statistics tickers rocksdb.flush.write.bytes + rocksdb.compact.write.bytes (StatsLevel::ExceptHistogramOrTimers)",
+                "read_amp_source": "max rocksdb.num-files-at-level0, polled every 20 ms during the timed phase"});
+            let mut seconds = serde_json::Map::new();
+            let mut line = json!({"workload": w.name(), "engine": "rocksdb", "round": round});
+            match w {
+                Workload::FillSeq | Workload::FillRandom | Workload::Overwrite => {
+                    let mut lat = Vec::with_capacity(n as usize);
+                    let before;
+                    let (secs, max_l0) = if w == Workload::Overwrite {
+                        let s = puts(db, n, |i| { let p = perm.apply(i); (p, p) }, None)?;
+                        seconds.insert("setup_fill".into(), json!(s));
+                        seconds.insert("setup_wait".into(), json!(eng.settle(false)?));
+                        before = eng.bg_bytes();
+                        let (r, m) = eng.with_l0_sampler(|| {
+                            puts(db, n, |i| { let r = gen::read_row(i, n); (r, r ^ 1) }, Some(&mut lat))
+                        });
+                        (r?, m)
+                    } else {
+                        before = eng.bg_bytes();
+                        let (r, m) = eng.with_l0_sampler(|| {
+                            if w == Workload::FillSeq {
+                                puts(db, n, |i| (i, i), Some(&mut lat))
+                            } else {
+                                puts(db, n, |i| { let p = perm.apply(i); (p, p) }, Some(&mut lat))
+                            }
+                        });
+                        (r?, m)
+                    };
+                    seconds.insert("puts".into(), json!(secs));
+                    seconds.insert("flush_wait".into(), json!(eng.settle(true)?));
+                    let (wa, wb) = write_amp_json(before, eng.bg_bytes(), n * KV_BYTES);
+                    params["write_amp_method"] = json!("(flush+compaction bytes from the start of the timed puts until flushed and compactions done) / (n x 116 B)");
+                    line["ops_per_s"] = json!(n as f64 / secs);
+                    line["mb_per_s"] = json!((n * KV_BYTES) as f64 / 1e6 / secs);
+                    line["latency_us"] = latency_json(&mut lat);
+                    line["write_amp"] = json!(wa);
+                    line["write_bytes"] = wb;
+                    line["read_amp"] = json!(max_l0);
+                }
+                Workload::ReadRandom | Workload::SeekRandom => {
+                    let reads = args.reads;
+                    params["reads"] = json!(reads);
+                    let before = eng.bg_bytes();
+                    let s = puts(db, n, |i| { let p = perm.apply(i); (p, p) }, None)?;
+                    seconds.insert("setup_fill".into(), json!(s));
+                    seconds.insert("setup_flush_wait".into(), json!(eng.settle(true)?));
+                    let (wa, wb) = write_amp_json(before, eng.bg_bytes(), n * KV_BYTES);
+                    params["write_amp_method"] = json!("of the setup: (flush+compaction bytes of fillrandom + flush + compactions) / (n x 116 B)");
+                    let mut lat = Vec::with_capacity(reads as usize);
+                    let mut key = [0u8; gen::KEY_LEN];
+                    let mut val = [0u8; gen::VALUE_LEN];
+                    let (res, max_l0) = eng.with_l0_sampler(|| -> Result<(f64, u64), rocksdb::Error> {
+                        let mut bad = 0u64;
+                        let t = Instant::now();
+                        if w == Workload::ReadRandom {
+                            let ro = ReadOptions::default();
+                            for i in 0..reads {
+                                let r = gen::read_row(i, n);
+                                gen::key_of(r, &mut key);
+                                gen::value_of(r, &mut val);
+                                let s = Instant::now();
+                                let got = db.get_pinned_opt(key, &ro)?;
+                                let ok = matches!(&got, Some(v) if v.as_ref() == val);
+                                drop(got);
+                                lat.push(s.elapsed().as_nanos() as u64);
+                                bad += u64::from(!ok);
+                            }
+                        } else {
+                            // One iterator for all seeks (the DB does not change during the phase).
+                            let mut it = db.raw_iterator_opt(ReadOptions::default());
+                            for i in 0..reads {
+                                let r = gen::read_row(i, n);
+                                gen::key_of(r, &mut key);
+                                gen::value_of(r, &mut val);
+                                let s = Instant::now();
+                                it.seek(key);
+                                let ok = matches!(it.item(), Some((k, v)) if k == key && v == val);
+                                lat.push(s.elapsed().as_nanos() as u64);
+                                bad += u64::from(!ok);
+                            }
+                            it.status()?;
+                        }
+                        Ok((t.elapsed().as_secs_f64(), bad))
+                    });
+                    let (secs, bad) = res?;
+                    if bad > 0 {
+                        return Err(format!("{bad} of {reads} reads did not return their key's value").into());
+                    }
+                    seconds.insert("reads".into(), json!(secs));
+                    if w == Workload::SeekRandom {
+                        params["iterator"] = json!("one raw iterator (default ReadOptions) reused for every seek");
+                    }
+                    params["verify"] = json!("each read's key and value compared with the generator's (inside the timed op)");
+                    line["ops_per_s"] = json!(reads as f64 / secs);
+                    line["mb_per_s"] = json!((reads * KV_BYTES) as f64 / 1e6 / secs);
+                    line["latency_us"] = latency_json(&mut lat);
+                    line["write_amp"] = json!(wa);
+                    line["write_bytes"] = wb;
+                    line["read_amp"] = json!(max_l0);
+                }
+                Workload::BlockWriter => {
+                    let secs_target = args.seconds;
+                    params["seconds"] = json!(secs_target);
+                    let win = (secs_target / 2).clamp(1, 10);
+                    params["window_seconds"] = json!(win);
+                    params["op_user_bytes"] = json!(BW_OP_BYTES);
+                    params["txn_value"] = json!("BE64(i)");
+                    let before = eng.bg_bytes();
+                    let wo = write_opts();
+                    let mut per_sec: Vec<u64> = Vec::with_capacity(secs_target as usize);
+                    let mut lat: Vec<u64> = Vec::with_capacity(1 << 20);
+                    let (res, max_l0) = eng.with_l0_sampler(|| -> Result<u64, Box<dyn std::error::Error>> {
+                        let mut key = [0u8; gen::KEY_LEN];
+                        let mut val = [0u8; gen::VALUE_LEN];
+                        let mut upper = [0xFFu8; TXN_LEN + 1];
+                        let mut done_at_mark = 0u64;
+                        let mut i = 0u64;
+                        let start = Instant::now();
+                        let mut next_mark = Duration::from_secs(1);
+                        loop {
+                            let txn = txn_key(i);
+                            upper[..TXN_LEN].copy_from_slice(&txn);
+                            let p = perm.apply(i % n);
+                            gen::key_of(p, &mut key);
+                            gen::value_of(p, &mut val);
+                            let s = Instant::now();
+                            let mut ro = ReadOptions::default();
+                            ro.set_iterate_lower_bound(txn);
+                            ro.set_iterate_upper_bound(upper);
+                            let mut it = db.raw_iterator_opt(ro);
+                            it.seek(txn);
+                            if it.valid() {
+                                return Err(format!("op {i}: bounded seek found a key").into());
+                            }
+                            it.status()?;
+                            drop(it);
+                            db.put_opt(txn, i.to_be_bytes(), &wo)?;
+                            db.put_opt(key, val, &wo)?;
+                            db.delete_opt(txn, &wo)?;
+                            let e = Instant::now();
+                            lat.push((e - s).as_nanos() as u64);
+                            // Op i finished at e: ops finished before each whole-second mark
+                            // passed belong to that second.
+                            let el = e - start;
+                            while el >= next_mark && (per_sec.len() as u64) < secs_target {
+                                let ops = i - done_at_mark;
+                                done_at_mark = i;
+                                per_sec.push(ops);
+                                println!("{}", json!({"second": per_sec.len(), "ops": ops}));
+                                next_mark += Duration::from_secs(1);
+                            }
+                            if per_sec.len() as u64 >= secs_target {
+                                return Ok(i);
+                            }
+                            i += 1;
+                        }
+                    });
+                    let ops = res?;
+                    lat.truncate(ops as usize);
+                    seconds.insert("run".into(), json!(secs_target));
+                    seconds.insert("flush_wait".into(), json!(eng.settle(true)?));
+                    let (wa, wb) = write_amp_json(before, eng.bg_bytes(), ops * BW_OP_BYTES);
+                    params["write_amp_method"] = json!("(flush+compaction bytes from the start of the run until flushed and compactions done) / (ops x 150 B)");
+                    let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len() as f64;
+                    let first = mean(&per_sec[..win as usize]);
+                    let last = mean(&per_sec[per_sec.len() - win as usize..]);
+                    line["ops_per_s"] = json!(ops as f64 / secs_target as f64);
+                    line["latency_us"] = latency_json(&mut lat);
+                    line["per_second_ops"] = json!(per_sec);
+                    line["first10_ops_per_s"] = json!(first);
+                    line["last10_ops_per_s"] = json!(last);
+                    line["ratio"] = json!(if first > 0.0 { last / first } else { 0.0 });
+                    line["write_amp"] = json!(wa);
+                    line["write_bytes"] = wb;
+                    line["read_amp"] = json!(max_l0);
+                }
+                _ => unreachable!("not an engine workload"),
+            }
+            line["params"] = params;
+            line["seconds"] = serde_json::Value::Object(seconds);
+            line["files"] = json!(eng.sst_files());
+            line["bytes_on_disk"] = json!(tree_bytes(&eng.path));
+            line["peak_rss_kib"] = json!(peak_rss_kib());
+            drop(eng);
+            println!("{line}");
+            std::fs::remove_dir_all(&dir)?;
+        }
+        Ok(())
+    }
 }
 
 fn main() {

@@ -20,6 +20,7 @@
 //! 4. New table files are synced, and their directory synced, before the edit naming them.
 //! 5. After a failed background write or sync the Db refuses writes (read-only error state).
 
+mod ingest;
 mod options;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -31,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+pub use ingest::{ingest_target_level, IngestOptions, IngestedFile, RunningOutput};
 pub use options::{Options, ReadOptions, WriteOptions};
 
 use crate::batch::WriteBatch;
@@ -90,6 +92,17 @@ fn classify(name: &str) -> FileKind {
 pub struct Snapshot {
     seqno: u64,
     registry: Weak<Mutex<BTreeMap<u64, usize>>>,
+    /// The memtables and version the snapshot was taken on: reads through it never see a file
+    /// installed later (see `ingest`), and flushed memtables stay readable.
+    view: View,
+}
+
+/// The sources a read consults.
+#[derive(Clone)]
+struct View {
+    mem: Arc<MemTable>,
+    imm: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
 }
 
 impl Snapshot {
@@ -191,6 +204,7 @@ struct State {
     log_number: u64,
     busy: HashSet<u64>,
     pending_outputs: HashSet<u64>,
+    running_outputs: Vec<RunningOutput>,
     flush_running: bool,
     compactions_running: usize,
     manual_compaction: bool,
@@ -209,6 +223,29 @@ struct PendingWrite {
     result: Mutex<Option<Result<()>>>,
 }
 
+/// Writers waiting for the group commit, and the key ranges latched by ingests.
+#[derive(Default)]
+struct WriteQueue {
+    q: VecDeque<Arc<PendingWrite>>,
+    /// (id, smallest, largest) user keys, inclusive.
+    latches: Vec<(u64, Vec<u8>, Vec<u8>)>,
+    next_latch: u64,
+}
+
+impl WriteQueue {
+    fn blocks(&self, batch: &WriteBatch) -> bool {
+        if self.latches.is_empty() {
+            return false;
+        }
+        batch.iter().flatten().any(|e| {
+            self.latches.iter().any(|(_, lo, hi)| match e.kind {
+                ValueKind::RangeDeletion => e.key <= hi.as_slice() && lo.as_slice() < e.value,
+                _ => lo.as_slice() <= e.key && e.key <= hi.as_slice(),
+            })
+        })
+    }
+}
+
 struct TableCache {
     map: Mutex<(BTreeMap<u64, (Arc<Table>, u64)>, u64)>,
     capacity: usize,
@@ -222,7 +259,7 @@ struct Inner {
     bg_cv: Condvar,
     done_cv: Condvar,
     manifest: Mutex<ManifestState>,
-    queue: Mutex<VecDeque<Arc<PendingWrite>>>,
+    queue: Mutex<WriteQueue>,
     queue_cv: Condvar,
     wal: Mutex<LogWriter>,
     /// Highest seqno allocated (leader only writes it).
@@ -285,6 +322,7 @@ impl Db {
                 log_number: wal_number,
                 busy: HashSet::new(),
                 pending_outputs: HashSet::new(),
+                running_outputs: Vec::new(),
                 flush_running: false,
                 compactions_running: 0,
                 manual_compaction: false,
@@ -294,7 +332,7 @@ impl Db {
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
             manifest: Mutex::new(manifest),
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(WriteQueue::default()),
             queue_cv: Condvar::new(),
             wal: Mutex::new(wal),
             last_sequence: AtomicU64::new(rec.last_sequence),
@@ -564,27 +602,37 @@ impl Db {
 
     /// The value of `key` as of `opts.snapshot`.
     pub fn get_opt(&self, key: &[u8], opts: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
-        self.inner.get(key, opts.snapshot.map(|s| s.seqno))
+        self.inner.get(key, opts.snapshot)
     }
 
     /// An iterator over `[lower_bound, upper_bound)` as of `opts.snapshot`.
     pub fn iter(&self, opts: ReadOptions<'_>) -> Result<DbIterator> {
-        self.inner.iter(
-            opts.snapshot.map(|s| s.seqno),
-            opts.lower_bound,
-            opts.upper_bound,
-        )
+        self.inner
+            .iter(opts.snapshot, opts.lower_bound, opts.upper_bound)
     }
 
     /// Takes a snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
         let mut m = self.inner.snapshots.lock();
         let seqno = self.inner.visible_seq.load(Ordering::Acquire);
+        let view = self.inner.current_view();
         *m.entry(seqno).or_insert(0) += 1;
         Snapshot {
             seqno,
             registry: Arc::downgrade(&self.inner.snapshots),
+            view,
         }
+    }
+
+    /// Adds external SST files (from [`SstWriter`](crate::SstWriter) or RocksDB's
+    /// `SstFileWriter`) atomically: all of them become visible at once, or none.
+    pub fn ingest<P: AsRef<Path>>(
+        &self,
+        paths: &[P],
+        opts: &IngestOptions,
+    ) -> Result<Vec<IngestedFile>> {
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.inner.ingest(&paths, opts)
     }
 
     /// Flushes the active memtable and waits until every immutable memtable is on disk.
@@ -801,18 +849,22 @@ impl Inner {
     // ---------------------------------------------------------------- write path
 
     fn write(self: &Arc<Self>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        let mut q = self.queue.lock();
+        // Writes into a range an ingest has latched wait for that ingest; others go on.
+        while q.blocks(&batch) {
+            self.queue_cv.wait(&mut q);
+        }
         let me = Arc::new(PendingWrite {
             batch: Mutex::new(Some(batch)),
             opts,
             result: Mutex::new(None),
         });
-        let mut q = self.queue.lock();
-        q.push_back(Arc::clone(&me));
+        q.q.push_back(Arc::clone(&me));
         loop {
             if let Some(r) = me.result.lock().take() {
                 return r;
             }
-            if Arc::ptr_eq(q.front().expect("queue holds me"), &me) {
+            if Arc::ptr_eq(q.q.front().expect("queue holds me"), &me) {
                 break;
             }
             self.queue_cv.wait(&mut q);
@@ -820,7 +872,7 @@ impl Inner {
         // Leader: take a group of consecutive writers.
         let mut group = Vec::new();
         let mut bytes = 0;
-        for w in q.iter() {
+        for w in q.q.iter() {
             let size = w.batch.lock().as_ref().map_or(0, |b| b.size_bytes());
             if !group.is_empty()
                 && (bytes + size > MAX_GROUP_BYTES || (w.opts.sync && !me.opts.sync))
@@ -834,7 +886,7 @@ impl Inner {
         let result = self.write_group(&group);
         let mut q = self.queue.lock();
         for w in &group {
-            q.pop_front();
+            q.q.pop_front();
             if !Arc::ptr_eq(w, &me) {
                 *w.result.lock() = Some(match &result {
                     Ok(()) => Ok(()),
@@ -859,9 +911,10 @@ impl Inner {
             sync |= w.opts.sync;
             use_wal |= !w.opts.disable_wal;
         }
-        let first = self.last_sequence.load(Ordering::Relaxed) + 1;
-        combined.set_seqno(first);
         let count = u64::from(combined.count());
+        // fetch_add: an ingest may allocate a seqno concurrently.
+        let first = self.last_sequence.fetch_add(count, Ordering::AcqRel) + 1;
+        combined.set_seqno(first);
         if use_wal {
             let mut wal = self.wal.lock();
             let r = wal
@@ -884,9 +937,8 @@ impl Inner {
             mem.add(seq, e.kind, e.key, e.value);
             seq += 1;
         }
-        self.last_sequence
-            .store(first + count - 1, Ordering::Release);
-        self.visible_seq.store(first + count - 1, Ordering::Release);
+        self.visible_seq
+            .fetch_max(first + count - 1, Ordering::AcqRel);
         self.counters
             .user_bytes
             .fetch_add(combined.size_bytes() as u64, Ordering::Relaxed);
@@ -975,17 +1027,7 @@ impl Inner {
     /// until every immutable memtable is flushed.
     fn flush_and_wait(self: &Arc<Self>) -> Result<()> {
         // Become the write leader with an empty group to exclude concurrent writes.
-        let me = Arc::new(PendingWrite {
-            batch: Mutex::new(None),
-            opts: WriteOptions::default(),
-            result: Mutex::new(None),
-        });
-        let mut q = self.queue.lock();
-        q.push_back(Arc::clone(&me));
-        while !Arc::ptr_eq(q.front().expect("queue holds me"), &me) {
-            self.queue_cv.wait(&mut q);
-        }
-        drop(q);
+        let me = self.enter_queue_barrier();
         let r = {
             let mut s = self.state.lock();
             match self.read_only_error(&s) {
@@ -996,10 +1038,7 @@ impl Inner {
                 None => Ok(()),
             }
         };
-        let mut q = self.queue.lock();
-        q.pop_front();
-        self.queue_cv.notify_all();
-        drop(q);
+        self.leave_queue_barrier(&me);
         r?;
         let mut s = self.state.lock();
         while !s.imm.is_empty() || s.flush_running {
@@ -1015,24 +1054,83 @@ impl Inner {
         }
     }
 
+    /// Waits until every write queued before this call is applied, and holds the queue (no
+    /// write group runs) until [`Inner::leave_queue_barrier`].
+    fn enter_queue_barrier(&self) -> Arc<PendingWrite> {
+        let me = Arc::new(PendingWrite {
+            batch: Mutex::new(None),
+            opts: WriteOptions::default(),
+            result: Mutex::new(None),
+        });
+        let mut q = self.queue.lock();
+        q.q.push_back(Arc::clone(&me));
+        while !Arc::ptr_eq(q.q.front().expect("queue holds me"), &me) {
+            self.queue_cv.wait(&mut q);
+        }
+        me
+    }
+
+    fn leave_queue_barrier(&self, me: &Arc<PendingWrite>) {
+        let mut q = self.queue.lock();
+        if q.q.front().is_some_and(|f| Arc::ptr_eq(f, me)) {
+            q.q.pop_front();
+        }
+        self.queue_cv.notify_all();
+    }
+
+    /// Latches user-key ranges (inclusive) against writes, then waits for writes queued
+    /// before the latch. Returns the latch id.
+    fn latch_ranges(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>) -> u64 {
+        let id = {
+            let mut q = self.queue.lock();
+            q.next_latch += 1;
+            let id = q.next_latch;
+            for (lo, hi) in ranges {
+                q.latches.push((id, lo, hi));
+            }
+            id
+        };
+        let me = self.enter_queue_barrier();
+        self.leave_queue_barrier(&me);
+        id
+    }
+
+    fn unlatch(&self, id: u64) {
+        let mut q = self.queue.lock();
+        q.latches.retain(|(l, _, _)| *l != id);
+        self.queue_cv.notify_all();
+    }
+
     // ---------------------------------------------------------------- read path
+
+    fn current_view(&self) -> View {
+        let s = self.state.lock();
+        View {
+            mem: Arc::clone(&s.mem),
+            imm: s.imm.clone(),
+            version: Arc::clone(&s.version),
+        }
+    }
 
     fn sources(
         &self,
-        snapshot: Option<u64>,
+        snapshot: Option<&Snapshot>,
     ) -> (u64, Arc<MemTable>, Vec<Arc<MemTable>>, Arc<Version>) {
+        if let Some(snap) = snapshot {
+            let v = snap.view.clone();
+            return (snap.seqno, v.mem, v.imm, v.version);
+        }
         // Load the seqno before the sources (invariant 1).
-        let seq = snapshot.unwrap_or_else(|| self.visible_seq.load(Ordering::Acquire));
-        let s = self.state.lock();
-        (
-            seq,
-            Arc::clone(&s.mem),
-            s.imm.clone(),
-            Arc::clone(&s.version),
-        )
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        let v = self.current_view();
+        (seq, v.mem, v.imm, v.version)
     }
 
-    fn get(self: &Arc<Self>, user_key: &[u8], snapshot: Option<u64>) -> Result<Option<Vec<u8>>> {
+    fn get(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Vec<u8>>> {
         let (seq, mem, imm, version) = self.sources(snapshot);
         let mut max_tomb = 0u64;
         // Newest first: active memtable, immutable memtables, L0 newest first, then L1..L6.
@@ -1098,7 +1196,7 @@ impl Inner {
 
     fn iter(
         self: &Arc<Self>,
-        snapshot: Option<u64>,
+        snapshot: Option<&Snapshot>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
     ) -> Result<DbIterator> {
@@ -1185,6 +1283,7 @@ impl Inner {
                                 for f in c.all_inputs() {
                                     s.busy.insert(f.number);
                                 }
+                                s.running_outputs.push(running_output(&c));
                                 s.compactions_running += 1;
                                 break Job::Compact(c);
                             }
@@ -1202,6 +1301,14 @@ impl Inner {
                 Job::Flush(_) => s.flush_running = false,
                 Job::Compact(c) => {
                     s.compactions_running -= 1;
+                    let out = running_output(c);
+                    if let Some(i) = s
+                        .running_outputs
+                        .iter()
+                        .position(|r| r.level == out.level && r.lo == out.lo && r.hi == out.hi)
+                    {
+                        s.running_outputs.remove(i);
+                    }
                     for f in c.all_inputs() {
                         s.busy.remove(&f.number);
                     }
@@ -1273,8 +1380,18 @@ impl Inner {
 
     /// Writes `edit` to the MANIFEST, syncs it, installs the new version and runs `also`
     /// in the same critical section.
-    fn log_and_apply(&self, mut edit: VersionEdit, also: impl FnOnce(&mut State)) -> Result<()> {
+    fn log_and_apply(&self, edit: VersionEdit, also: impl FnOnce(&mut State)) -> Result<()> {
         let mut m = self.manifest.lock();
+        self.apply_edit_locked(&mut m, edit, also)
+    }
+
+    /// [`Inner::log_and_apply`] for a caller already holding the manifest lock.
+    fn apply_edit_locked(
+        &self,
+        m: &mut ManifestState,
+        mut edit: VersionEdit,
+        also: impl FnOnce(&mut State),
+    ) -> Result<()> {
         let next_version = {
             let s = self.state.lock();
             if let Some(e) = self.read_only_error(&s) {
@@ -1444,12 +1561,28 @@ impl Inner {
             hi = grow_hi.or(hi);
         }
         let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
+        let out = RunningOutput {
+            level: NUM_LEVELS - 1,
+            lo: inputs
+                .iter()
+                .map(|(_, f)| f.smallest_user().to_vec())
+                .min()
+                .unwrap_or_default(),
+            hi: inputs
+                .iter()
+                .map(|(_, f)| f.largest_user().to_vec())
+                .max()
+                .unwrap_or_default(),
+        };
+        self.state.lock().running_outputs.push(out);
         let r = if inputs.is_empty() || only_last {
             Ok(())
         } else {
             self.compact_files(&inputs, NUM_LEVELS - 1)
         };
         let mut s = self.state.lock();
+        s.running_outputs
+            .retain(|r| r.level != NUM_LEVELS - 1 || !s_is_manual(r));
         s.manual_compaction = false;
         if let Err(e) = &r {
             s.bg_error.get_or_insert(e.to_string());
@@ -1539,6 +1672,32 @@ impl Inner {
             background_error: s.bg_error.clone(),
             levels,
         }
+    }
+}
+
+/// Manual compactions register their output under a marker-free entry; only one runs at a time
+/// and automatic compactions are paused meanwhile, so every last-level entry then is manual.
+fn s_is_manual(_r: &RunningOutput) -> bool {
+    true
+}
+
+fn running_output(c: &CompactionChoice) -> RunningOutput {
+    let lo = c
+        .all_inputs()
+        .map(|f| f.smallest_user())
+        .min()
+        .unwrap_or_default()
+        .to_vec();
+    let hi = c
+        .all_inputs()
+        .map(|f| f.largest_user())
+        .max()
+        .unwrap_or_default()
+        .to_vec();
+    RunningOutput {
+        level: c.output_level,
+        lo,
+        hi,
     }
 }
 

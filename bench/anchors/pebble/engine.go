@@ -1,0 +1,490 @@
+package main
+
+// The engine workloads of bench/WORKLOADS.md (fillseq, fillrandom, overwrite, readrandom,
+// seekrandom, block_writer) through Pebble's normal write path: Set/Delete one key at a time,
+// WAL on, pebble.NoSync.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+)
+
+const (
+	// kvBytes are the user bytes of one key-value put (16-byte key + 100-byte value).
+	kvBytes = recLen
+	// txnLen is the length of txn(i) = "\x00txn/" ‖ BE64(2^64-1-i).
+	txnLen = 13
+	// bwOpBytes are block_writer's user bytes per op: put(txn, 8 B) + put(key, value) +
+	// delete(txn).
+	bwOpBytes = txnLen + 8 + kvBytes + txnLen
+	l0Poll    = 20 * time.Millisecond
+	// settleTimeout bounds the wait for flushes and compactions to finish.
+	settleTimeout = 30 * time.Minute
+)
+
+func isEngineWorkload(w string) bool {
+	switch w {
+	case "fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer":
+		return true
+	}
+	return false
+}
+
+// engineOptions: no compression, Bloom 10 bits/key (table filter), 4 KiB blocks, 64 MiB
+// memtable, WAL on, ~64 MiB target files on every level, compaction concurrency 1..2.
+func engineOptions() *pebble.Options {
+	o := &pebble.Options{
+		FormatMajorVersion:         pebble.FormatNewest,
+		MemTableSize:               64 << 20,
+		Logger:                     quietLogger{},
+		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+	}
+	for i := range o.Levels {
+		o.Levels[i].BlockSize = 4096
+		o.Levels[i].IndexBlockSize = 4096
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		o.Levels[i].FilterType = pebble.TableFilter
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	// Set before EnsureDefaults, which derives FlushSplitBytes from TargetFileSizes[0].
+	for i := range o.TargetFileSizes {
+		o.TargetFileSizes[i] = 64 << 20
+	}
+	o.EnsureDefaults()
+	return o
+}
+
+type engine struct {
+	db   *pebble.DB
+	path string
+}
+
+// bgBytes are the bytes written by flushes and by compactions so far.
+type bgBytes struct{ flush, compaction uint64 }
+
+func (e *engine) bgBytes() bgBytes {
+	m := e.db.Metrics()
+	var b bgBytes
+	for i := range m.Levels {
+		l := &m.Levels[i]
+		b.flush += l.TableBytesFlushed + l.BlobBytesFlushed
+		b.compaction += l.TableBytesCompacted + l.BlobBytesCompacted
+	}
+	return b
+}
+
+// l0 returns the current L0 sublevel and file counts.
+func (e *engine) l0() (sublevels, files int64) {
+	m := e.db.Metrics()
+	return int64(m.Levels[0].Sublevels), m.Levels[0].TablesCount
+}
+
+// settle optionally flushes the memtable, then waits until no flush or compaction is queued or
+// running (three idle polls in a row, 10 ms apart).
+func (e *engine) settle(flush bool) (float64, error) {
+	t := time.Now()
+	if flush {
+		if err := e.db.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	for idle := 0; idle < 3; {
+		m := e.db.Metrics()
+		waiting, _ := e.db.GetWaitingCompaction()
+		if m.Flush.NumInProgress == 0 && m.Compact.NumInProgress == 0 && m.MemTable.Count <= 1 && !waiting {
+			idle++
+		} else {
+			idle = 0
+		}
+		if time.Since(t) > settleTimeout {
+			return 0, fmt.Errorf("flushes/compactions still running after %v", settleTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(t).Seconds(), nil
+}
+
+// withL0Sampler runs f while a goroutine polls the L0 sublevel and file counts; returns the
+// maxima seen.
+func (e *engine) withL0Sampler(f func() error) (maxSub, maxFiles int64, err error) {
+	var mu sync.Mutex
+	sample := func() {
+		s, n := e.l0()
+		mu.Lock()
+		maxSub, maxFiles = max(maxSub, s), max(maxFiles, n)
+		mu.Unlock()
+	}
+	sample()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(l0Poll)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				sample()
+			}
+		}
+	}()
+	err = f()
+	close(stop)
+	<-done
+	sample()
+	return maxSub, maxFiles, err
+}
+
+func (e *engine) sstFiles() int {
+	ents, err := os.ReadDir(e.path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, d := range ents {
+		if strings.HasSuffix(d.Name(), ".sst") {
+			n++
+		}
+	}
+	return n
+}
+
+// puts does count Sets of (key(k), value(v)) for (k, v) = rows(i); per-put latencies (ns) are
+// appended to *lat if lat is not nil. Returns the phase's seconds.
+func puts(db *pebble.DB, count uint64, rows func(uint64) (uint64, uint64), lat *[]int64) (float64, error) {
+	key := make([]byte, keyLen)
+	val := make([]byte, valueLen)
+	t := time.Now()
+	for i := uint64(0); i < count; i++ {
+		k, v := rows(i)
+		keyOf(k, key)
+		valueOf(v, val)
+		s := time.Now()
+		if err := db.Set(key, val, pebble.NoSync); err != nil {
+			return 0, err
+		}
+		if lat != nil {
+			*lat = append(*lat, time.Since(s).Nanoseconds())
+		}
+	}
+	return time.Since(t).Seconds(), nil
+}
+
+func latencyJSON(lat []int64) map[string]any {
+	slices.Sort(lat)
+	return map[string]any{"p50": percentileUs(lat, 0.50), "p99": percentileUs(lat, 0.99),
+		"p999": percentileUs(lat, 0.999), "p9999": percentileUs(lat, 0.9999)}
+}
+
+func writeAmpJSON(before, after bgBytes, userBytes uint64) (float64, map[string]any) {
+	flush, comp := after.flush-before.flush, after.compaction-before.compaction
+	wa := 0.0
+	if userBytes > 0 {
+		wa = float64(flush+comp) / float64(userBytes)
+	}
+	return wa, map[string]any{"flush": flush, "compaction": comp, "user": userBytes}
+}
+
+func txnKey(i uint64, out []byte) {
+	copy(out, "\x00txn/")
+	binary.BigEndian.PutUint64(out[5:txnLen], math.MaxUint64-i)
+}
+
+func writeLine(out *bufio.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	out.Write(b)
+	out.WriteByte('\n')
+	return out.Flush()
+}
+
+func runEngine(a args, base string, out *bufio.Writer) error {
+	n := a.n
+	perm := newPermutation(n)
+	randomRow := func(i uint64) (uint64, uint64) { p := perm.apply(i); return p, p }
+	for round := 0; round < a.rounds; round++ {
+		dir := filepath.Join(base, fmt.Sprintf("pebble-anchor-%d-%d", os.Getpid(), round))
+		_ = os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		e := &engine{path: filepath.Join(dir, "db")}
+		db, err := pebble.Open(e.path, engineOptions())
+		if err != nil {
+			return err
+		}
+		e.db = db
+		params := map[string]any{"n": n, "key_bytes": 16, "value_bytes": 100, "compression": "none",
+			"bloom_bits": 10, "filter": "table", "block_size": 4096, "memtable_mib": 64,
+			"target_file_mib": 64, "compaction_concurrency": "1..2 (CompactionConcurrencyRange; flushes run separately)",
+			"wal": true, "sync": false, "write_options": "pebble.NoSync", "block_cache": "default (8 MiB)",
+			"table_format": db.TableFormat().String(), "pebble": pebbleVersion(),
+			"write_amp_source": "db.Metrics(): sum over levels of TableBytesFlushed+TableBytesCompacted (+blob bytes, 0 here); WAL not counted",
+			"read_amp_source": "max db.Metrics().Levels[0].Sublevels, polled every 20 ms during the timed phase"}
+		seconds := map[string]any{}
+		line := map[string]any{"workload": a.workload, "engine": "pebble", "round": round}
+		var runErr error
+		switch a.workload {
+		case "fillseq", "fillrandom", "overwrite":
+			runErr = func() error {
+				lat := make([]int64, 0, n)
+				rows := randomRow
+				if a.workload == "fillseq" {
+					rows = func(i uint64) (uint64, uint64) { return i, i }
+				}
+				if a.workload == "overwrite" {
+					s, err := puts(db, n, randomRow, nil)
+					if err != nil {
+						return err
+					}
+					seconds["setup_fill"] = s
+					if seconds["setup_wait"], err = e.settle(false); err != nil {
+						return err
+					}
+					rows = func(i uint64) (uint64, uint64) { r := readRow(i, n); return r, r ^ 1 }
+				}
+				before := e.bgBytes()
+				var secs float64
+				maxSub, maxFiles, err := e.withL0Sampler(func() (err error) {
+					secs, err = puts(db, n, rows, &lat)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				seconds["puts"] = secs
+				if seconds["flush_wait"], err = e.settle(true); err != nil {
+					return err
+				}
+				wa, wb := writeAmpJSON(before, e.bgBytes(), n*kvBytes)
+				params["write_amp_method"] = "(flush+compaction bytes from the start of the timed puts until flushed and compactions done) / (n x 116 B)"
+				line["ops_per_s"] = float64(n) / secs
+				line["mb_per_s"] = float64(n*kvBytes) / 1e6 / secs
+				line["latency_us"] = latencyJSON(lat)
+				line["write_amp"], line["write_bytes"] = wa, wb
+				line["read_amp"], line["max_l0_files"] = maxSub, maxFiles
+				return nil
+			}()
+
+		case "readrandom", "seekrandom":
+			runErr = func() error {
+				reads := a.reads
+				params["reads"] = reads
+				before := e.bgBytes()
+				s, err := puts(db, n, randomRow, nil)
+				if err != nil {
+					return err
+				}
+				seconds["setup_fill"] = s
+				if seconds["setup_flush_wait"], err = e.settle(true); err != nil {
+					return err
+				}
+				wa, wb := writeAmpJSON(before, e.bgBytes(), n*kvBytes)
+				params["write_amp_method"] = "of the setup: (flush+compaction bytes of fillrandom + flush + compactions) / (n x 116 B)"
+				lat := make([]int64, 0, reads)
+				key := make([]byte, keyLen)
+				val := make([]byte, valueLen)
+				var secs float64
+				bad := 0
+				maxSub, maxFiles, err := e.withL0Sampler(func() error {
+					t := time.Now()
+					if a.workload == "readrandom" {
+						for i := uint64(0); i < reads; i++ {
+							r := readRow(i, n)
+							keyOf(r, key)
+							valueOf(r, val)
+							s := time.Now()
+							v, closer, err := db.Get(key)
+							ok := err == nil && bytes.Equal(v, val)
+							if err == nil {
+								closer.Close()
+							} else if !errors.Is(err, pebble.ErrNotFound) {
+								return err
+							}
+							lat = append(lat, time.Since(s).Nanoseconds())
+							if !ok {
+								bad++
+							}
+						}
+					} else {
+						// One iterator for all seeks (the DB does not change during the phase).
+						it, err := db.NewIter(nil)
+						if err != nil {
+							return err
+						}
+						for i := uint64(0); i < reads; i++ {
+							r := readRow(i, n)
+							keyOf(r, key)
+							valueOf(r, val)
+							s := time.Now()
+							ok := it.SeekGE(key) && bytes.Equal(it.Key(), key) && bytes.Equal(it.Value(), val)
+							lat = append(lat, time.Since(s).Nanoseconds())
+							if !ok {
+								bad++
+							}
+						}
+						if err := errors.Join(it.Error(), it.Close()); err != nil {
+							return err
+						}
+					}
+					secs = time.Since(t).Seconds()
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if bad > 0 {
+					return fmt.Errorf("%d of %d reads did not return their key's value", bad, reads)
+				}
+				seconds["reads"] = secs
+				if a.workload == "seekrandom" {
+					params["iterator"] = "one db.NewIter(nil) reused for every seek"
+				}
+				params["verify"] = "each read's key and value compared with the generator's (inside the timed op)"
+				line["ops_per_s"] = float64(reads) / secs
+				line["mb_per_s"] = float64(reads*kvBytes) / 1e6 / secs
+				line["latency_us"] = latencyJSON(lat)
+				line["write_amp"], line["write_bytes"] = wa, wb
+				line["read_amp"], line["max_l0_files"] = maxSub, maxFiles
+				return nil
+			}()
+
+		case "block_writer":
+			runErr = func() error {
+				target := int(a.seconds)
+				win := min(max(target/2, 1), 10)
+				params["seconds"] = target
+				params["window_seconds"] = win
+				params["op_user_bytes"] = bwOpBytes
+				params["txn_value"] = "BE64(i)"
+				before := e.bgBytes()
+				perSec := make([]uint64, 0, target)
+				lat := make([]int64, 0, 1<<20)
+				var ops uint64
+				maxSub, maxFiles, err := e.withL0Sampler(func() error {
+					key := make([]byte, keyLen)
+					val := make([]byte, valueLen)
+					txn := make([]byte, txnLen)
+					upper := bytes.Repeat([]byte{0xFF}, txnLen+1)
+					txnVal := make([]byte, 8)
+					iterOpts := &pebble.IterOptions{LowerBound: txn, UpperBound: upper}
+					var doneAtMark uint64
+					start := time.Now()
+					nextMark := time.Second
+					for i := uint64(0); ; i++ {
+						txnKey(i, txn)
+						copy(upper, txn)
+						binary.BigEndian.PutUint64(txnVal, i)
+						p := perm.apply(i % n)
+						keyOf(p, key)
+						valueOf(p, val)
+						s := time.Now()
+						it, err := db.NewIter(iterOpts)
+						if err != nil {
+							return err
+						}
+						if it.SeekGE(txn) {
+							it.Close()
+							return fmt.Errorf("op %d: bounded seek found a key", i)
+						}
+						if err := errors.Join(it.Error(), it.Close()); err != nil {
+							return err
+						}
+						if err := db.Set(txn, txnVal, pebble.NoSync); err != nil {
+							return err
+						}
+						if err := db.Set(key, val, pebble.NoSync); err != nil {
+							return err
+						}
+						if err := db.Delete(txn, pebble.NoSync); err != nil {
+							return err
+						}
+						el := time.Since(start)
+						lat = append(lat, (el - s.Sub(start)).Nanoseconds())
+						// Op i finished at el: ops finished before each whole-second mark passed
+						// belong to that second.
+						for el >= nextMark && len(perSec) < target {
+							k := i - doneAtMark
+							doneAtMark = i
+							perSec = append(perSec, k)
+							if err := writeLine(out, map[string]any{"second": len(perSec), "ops": k}); err != nil {
+								return err
+							}
+							nextMark += time.Second
+						}
+						if len(perSec) >= target {
+							ops = i
+							return nil
+						}
+					}
+				})
+				if err != nil {
+					return err
+				}
+				lat = lat[:ops]
+				seconds["run"] = target
+				if seconds["flush_wait"], err = e.settle(true); err != nil {
+					return err
+				}
+				wa, wb := writeAmpJSON(before, e.bgBytes(), ops*bwOpBytes)
+				params["write_amp_method"] = "(flush+compaction bytes from the start of the run until flushed and compactions done) / (ops x 150 B)"
+				mean := func(s []uint64) float64 {
+					var t uint64
+					for _, x := range s {
+						t += x
+					}
+					return float64(t) / float64(len(s))
+				}
+				first, last := mean(perSec[:win]), mean(perSec[len(perSec)-win:])
+				ratio := 0.0
+				if first > 0 {
+					ratio = last / first
+				}
+				line["ops_per_s"] = float64(ops) / float64(target)
+				line["latency_us"] = latencyJSON(lat)
+				line["per_second_ops"] = perSec
+				line["first10_ops_per_s"], line["last10_ops_per_s"], line["ratio"] = first, last, ratio
+				line["write_amp"], line["write_bytes"] = wa, wb
+				line["read_amp"], line["max_l0_files"] = maxSub, maxFiles
+				return nil
+			}()
+		}
+		if runErr != nil {
+			_ = db.Close()
+			return runErr
+		}
+		line["params"] = params
+		line["seconds"] = seconds
+		line["files"] = e.sstFiles()
+		line["bytes_on_disk"] = treeBytes(e.path)
+		line["peak_rss_kib"] = peakRSSKiB()
+		if err := db.Close(); err != nil {
+			return err
+		}
+		if err := writeLine(out, line); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
