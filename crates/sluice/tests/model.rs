@@ -2,13 +2,18 @@
 //! agree at every read. Any failure prints the seed; replay with
 //! `SLUICE_MODEL_SEED=<seed> cargo test --test model`. Longer runs: `SLUICE_MODEL_OPS=100000`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use sluice::fs::MemFs;
-use sluice::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use sluice::key::{make_internal_key, ValueKind};
+use sluice::sst::table_builder::TableIdentity;
+use sluice::{
+    Db, IngestOptions, Options, ReadOptions, Snapshot, TableBuilder, TableOptions, WriteBatch,
+    WriteOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -127,12 +132,47 @@ fn check_iter(
     }
 }
 
+fn ingest_file(
+    fs: &MemFs,
+    rng: &mut impl Rng,
+    op: usize,
+) -> (std::path::PathBuf, Vec<(Vec<u8>, Option<Vec<u8>>)>) {
+    let n = rng.gen_range(1..30);
+    let mut keys: Vec<Vec<u8>> = (0..n).map(|_| rand_key(rng)).collect();
+    keys.sort();
+    keys.dedup();
+    let identity = TableIdentity {
+        external_sst: true,
+        ..Default::default()
+    };
+    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), identity).unwrap();
+    let mut effects = Vec::new();
+    for k in &keys {
+        if rng.gen_bool(0.8) {
+            let v = format!("ingest{op}").into_bytes();
+            b.add(&make_internal_key(k, 0, ValueKind::Value), &v)
+                .unwrap();
+            effects.push((k.clone(), Some(v)));
+        } else {
+            b.add(&make_internal_key(k, 0, ValueKind::Deletion), b"")
+                .unwrap();
+            effects.push((k.clone(), None));
+        }
+    }
+    let bytes = b.finish().unwrap().0;
+    let src = Path::new("/src").join(format!("ext{op}.sst"));
+    fs.write_raw(&src, bytes);
+    (src, effects)
+}
+
 fn run(seed: u64, ops: usize) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let fs = MemFs::new();
+    let mut fs = MemFs::new();
     let dir = Path::new("/db");
     let mut db = Some(Db::open(dir, small_options(&fs)).unwrap());
     let mut model = Model::new();
+    // Every value ever written, to check that a crash never resurrects an unknown value.
+    let mut written: HashSet<(Vec<u8>, Vec<u8>)> = HashSet::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     for op in 0..ops {
         let d = db.as_ref().unwrap();
@@ -141,6 +181,7 @@ fn run(seed: u64, ops: usize) {
                 let k = rand_key(&mut rng);
                 let v: Vec<u8> = format!("v{op}-{}", "x".repeat(rng.gen_range(0..60))).into_bytes();
                 d.put(&k, &v).unwrap();
+                written.insert((k.clone(), v.clone()));
                 model.insert(k, v);
             }
             40..=49 => {
@@ -169,6 +210,7 @@ fn run(seed: u64, ops: usize) {
                     if rng.gen_bool(0.7) {
                         let v = format!("b{op}-{i}").into_bytes();
                         b.put(&k, &v);
+                        written.insert((k.clone(), v.clone()));
                         model.insert(k, v);
                     } else {
                         b.delete(&k);
@@ -234,13 +276,61 @@ fn run(seed: u64, ops: usize) {
                 let b = rng.gen_bool(0.5).then(|| rand_key(&mut rng));
                 d.compact_range(a.as_deref(), b.as_deref()).unwrap();
             }
-            92..=94 => {
+            92..=93 => {
                 // Reopen: snapshots die with the handle.
                 snaps.clear();
                 db.take().unwrap().close().unwrap();
                 db = Some(Db::open(dir, small_options(&fs)).unwrap());
             }
-            _ => d.wait_for_background_work().unwrap(),
+            94 => d.wait_for_background_work().unwrap(),
+            95..=97 => {
+                let (src, effects) = ingest_file(&fs, &mut rng, op);
+                let threshold = if rng.gen_bool(0.2) { 1 << 20 } else { 0 };
+                let opts = IngestOptions {
+                    small_file_threshold: threshold,
+                    ..Default::default()
+                };
+                d.ingest(&[&src], &opts)
+                    .unwrap_or_else(|e| panic!("seed {seed} op {op}: ingest failed: {e}"));
+                for (k, v) in effects {
+                    match v {
+                        Some(v) => {
+                            written.insert((k.clone(), v.clone()));
+                            model.insert(k, v)
+                        }
+                        None => model.remove(&k),
+                    };
+                }
+            }
+            _ => {
+                // Simulated power loss. Unsynced writes may be lost, so the model becomes what
+                // was recovered; every recovered value must be one that was once written, and
+                // later reads are checked against it.
+                snaps.clear();
+                let crashed = fs.crashed_copy(Some(seed ^ op as u64));
+                db.take().unwrap().close().unwrap();
+                let reopened = Db::open(dir, small_options(&crashed))
+                    .unwrap_or_else(|e| panic!("seed {seed} op {op}: reopen after crash: {e}"));
+                let mut recovered = Model::new();
+                {
+                    let mut it = reopened.iter(ReadOptions::default()).unwrap();
+                    it.seek_to_first();
+                    while it.valid() {
+                        recovered.insert(it.key().to_vec(), it.value().to_vec());
+                        it.next();
+                    }
+                    it.status().unwrap();
+                }
+                for (k, v) in &recovered {
+                    assert!(
+                        written.contains(&(k.clone(), v.clone())),
+                        "seed {seed} op {op}: {k:?} recovered a value never written"
+                    );
+                }
+                model = recovered;
+                fs = crashed;
+                db = Some(reopened);
+            }
         }
     }
     let d = db.as_ref().unwrap();

@@ -68,6 +68,14 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
         base -= 1;
         targets[base] = size;
     }
+    // The base level is never below a non-empty level: an L0 compaction that skipped a level
+    // holding data (an ingested file, say) would put newer data beneath older data.
+    if let Some(first) = (1..NUM_LEVELS).find(|&l| !v.levels[l].is_empty()) {
+        while base > first {
+            base -= 1;
+            targets[base] = (targets[base + 1] / mult).max(1);
+        }
+    }
     (targets, base)
 }
 
@@ -229,6 +237,19 @@ mod tests {
         assert_eq!(base, 3);
         assert_eq!(targets[6], 1_000_000);
         assert_eq!(targets[3], 1_000);
+    }
+
+    #[test]
+    fn base_level_is_never_below_a_non_empty_level() {
+        // A small DB (base would be L6) with a file ingested into L5: L0 must compact into L5.
+        let mut files: Vec<(usize, FileMeta)> = (1..=4).map(|i| (0, f(i, "a", "z", 10))).collect();
+        files.push((5, f(10, "a", "m", 10)));
+        files.push((6, f(11, "a", "z", 10)));
+        let v = version(files);
+        let (_, base) = level_targets(&v, &opts());
+        assert_eq!(base, 5);
+        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        assert_eq!((c.level, c.output_level), (0, 5));
     }
 
     #[test]

@@ -47,6 +47,8 @@ struct Shared {
     state: Mutex<State>,
     /// While true, every sync blocks (to observe what proceeds during a slow fsync).
     sync_held: Mutex<bool>,
+    /// With `sync_held`, only syncs of paths containing this string block (all when `None`).
+    sync_hold_pattern: Mutex<Option<String>>,
     sync_cv: Condvar,
     syncs: AtomicU64,
     waiting_syncs: AtomicU64,
@@ -81,6 +83,7 @@ impl MemFs {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
                 sync_held: Mutex::new(false),
+                sync_hold_pattern: Mutex::new(None),
                 sync_cv: Condvar::new(),
                 syncs: AtomicU64::new(0),
                 waiting_syncs: AtomicU64::new(0),
@@ -97,6 +100,13 @@ impl MemFs {
 
     /// Makes every sync block until [`MemFs::release_syncs`].
     pub fn hold_syncs(&self) {
+        *self.shared.sync_hold_pattern.lock() = None;
+        *self.shared.sync_held.lock() = true;
+    }
+
+    /// Makes syncs of paths containing `pattern` block until [`MemFs::release_syncs`].
+    pub fn hold_syncs_matching(&self, pattern: &str) {
+        *self.shared.sync_hold_pattern.lock() = Some(pattern.to_string());
         *self.shared.sync_held.lock() = true;
     }
 
@@ -185,7 +195,14 @@ impl MemFs {
         s.durable_names.insert(path.to_path_buf(), ino);
     }
 
-    fn wait_sync_gate(&self) {
+    fn wait_sync_gate(&self, path: &Path) {
+        let matches = match &*self.shared.sync_hold_pattern.lock() {
+            Some(p) => path.to_string_lossy().contains(p.as_str()),
+            None => true,
+        };
+        if !matches {
+            return;
+        }
         let mut held = self.shared.sync_held.lock();
         if *held {
             self.shared.waiting_syncs.fetch_add(1, Ordering::SeqCst);
@@ -215,6 +232,7 @@ impl MemFs {
 struct MemWritable {
     fs: MemFs,
     inode: InodeRef,
+    path: PathBuf,
 }
 
 impl Write for MemWritable {
@@ -238,7 +256,7 @@ impl Write for MemWritable {
 
 impl WritableFile for MemWritable {
     fn sync(&mut self) -> io::Result<()> {
-        self.fs.wait_sync_gate();
+        self.fs.wait_sync_gate(&self.path);
         if self.fs.shared.state.lock().faults.fail_syncs {
             return Err(injected("fsync failed"));
         }
@@ -291,6 +309,7 @@ impl FileSystem for MemFs {
         Ok(Box::new(MemWritable {
             fs: self.clone(),
             inode,
+            path: path.to_path_buf(),
         }))
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
@@ -337,7 +356,7 @@ impl FileSystem for MemFs {
         Ok(())
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.wait_sync_gate();
+        self.wait_sync_gate(dir);
         let mut s = self.shared.state.lock();
         if s.faults.fail_syncs {
             return Err(injected("directory fsync failed"));
