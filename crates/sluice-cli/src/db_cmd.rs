@@ -320,3 +320,32 @@ pub enum WalCommand {
         hex: bool,
     },
 }
+
+/// `sluice ingest`.
+pub fn ingest(
+    db_dir: PathBuf,
+    files: Vec<PathBuf>,
+    allow_overlap: bool,
+    ingest_behind: bool,
+    copy: bool,
+) -> CmdResult {
+    let db = Db::open(&db_dir, Options::default())?;
+    let opts = sluice::IngestOptions {
+        allow_overlap,
+        ingest_behind,
+        link_files: !copy,
+        ..Default::default()
+    };
+    for f in db.ingest(&files, &opts)? {
+        let level = f.level.map_or("memtable".to_string(), |l| format!("L{l}"));
+        println!(
+            "{}\t{}\tseqno {}\t{} entries",
+            f.source.display(),
+            level,
+            f.seqno,
+            f.entries
+        );
+    }
+    db.close()?;
+    Ok(ExitCode::SUCCESS)
+}

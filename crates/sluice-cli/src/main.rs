@@ -53,6 +53,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ingest external SST files atomically; prints each file's level and seqno.
+    Ingest {
+        /// The database directory.
+        #[arg(long)]
+        db: std::path::PathBuf,
+        /// SST files (from `sluice sst build`, SstWriter or RocksDB's SstFileWriter).
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Allow the files to overlap each other (layered in L0, later files newer).
+        #[arg(long)]
+        allow_overlap: bool,
+        /// Put the files at the bottom level with seqno 0 (existing keys win).
+        #[arg(long)]
+        ingest_behind: bool,
+        /// Copy instead of hard-linking.
+        #[arg(long)]
+        copy: bool,
+    },
     /// Inspect the MANIFEST.
     #[command(subcommand)]
     Manifest(db_cmd::ManifestCommand),
@@ -71,6 +89,13 @@ fn main() -> ExitCode {
         Command::Scan(a) => db_cmd::scan(a),
         Command::Stats { db, json } => db_cmd::stats(db, json),
         Command::Manifest(db_cmd::ManifestCommand::Dump { db }) => db_cmd::manifest_dump(db),
+        Command::Ingest {
+            db,
+            files,
+            allow_overlap,
+            ingest_behind,
+            copy,
+        } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, copy),
         Command::Wal(db_cmd::WalCommand::Dump { file, hex }) => db_cmd::wal_dump(file, hex),
     };
     match result {
