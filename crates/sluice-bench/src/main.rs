@@ -33,6 +33,9 @@ enum Workload {
     BlockWriter,
     /// Physical limits: in-memory radix sort of the N spec keys.
     Limits,
+    /// The BENCH-SPEC stream loaded by the fastest path, then random reads.
+    #[value(name = "kv-bulkload")]
+    KvBulkload,
 }
 
 /// Sluice benchmark workloads; one JSON line per run on stdout.
@@ -165,6 +168,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 args.n,
                 args.reads.unwrap_or(args.n / 10).max(1),
                 args.seconds,
+                dir.path(),
+            )?;
+            line["round"] = round.into();
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    if args.workload == Workload::KvBulkload {
+        for round in 0..args.rounds {
+            let dir = tempfile::tempdir_in(&base)?;
+            let mut line = engine::kv_bulkload(
+                args.n,
+                args.reads.unwrap_or(1_000_000.min(args.n * 10)),
                 dir.path(),
             )?;
             line["round"] = round.into();
