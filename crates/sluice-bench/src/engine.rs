@@ -281,7 +281,7 @@ fn sort_indices(records: &[u8], n: usize) -> Vec<u32> {
         for (p, _) in &items {
             counts[((p >> shift) & 0xff) as usize + 1] += 1;
         }
-        if counts[1..].iter().any(|&c| c == n) {
+        if counts[1..].contains(&n) {
             continue; // every key has the same byte here
         }
         for i in 0..256 {

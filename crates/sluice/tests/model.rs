@@ -16,6 +16,8 @@ use sluice::{
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// What an ingested file does to one key: a new value, or a deletion.
+type Effect = (Vec<u8>, Option<Vec<u8>>);
 
 fn small_options(fs: &MemFs) -> Options {
     Options {
@@ -132,11 +134,7 @@ fn check_iter(
     }
 }
 
-fn ingest_file(
-    fs: &MemFs,
-    rng: &mut impl Rng,
-    op: usize,
-) -> (std::path::PathBuf, Vec<(Vec<u8>, Option<Vec<u8>>)>) {
+fn ingest_file(fs: &MemFs, rng: &mut impl Rng, op: usize) -> (std::path::PathBuf, Vec<Effect>) {
     let n = rng.gen_range(1..30);
     let mut keys: Vec<Vec<u8>> = (0..n).map(|_| rand_key(rng)).collect();
     keys.sort();

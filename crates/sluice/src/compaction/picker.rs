@@ -85,8 +85,8 @@ pub fn level_scores(v: &Version, o: &PickerOptions) -> [u64; NUM_LEVELS] {
     let mut scores = [0u64; NUM_LEVELS];
     scores[0] = (v.levels[0].len() as u64 * 100) / o.l0_compaction_trigger.max(1) as u64;
     for l in base..NUM_LEVELS - 1 {
-        if targets[l] > 0 {
-            scores[l] = v.level_bytes(l) * 100 / targets[l];
+        if let Some(s) = (v.level_bytes(l) * 100).checked_div(targets[l]) {
+            scores[l] = s;
         }
     }
     scores

@@ -146,7 +146,10 @@ pub fn ingest_target_level(
     Ok((target, overlap))
 }
 
-fn user_range_of(t: &Arc<Table>) -> Result<Option<(Vec<u8>, Vec<u8>, bool)>> {
+/// A file's user-key span: smallest, largest, and whether largest is an exclusive bound.
+type UserRange = (Vec<u8>, Vec<u8>, bool);
+
+fn user_range_of(t: &Arc<Table>) -> Result<Option<UserRange>> {
     let mut it = t.iter(IterBounds::default());
     it.seek_to_first();
     it.status()?;

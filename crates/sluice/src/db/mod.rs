@@ -246,8 +246,11 @@ impl WriteQueue {
     }
 }
 
+type TableMap = BTreeMap<u64, (Arc<Table>, u64)>;
+
 struct TableCache {
-    map: Mutex<(BTreeMap<u64, (Arc<Table>, u64)>, u64)>,
+    /// Open tables by file number with their last-use tick, and the tick counter.
+    map: Mutex<(TableMap, u64)>,
     capacity: usize,
 }
 
@@ -931,11 +934,9 @@ impl Inner {
         } else {
             self.state.lock().unlogged_writes = true;
         }
-        let mut seq = first;
-        for e in combined.iter() {
+        for (seq, e) in (first..).zip(combined.iter()) {
             let e = e.map_err(Error::InvalidArgument)?;
             mem.add(seq, e.kind, e.key, e.value);
-            seq += 1;
         }
         self.visible_seq
             .fetch_max(first + count - 1, Ordering::AcqRel);
@@ -1492,10 +1493,7 @@ impl Inner {
         };
         let merged_result = merge_to_tables(&mut merged, tombs, &policy, &mut spec);
         drop(alloc);
-        let (files, stats) = match merged_result {
-            Ok(x) => x,
-            Err(e) => return Err(e),
-        };
+        let (files, stats) = merged_result?;
         let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
         let r = self
             .fs

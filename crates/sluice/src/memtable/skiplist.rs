@@ -206,7 +206,7 @@ impl SkipList {
             *rng ^= *rng << 13;
             *rng ^= *rng >> 7;
             *rng ^= *rng << 17;
-            if *rng % 4 != 0 {
+            if !(*rng).is_multiple_of(4) {
                 break;
             }
             height += 1;

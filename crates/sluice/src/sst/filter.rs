@@ -149,7 +149,7 @@ impl BloomReader {
                 if len == 0 {
                     return Ok(BloomReader::AlwaysFalse);
                 }
-                if len % CACHE_LINE != 0
+                if !len.is_multiple_of(CACHE_LINE)
                     || num_probes == 0
                     || num_probes > 30
                     || meta[2] & 0xe0 != 0
