@@ -433,3 +433,101 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
     db.close()?;
     Ok(out)
 }
+
+/// Paced writers: two threads putting at `rate` puts/s in total for `secs`; latencies measured
+/// from each op's scheduled start.
+fn paced_writers(db: &std::sync::Arc<Db>, rate: u64, secs: u64, n: u64, offset: u64) -> Latencies {
+    let threads = 2u64;
+    let per_thread = rate * secs / threads;
+    let interval = Duration::from_nanos(1_000_000_000 * threads / rate.max(1));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let db = std::sync::Arc::clone(db);
+            std::thread::spawn(move || {
+                let mut lat = Latencies::with_capacity(per_thread as usize);
+                let start = Instant::now();
+                for j in 0..per_thread {
+                    let scheduled = start + interval * j as u32;
+                    let now = Instant::now();
+                    if scheduled > now {
+                        std::thread::sleep(scheduled - now);
+                    }
+                    let i = offset + t * per_thread + j;
+                    let p = gen::read_row(i, n);
+                    let mut k = b"w".to_vec();
+                    k.extend_from_slice(&key(p));
+                    db.put(&k, &value(p)).expect("put");
+                    lat.record(scheduled);
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut all = Latencies::with_capacity((per_thread * threads) as usize);
+    for h in handles {
+        all.0.extend(h.join().expect("writer").0);
+    }
+    all
+}
+
+/// `ingest-under-load` (see bench/WORKLOADS.md).
+pub fn ingest_under_load(
+    n: u64,
+    rate: u64,
+    secs: u64,
+    dir: &Path,
+) -> Result<Value, Box<dyn std::error::Error>> {
+    use sluice::{IngestOptions, SstWriter, TableOptions};
+    const PER_FILE: u64 = 20_000;
+    let staging = dir.join("staging");
+    std::fs::create_dir_all(&staging)?;
+    let mut files = Vec::new();
+    for j in 0..secs {
+        let prefix = if j % 2 == 0 { b'w' } else { b'x' };
+        let p = staging.join(format!("{j:04}.sst"));
+        let mut w = SstWriter::create(&p, TableOptions::default())?;
+        for r in j * PER_FILE..(j + 1) * PER_FILE {
+            let mut k = vec![prefix];
+            k.extend_from_slice(&key(r));
+            w.put(&k, &value(r))?;
+        }
+        w.finish()?;
+        files.push(p);
+    }
+    let db = std::sync::Arc::new(Db::open(dir.join("db"), options())?);
+    let without = paced_writers(&db, rate, secs, n, 0);
+    let ingester = {
+        let db = std::sync::Arc::clone(&db);
+        std::thread::spawn(move || -> Result<Vec<f64>, String> {
+            let mut took = Vec::new();
+            let start = Instant::now();
+            for (j, f) in files.iter().enumerate() {
+                let at = start + Duration::from_secs(j as u64);
+                let now = Instant::now();
+                if at > now {
+                    std::thread::sleep(at - now);
+                }
+                let t = Instant::now();
+                db.ingest(&[f], &IngestOptions::default())
+                    .map_err(|e| e.to_string())?;
+                took.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok(took)
+        })
+    };
+    let with = paced_writers(&db, rate, secs, n, rate * secs);
+    let ingest_ms = ingester.join().map_err(|_| "ingest thread panicked")??;
+    let a = without.summary();
+    let b = with.summary();
+    let ratio = b["p9999"].as_f64().unwrap_or(0.0) / a["p9999"].as_f64().unwrap_or(1.0).max(1e-9);
+    let m = db.metrics();
+    let out = json!({
+        "workload": "ingest-under-load", "engine": "sluice",
+        "params": {"rate": rate, "seconds": secs, "writers": 2, "rows_per_file": PER_FILE},
+        "latency_us_without": a, "latency_us_with": b, "p9999_ratio": ratio,
+        "ingest_ms": ingest_ms, "stalls": m.stall_count, "stall_micros": m.stall_micros,
+        "peak_rss_kib": crate::peak_rss_kib(),
+    });
+    drop(db);
+    Ok(out)
+}

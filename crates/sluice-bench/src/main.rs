@@ -33,6 +33,9 @@ enum Workload {
     BlockWriter,
     /// Physical limits: in-memory radix sort of the N spec keys.
     Limits,
+    /// Paced writers with and without an ingest every second: foreground latency.
+    #[value(name = "ingest-under-load")]
+    IngestUnderLoad,
     /// The BENCH-SPEC stream loaded by the fastest path, then random reads.
     #[value(name = "kv-bulkload")]
     KvBulkload,
@@ -60,9 +63,12 @@ struct Args {
     /// Reads for readrandom/seekrandom (default n/10).
     #[arg(long)]
     reads: Option<u64>,
-    /// Duration of block_writer in seconds.
-    #[arg(long, default_value_t = 60)]
-    seconds: u64,
+    /// Duration of block_writer in seconds (ingest-under-load: of each phase).
+    #[arg(long)]
+    seconds: Option<u64>,
+    /// Total put rate of ingest-under-load's writers, per second.
+    #[arg(long, default_value_t = 20_000)]
+    rate: u64,
 }
 
 /// Sorted input: row i has key BE64(i) ‖ BE64(splitmix64(i ^ KEY)), the spec's value.
@@ -167,7 +173,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 w,
                 args.n,
                 args.reads.unwrap_or(args.n / 10).max(1),
-                args.seconds,
+                args.seconds.unwrap_or(60),
+                dir.path(),
+            )?;
+            line["round"] = round.into();
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    if args.workload == Workload::IngestUnderLoad {
+        for round in 0..args.rounds {
+            let dir = tempfile::tempdir_in(&base)?;
+            let mut line = engine::ingest_under_load(
+                args.n,
+                args.rate,
+                args.seconds.unwrap_or(20),
                 dir.path(),
             )?;
             line["round"] = round.into();
