@@ -93,12 +93,25 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Bytes written by flushes and compactions so far.
+fn written_bytes(db: &Db) -> u64 {
+    let m = db.metrics();
+    m.flush_bytes + m.compaction_bytes_written
+}
+
+/// Write amplification of a timed window that started at `before` (from [`written_bytes`]):
+/// flush the memtable, wait for compactions, then (flush + compaction bytes) / user bytes.
+fn window_write_amp(db: &Db, before: u64, user_bytes: u64) -> sluice::Result<f64> {
+    db.flush()?;
+    db.wait_for_background_work()?;
+    Ok((written_bytes(db) - before) as f64 / user_bytes.max(1) as f64)
+}
+
 fn base(workload: &str, n: u64, dir: &Path, db: &Db) -> Value {
     let m = db.metrics();
     json!({
         "workload": workload, "engine": "sluice",
         "params": {"n": n, "wal": true, "sync": false, "memtable_mib": 64, "compression": "none", "bloom_bits": 10},
-        "write_amp": m.write_amplification,
         "stalls": m.stall_count, "stall_micros": m.stall_micros,
         "bytes_on_disk": dir_bytes(dir),
         "peak_rss_kib": crate::peak_rss_kib(),
@@ -130,10 +143,11 @@ pub fn run(
             } else {
                 fill(&db, n, |i| perm.apply(i), |p| p)?
             };
-            db.wait_for_background_work()?;
+            let wa = window_write_amp(&db, 0, n * 116)?;
             merge(
                 base(workload, n, dir, &db),
                 json!({
+                    "write_amp": wa,
                     "seconds": {"fill": f.secs}, "ops_per_s": n as f64 / f.secs, "mb_per_s": mb(n, f.secs),
                     "latency_us": f.lat.summary(), "read_amp": f.max_l0,
                 }),
@@ -142,11 +156,13 @@ pub fn run(
         "overwrite" => {
             let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
             db.wait_for_background_work()?;
+            let before = written_bytes(&db);
             let f = fill(&db, n, |i| gen::read_row(i, n), |p| p ^ 1)?;
-            db.wait_for_background_work()?;
+            let wa = window_write_amp(&db, before, n * 116)?;
             merge(
                 base(workload, n, dir, &db),
                 json!({
+                    "write_amp": wa,
                     "seconds": {"setup": setup.secs, "overwrite": f.secs}, "ops_per_s": n as f64 / f.secs,
                     "mb_per_s": mb(n, f.secs), "latency_us": f.lat.summary(), "read_amp": f.max_l0,
                 }),
@@ -154,8 +170,7 @@ pub fn run(
         }
         "readrandom" | "seekrandom" => {
             let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
-            db.flush()?;
-            db.wait_for_background_work()?;
+            let setup_wa = window_write_amp(&db, 0, n * 116)?;
             let mut lat = Latencies::with_capacity(reads as usize);
             let t0 = Instant::now();
             if workload == "readrandom" {
@@ -189,8 +204,8 @@ pub fn run(
                 base(workload, n, dir, &db),
                 json!({
                     "params": {"n": n, "reads": reads}, "seconds": {"setup": setup.secs, "reads": secs},
-                    "ops_per_s": reads as f64 / secs, "latency_us": lat.summary(),
-                    "read_amp": m.read_amplification, "block_cache_hits": m.block_cache_hits, "block_cache_misses": m.block_cache_misses,
+                    "ops_per_s": reads as f64 / secs, "latency_us": lat.summary(), "write_amp": setup_wa,
+                    "read_amp": m.levels[0].files, "sources_per_read": m.read_amplification, "block_cache_hits": m.block_cache_hits, "block_cache_misses": m.block_cache_misses,
                 }),
             )
         }
@@ -220,6 +235,7 @@ fn block_writer(
     let mut next_tick = start + Duration::from_secs(1);
     let mut i = 0u64;
     let mut touched_max = 0u64;
+    let mut max_l0 = 0usize;
     while per_second.len() < seconds as usize {
         let tk = txn_key(i);
         let mut upper = tk.clone();
@@ -242,6 +258,7 @@ fn block_writer(
         i += 1;
         ops_this_second += 1;
         if Instant::now() >= next_tick {
+            max_l0 = max_l0.max(db.metrics().levels[0].files);
             println!(
                 "{}",
                 json!({"workload": "block_writer", "engine": "sluice", "second": per_second.len() + 1, "ops": ops_this_second})
@@ -254,11 +271,14 @@ fn block_writer(
     let w = (per_second.len() / 6).clamp(1, 10);
     let first: f64 = per_second[..w].iter().sum::<u64>() as f64 / w as f64;
     let last: f64 = per_second[per_second.len() - w..].iter().sum::<u64>() as f64 / w as f64;
-    db.wait_for_background_work()?;
+    let run_secs = start.elapsed().as_secs_f64();
+    // Each op: the txn put (13 + 8 bytes), the pair (116), the txn delete (13).
+    let wa = window_write_amp(db, 0, i * 150)?;
     Ok(merge(
         base("block_writer", n, dir, db),
         json!({
-            "seconds": {"run": start.elapsed().as_secs_f64()}, "ops_per_s": i as f64 / start.elapsed().as_secs_f64(),
+            "write_amp": wa, "read_amp": max_l0, "per_second_ops": per_second,
+            "seconds": {"run": run_secs}, "ops_per_s": i as f64 / run_secs,
             "first10_ops_per_s": first, "last10_ops_per_s": last, "ratio": last / first,
             "max_entries_touched_per_seek": touched_max, "window_seconds": w,
         }),

@@ -655,7 +655,7 @@ mod engine {
     }
 
     /// `txn(i)` = "\x00txn/" ‖ BE64(2^64-1-i).
-    fn txn_key(i: u64) -> [u8; TXN_LEN] {
+    pub(crate) fn txn_key(i: u64) -> [u8; TXN_LEN] {
         let mut k = [0u8; TXN_LEN];
         k[..5].copy_from_slice(b"\x00txn/");
         k[5..].copy_from_slice(&(u64::MAX - i).to_be_bytes());
@@ -718,6 +718,7 @@ mod engine {
                     line["write_amp"] = json!(wa);
                     line["write_bytes"] = wb;
                     line["read_amp"] = json!(max_l0);
+                    line["max_l0_files"] = json!(max_l0);
                 }
                 Workload::ReadRandom | Workload::SeekRandom => {
                     let reads = args.reads;
@@ -779,14 +780,16 @@ mod engine {
                     line["write_amp"] = json!(wa);
                     line["write_bytes"] = wb;
                     line["read_amp"] = json!(max_l0);
+                    line["max_l0_files"] = json!(max_l0);
                 }
                 Workload::BlockWriter => {
                     let secs_target = args.seconds;
                     params["seconds"] = json!(secs_target);
-                    let win = (secs_target / 2).clamp(1, 10);
+                    // As sluice-bench: windows of S/6 seconds, 1..10 (10 for the default 60 s).
+                    let win = (secs_target / 6).clamp(1, 10);
                     params["window_seconds"] = json!(win);
                     params["op_user_bytes"] = json!(BW_OP_BYTES);
-                    params["txn_value"] = json!("BE64(i)");
+                    params["txn_value"] = json!("LE64(i)");
                     let before = eng.bg_bytes();
                     let wo = write_opts();
                     let mut per_sec: Vec<u64> = Vec::with_capacity(secs_target as usize);
@@ -816,7 +819,7 @@ mod engine {
                             }
                             it.status()?;
                             drop(it);
-                            db.put_opt(txn, i.to_be_bytes(), &wo)?;
+                            db.put_opt(txn, i.to_le_bytes(), &wo)?;
                             db.put_opt(key, val, &wo)?;
                             db.delete_opt(txn, &wo)?;
                             let e = Instant::now();
@@ -855,6 +858,7 @@ mod engine {
                     line["write_amp"] = json!(wa);
                     line["write_bytes"] = wb;
                     line["read_amp"] = json!(max_l0);
+                    line["max_l0_files"] = json!(max_l0);
                 }
                 _ => unreachable!("not an engine workload"),
             }
@@ -913,5 +917,17 @@ mod tests {
             hex(&reads.finalize()),
             "cb48fd96699cd44a9065b673d3564b22dcb39b0f5046a5071c67ac65513796f0"
         );
+    }
+
+    #[test]
+    fn txn_keys_sort_newest_first_outside_each_others_bounds() {
+        for i in [0u64, 1, 255, 256, 1 << 40] {
+            let (t, older) = (engine::txn_key(i + 1), engine::txn_key(i));
+            assert_eq!(&t[..5], b"\x00txn/");
+            assert!(t < older);
+            let mut upper = t.to_vec();
+            upper.push(0xFF);
+            assert!(upper.as_slice() < &older[..], "older record inside [txn, txn||FF)");
+        }
     }
 }
