@@ -17,6 +17,71 @@ use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 
 /// Buffer between the table builder and the file: large writes, few syscalls.
 const WRITE_BUFFER: usize = 1 << 20;
+/// Start background writeback after this many new bytes (RocksDB's `bytes_per_sync` idea):
+/// `finish` then only waits for the tail instead of the whole file.
+const BACKGROUND_SYNC_BYTES: u64 = 8 << 20;
+
+/// A file whose dirty pages are synced by a helper thread as writing goes on, so disk
+/// writeback overlaps table building.
+struct SyncingFile {
+    file: File,
+    since_sync: u64,
+    syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl SyncingFile {
+    fn new(file: File) -> Self {
+        SyncingFile {
+            file,
+            since_sync: 0,
+            syncer: None,
+        }
+    }
+
+    fn reap(&mut self, wait: bool) -> std::io::Result<()> {
+        if self
+            .syncer
+            .as_ref()
+            .is_some_and(|h| wait || h.is_finished())
+        {
+            let h = self.syncer.take().expect("syncer present");
+            h.join()
+                .map_err(|_| std::io::Error::other("background sync thread panicked"))??;
+        }
+        Ok(())
+    }
+
+    /// Waits for background syncs, then makes the whole file durable.
+    fn sync_all(&mut self) -> std::io::Result<()> {
+        self.reap(true)?;
+        self.file.sync_all()
+    }
+}
+
+impl std::io::Write for SyncingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.since_sync += n as u64;
+        if self.since_sync >= BACKGROUND_SYNC_BYTES {
+            self.reap(false)?;
+            if self.syncer.is_none() {
+                let f = self.file.try_clone()?;
+                self.syncer = Some(std::thread::spawn(move || f.sync_data()));
+                self.since_sync = 0;
+            }
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for SyncingFile {
+    fn drop(&mut self) {
+        let _ = self.reap(true);
+    }
+}
 
 /// What [`SstWriter::finish`] reports about the file it wrote.
 #[derive(Debug, Clone)]
@@ -37,7 +102,7 @@ pub struct SstFileInfo {
 
 /// Writes one external SST file.
 pub struct SstWriter {
-    builder: Option<TableBuilder<BufWriter<File>>>,
+    builder: Option<TableBuilder<BufWriter<SyncingFile>>>,
     path: PathBuf,
     last_user_key: Vec<u8>,
     smallest: Vec<u8>,
@@ -65,14 +130,17 @@ impl SstWriter {
             db_id: "SST Writer".into(),
             db_session_id: session_id(),
         };
-        let builder =
-            match TableBuilder::new(BufWriter::with_capacity(WRITE_BUFFER, file), opts, identity) {
-                Ok(b) => b,
-                Err(e) => {
-                    let _ = std::fs::remove_file(&path);
-                    return Err(e);
-                }
-            };
+        let builder = match TableBuilder::new(
+            BufWriter::with_capacity(WRITE_BUFFER, SyncingFile::new(file)),
+            opts,
+            identity,
+        ) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
         Ok(SstWriter {
             builder: Some(builder),
             path,
@@ -139,11 +207,15 @@ impl SstWriter {
         }
         let result = (|| -> Result<SstFileInfo> {
             let (w, properties) = builder.finish()?;
-            let file = w
+            let mut file = w
                 .into_inner()
                 .map_err(|e| Error::io(&self.path, e.into_error()))?;
             file.sync_all().map_err(|e| Error::io(&self.path, e))?;
-            let file_size = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+            let file_size = file
+                .file
+                .metadata()
+                .map_err(|e| Error::io(&self.path, e))?
+                .len();
             Ok(SstFileInfo {
                 path: self.path.clone(),
                 smallest_key: std::mem::take(&mut self.smallest),
