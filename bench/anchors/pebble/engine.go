@@ -39,7 +39,8 @@ const (
 
 func isEngineWorkload(w string) bool {
 	switch w {
-	case "fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer":
+	case "fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer",
+		"ingest-under-load":
 		return true
 	}
 	return false

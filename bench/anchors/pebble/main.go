@@ -6,8 +6,10 @@
 //	              [--file-mib M] [--reads R]
 //	pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer>
 //	              [--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]
+//	pebble-anchor ingest-under-load [--n N] [--dir DIR] [--rounds R] [--seconds S] [--rate R]
 //
-// The engine workloads (second form) are those of bench/WORKLOADS.md; see engine.go.
+// The engine workloads (second and third forms) are those of bench/WORKLOADS.md; see engine.go
+// and ingest.go.
 package main
 
 import (
@@ -40,7 +42,8 @@ import (
 const usage = "usage: pebble-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] " +
 	"[--rounds R] [--file-mib M] [--reads R]\n" +
 	"       pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> " +
-	"[--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]"
+	"[--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]\n" +
+	"       pebble-anchor ingest-under-load [--n N] [--dir DIR] [--rounds R] [--seconds S] [--rate R]"
 
 type args struct {
 	workload string
@@ -50,11 +53,12 @@ type args struct {
 	rounds   int
 	reads    uint64
 	seconds  uint64
+	rate     uint64 // ingest-under-load: total put rate of the two writers, per second
 }
 
 func parseArgs(argv []string) (args, error) {
-	a := args{rounds: 1, seconds: 60}
-	var nSet, readsSet bool
+	a := args{rounds: 1, rate: 20_000}
+	var nSet, readsSet, secondsSet bool
 	for i := 0; i < len(argv); i++ {
 		arg := argv[i]
 		flag, inline, hasInline := arg, "", false
@@ -96,6 +100,9 @@ func parseArgs(argv []string) (args, error) {
 			readsSet = true
 		case "--seconds":
 			a.seconds, err = num()
+			secondsSet = true
+		case "--rate":
+			a.rate, err = num()
 		case "--rounds":
 			var r uint64
 			r, err = num()
@@ -106,7 +113,8 @@ func parseArgs(argv []string) (args, error) {
 			fmt.Println(usage)
 			os.Exit(0)
 		case "sst-write", "sst-scan", "kv-bulkload",
-			"fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer":
+			"fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer",
+			"ingest-under-load":
 			if a.workload != "" {
 				return a, fmt.Errorf("unexpected argument '%s'", arg)
 			}
@@ -139,8 +147,19 @@ func parseArgs(argv []string) (args, error) {
 	if a.n == 0 {
 		return a, errors.New("--n must be at least 1")
 	}
-	if a.workload == "block_writer" && a.seconds == 0 {
+	// block_writer runs 60 s; ingest-under-load 20 s per phase (as sluice-bench).
+	iul := a.workload == "ingest-under-load"
+	if !secondsSet {
+		a.seconds = 60
+		if iul {
+			a.seconds = 20
+		}
+	}
+	if (a.workload == "block_writer" || iul) && a.seconds == 0 {
 		return a, errors.New("--seconds must be at least 1")
+	}
+	if iul && a.rate == 0 {
+		return a, errors.New("--rate must be at least 1")
 	}
 	return a, nil
 }
@@ -280,6 +299,9 @@ func run(a args, out *bufio.Writer) error {
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return err
+	}
+	if a.workload == "ingest-under-load" {
+		return runIngestUnderLoad(a, base, out)
 	}
 	if isEngineWorkload(a.workload) {
 		return runEngine(a, base, out)

@@ -9,7 +9,7 @@ use sluice::{Db, Options, ReadOptions};
 use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
 
 /// Latency recorder: one duration per op, percentiles at the end.
-pub struct Latencies(Vec<u32>);
+pub struct Latencies(Vec<u64>);
 
 impl Latencies {
     /// Room for `n` samples.
@@ -20,7 +20,7 @@ impl Latencies {
     #[inline]
     pub fn record(&mut self, t: Instant) {
         self.0
-            .push(t.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
+            .push(t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
     }
     /// p50/p99/p99.9/p99.99 in microseconds.
     pub fn summary(mut self) -> Value {
@@ -30,7 +30,7 @@ impl Latencies {
         self.0.sort_unstable();
         let p = |q: f64| {
             let i = ((self.0.len() as f64 * q) as usize).min(self.0.len() - 1);
-            f64::from(self.0[i]) / 1000.0
+            self.0[i] as f64 / 1000.0
         };
         json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999)})
     }

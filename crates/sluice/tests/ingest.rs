@@ -320,3 +320,49 @@ fn overlapping_files_are_layered_in_l0_later_files_newer() {
     assert_eq!(placed[0].level, None, "applied as a write batch");
     assert_eq!(db.get(b"s").unwrap().as_deref(), Some(&b"batch"[..]));
 }
+
+#[test]
+fn writers_racing_flushes_and_ingests_neither_hang_nor_lose_writes() {
+    // Regression: a write leader once swallowed a flush/ingest barrier into its group.
+    let fs = MemFs::new();
+    let o = Options {
+        write_buffer_size: 32 << 10,
+        ..opts(&fs)
+    };
+    let db = Arc::new(Db::open(Path::new("/db"), o).unwrap());
+    let writers: Vec<_> = (0..3u32)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                for i in 0..4000u32 {
+                    db.put(format!("w{t}-{i:06}").as_bytes(), &i.to_le_bytes())
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for j in 0..200 {
+        if j % 2 == 0 {
+            db.flush().unwrap();
+        } else {
+            let name = format!("f{j}.sst");
+            let k1 = format!("w0-{:06}", j * 10);
+            let k2 = format!("x-{j:04}");
+            let p = external(&fs, &name, &[k1.as_str(), k2.as_str()], "ingested");
+            db.ingest(&[&p], &IngestOptions::default()).unwrap();
+        }
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    for t in 0..3u32 {
+        for i in (0..4000u32).step_by(97) {
+            let v = db.get(format!("w{t}-{i:06}").as_bytes()).unwrap();
+            assert!(v.is_some(), "w{t}-{i} lost");
+        }
+    }
+    assert_eq!(
+        db.get(b"x-0059").unwrap().as_deref(),
+        Some(&b"ingested"[..])
+    );
+}

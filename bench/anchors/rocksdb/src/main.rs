@@ -7,6 +7,7 @@
 //!                [--file-mib M] [--reads R]
 //! rocksdb-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer>
 //!                [--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]
+//! rocksdb-anchor ingest-under-load [--n N] [--dir DIR] [--rounds R] [--seconds S] [--rate R]
 //! ```
 //!
 //! The input is the generator of `shared/BENCH-SPEC.md` (mirrored from
@@ -135,10 +136,11 @@ enum Workload {
     ReadRandom,
     SeekRandom,
     BlockWriter,
+    IngestUnderLoad,
 }
 
 impl Workload {
-    const ALL: [Workload; 9] = [
+    const ALL: [Workload; 10] = [
         Workload::SstWrite,
         Workload::SstScan,
         Workload::KvBulkload,
@@ -148,6 +150,7 @@ impl Workload {
         Workload::ReadRandom,
         Workload::SeekRandom,
         Workload::BlockWriter,
+        Workload::IngestUnderLoad,
     ];
 
     fn name(self) -> &'static str {
@@ -161,10 +164,12 @@ impl Workload {
             Workload::ReadRandom => "readrandom",
             Workload::SeekRandom => "seekrandom",
             Workload::BlockWriter => "block_writer",
+            Workload::IngestUnderLoad => "ingest-under-load",
         }
     }
 
-    /// The workloads of `bench/WORKLOADS.md`, run through the DB's normal write path.
+    /// The workloads of `bench/WORKLOADS.md`, run through the DB's normal write path
+    /// (ingest-under-load: its writers; it has its own driver, `engine::ingest_under_load`).
     fn is_engine(self) -> bool {
         !matches!(self, Workload::SstWrite | Workload::SstScan | Workload::KvBulkload)
     }
@@ -179,16 +184,19 @@ struct Args {
     rounds: u32,
     reads: u64,
     seconds: u64,
+    /// ingest-under-load: total put rate of the two writers, per second.
+    rate: u64,
 }
 
 const USAGE: &str = "usage: rocksdb-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] \
 [--rounds R] [--file-mib M] [--reads R]
        rocksdb-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> [--n N] \
-[--dir DIR] [--rounds R] [--reads R] [--seconds S]";
+[--dir DIR] [--rounds R] [--reads R] [--seconds S]
+       rocksdb-anchor ingest-under-load [--n N] [--dir DIR] [--rounds R] [--seconds S] [--rate R]";
 
 fn parse_args() -> Result<Args, String> {
     let mut workload = None;
-    let (mut n, mut reads) = (None, None);
+    let (mut n, mut reads, mut seconds) = (None, None, None);
     let mut args = Args {
         workload: Workload::SstWrite,
         n: 0,
@@ -197,6 +205,7 @@ fn parse_args() -> Result<Args, String> {
         rounds: 1,
         reads: 0,
         seconds: 60,
+        rate: 20_000,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -216,7 +225,8 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => args.dir = Some(PathBuf::from(val("--dir")?)),
             "--rounds" => args.rounds = num(val("--rounds")?, "--rounds")? as u32,
             "--reads" => reads = Some(num(val("--reads")?, "--reads")?),
-            "--seconds" => args.seconds = num(val("--seconds")?, "--seconds")?,
+            "--seconds" => seconds = Some(num(val("--seconds")?, "--seconds")?),
+            "--rate" => args.rate = num(val("--rate")?, "--rate")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -236,8 +246,14 @@ fn parse_args() -> Result<Args, String> {
     if args.n == 0 {
         return Err("--n must be at least 1".into());
     }
-    if args.workload == Workload::BlockWriter && args.seconds == 0 {
+    // block_writer runs 60 s; ingest-under-load 20 s per phase (as sluice-bench).
+    let iul = args.workload == Workload::IngestUnderLoad;
+    args.seconds = seconds.unwrap_or(if iul { 20 } else { 60 });
+    if (args.workload == Workload::BlockWriter || iul) && args.seconds == 0 {
         return Err("--seconds must be at least 1".into());
+    }
+    if iul && args.rate == 0 {
+        return Err("--rate must be at least 1".into());
     }
     Ok(args)
 }
@@ -352,6 +368,9 @@ fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&base)?;
+    if args.workload == Workload::IngestUnderLoad {
+        return engine::ingest_under_load(args, &base);
+    }
     if args.workload.is_engine() {
         return engine::run(args, &base);
     }
@@ -504,8 +523,8 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// The engine workloads of `bench/WORKLOADS.md` (fillseq, fillrandom, overwrite, readrandom,
-/// seekrandom, block_writer) through RocksDB's normal write path: `put`/`delete` one key at a
-/// time, WAL on, sync off.
+/// seekrandom, block_writer, ingest-under-load) through RocksDB's normal write path:
+/// `put`/`delete` one key at a time, WAL on, sync off.
 mod engine {
     use super::*;
 
@@ -660,6 +679,163 @@ mod engine {
         k[..5].copy_from_slice(b"\x00txn/");
         k[5..].copy_from_slice(&(u64::MAX - i).to_be_bytes());
         k
+    }
+
+    /// ingest-under-load: rows per external SST.
+    const IUL_ROWS_PER_FILE: u64 = 20_000;
+    /// ingest-under-load: writer threads.
+    const IUL_WRITERS: u64 = 2;
+
+    /// Percentiles of `lat` (ns) in µs, picked as sluice-bench's `Latencies::summary` does:
+    /// `sorted[min(floor(len × q), len - 1)]`; `null` when empty.
+    pub(crate) fn sluice_percentiles(lat: &mut [u64]) -> serde_json::Value {
+        if lat.is_empty() {
+            return serde_json::Value::Null;
+        }
+        lat.sort_unstable();
+        let p = |q: f64| {
+            let i = ((lat.len() as f64 * q) as usize).min(lat.len() - 1);
+            lat[i] as f64 / 1e3
+        };
+        json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999)})
+    }
+
+    /// Paced writers (sluice-bench's `paced_writers`): `IUL_WRITERS` threads putting
+    /// `"w" ‖ key(read(i))` → `value(read(i))` at `rate` puts/s in total for `secs`; thread t does
+    /// ops j = 0..rate·secs/2, op j scheduled at start + j·(2/rate s), i = offset + t·per_thread + j.
+    /// Each op's latency (ns) runs from its scheduled start to the end of its put.
+    fn paced_writers(db: &DB, rate: u64, secs: u64, n: u64, offset: u64) -> Result<Vec<u64>, String> {
+        let per_thread = rate * secs / IUL_WRITERS;
+        let interval_ns = 1_000_000_000 * IUL_WRITERS / rate.max(1);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..IUL_WRITERS)
+                .map(|t| {
+                    s.spawn(move || -> Result<Vec<u64>, String> {
+                        let wo = write_opts();
+                        let mut lat = Vec::with_capacity(per_thread as usize);
+                        let mut key = [0u8; 1 + gen::KEY_LEN];
+                        key[0] = b'w';
+                        let mut val = [0u8; gen::VALUE_LEN];
+                        let start = Instant::now();
+                        for j in 0..per_thread {
+                            let scheduled = start + Duration::from_nanos(interval_ns * j);
+                            let now = Instant::now();
+                            if scheduled > now {
+                                std::thread::sleep(scheduled - now);
+                            }
+                            let i = offset + t * per_thread + j;
+                            let p = gen::read_row(i, n);
+                            gen::key_of(p, &mut key[1..]);
+                            gen::value_of(p, &mut val);
+                            db.put_opt(key, val, &wo).map_err(|e| format!("put: {e}"))?;
+                            lat.push(scheduled.elapsed().as_nanos() as u64);
+                        }
+                        Ok(lat)
+                    })
+                })
+                .collect();
+            let mut all = Vec::with_capacity((per_thread * IUL_WRITERS) as usize);
+            for h in handles {
+                all.extend(h.join().map_err(|_| "writer thread panicked".to_string())??);
+            }
+            Ok(all)
+        })
+    }
+
+    /// `ingest-under-load` (bench/WORKLOADS.md), as sluice-bench's `ingest_under_load`:
+    /// `seconds` external SSTs of 20,000 rows built first (SstFileWriter; file j = rows
+    /// j·20000..(j+1)·20000, keys prefixed "w" for even j, "x" for odd j); an empty DB; phase A:
+    /// paced writers for `seconds`; phase B: the same writers (next rows of the read sequence)
+    /// while a thread ingests file j at its start + j s (`ingest_external_file`, default
+    /// options), each ingest timed.
+    pub fn ingest_under_load(args: &Args, base: &Path) -> Result<(), Box<dyn std::error::Error>> {
+        for round in 0..args.rounds {
+            let dir = base.join(format!("rocksdb-anchor-{}-{round}", std::process::id()));
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)?;
+            }
+            let line = ingest_under_load_round(args, &dir, round)?;
+            println!("{line}");
+            std::fs::remove_dir_all(&dir)?;
+        }
+        Ok(())
+    }
+
+    /// One round of ingest-under-load in `dir` (created here); returns the result line.
+    pub(crate) fn ingest_under_load_round(
+        args: &Args,
+        dir: &Path,
+        round: u32,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+        let (n, rate, secs) = (args.n, args.rate, args.seconds);
+        let staging = dir.join("staging");
+        std::fs::create_dir_all(&staging)?;
+        // --- untimed: the external files.
+        let sst_opts = rocks_opts();
+        let mut files = Vec::with_capacity(secs as usize);
+        let mut key = [0u8; 1 + gen::KEY_LEN];
+        let mut val = [0u8; gen::VALUE_LEN];
+        for j in 0..secs {
+            key[0] = if j % 2 == 0 { b'w' } else { b'x' };
+            let p = staging.join(format!("{j:04}.sst"));
+            let mut w = SstFileWriter::create(&sst_opts);
+            w.open(&p)?;
+            for r in j * IUL_ROWS_PER_FILE..(j + 1) * IUL_ROWS_PER_FILE {
+                gen::key_of(r, &mut key[1..]);
+                gen::value_of(r, &mut val);
+                w.put(key, val)?;
+            }
+            w.finish()?;
+            files.push(p);
+        }
+        let eng = Engine::open(&dir.join("db"))?;
+        let db = &eng.db;
+        // --- phase A: writers alone.
+        let mut without = paced_writers(db, rate, secs, n, 0)?;
+        // --- phase B: writers + one ingest per second.
+        let (mut with, ingest_ms) = std::thread::scope(|s| -> Result<_, String> {
+            let ingester = s.spawn(|| -> Result<Vec<f64>, String> {
+                let io = IngestExternalFileOptions::default();
+                let mut took = Vec::with_capacity(files.len());
+                let start = Instant::now();
+                for (j, f) in files.iter().enumerate() {
+                    let at = start + Duration::from_secs(j as u64);
+                    let now = Instant::now();
+                    if at > now {
+                        std::thread::sleep(at - now);
+                    }
+                    let t = Instant::now();
+                    db.ingest_external_file_opts(&io, vec![f])
+                        .map_err(|e| format!("ingest {}: {e}", f.display()))?;
+                    took.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                Ok(took)
+            });
+            let with = paced_writers(db, rate, secs, n, rate * secs);
+            let ingest_ms = ingester.join().map_err(|_| "ingest thread panicked".to_string())?;
+            Ok((with?, ingest_ms?))
+        })?;
+        let a = sluice_percentiles(&mut without);
+        let b = sluice_percentiles(&mut with);
+        let ratio = b["p9999"].as_f64().unwrap_or(0.0) / a["p9999"].as_f64().unwrap_or(1.0).max(1e-9);
+        let line = json!({
+            "workload": "ingest-under-load", "engine": "rocksdb", "round": round,
+            "params": {"rate": rate, "seconds": secs, "writers": IUL_WRITERS,
+                       "rows_per_file": IUL_ROWS_PER_FILE, "n": n,
+                       "ingest": "ingest_external_file_opts, default IngestExternalFileOptions (copy, allow_blocking_flush, no checksum verification), one file per call",
+                       "sst_writer": "SstFileWriter with the DB's table options",
+                       "wal": true, "sync": false, "memtable_mib": 64, "compression": "none",
+                       "bloom_bits": 10, "block_size": 4096, "max_background_jobs": 2,
+                       "latency": "ns from each op's scheduled start to the end of its put; percentiles as sluice-bench (sorted[min(floor(len*q), len-1)])",
+                       "rocksdb": "11.8.1 (librocksdb-sys 0.19.0, rocksdb crate 0.25.0)"},
+            "latency_us_without": a, "latency_us_with": b, "p9999_ratio": ratio,
+            "ingest_ms": ingest_ms,
+            "stall_micros": eng.opts.get_ticker_count(Ticker::StallMicros),
+            "files": eng.sst_files(),
+            "peak_rss_kib": peak_rss_kib(),
+        });
+        drop(eng);
+        Ok(line)
     }
 
     pub fn run(args: &Args, base: &Path) -> Result<(), Box<dyn std::error::Error>> {
@@ -917,6 +1093,44 @@ mod tests {
             hex(&reads.finalize()),
             "cb48fd96699cd44a9065b673d3564b22dcb39b0f5046a5071c67ac65513796f0"
         );
+    }
+
+    #[test]
+    fn ingest_under_load_percentiles_pick_as_sluice_bench() {
+        // sluice-bench: sorted[min(floor(len * q), len - 1)].
+        let mut lat: Vec<u64> = (0..10_000u64).rev().map(|i| i * 1000).collect();
+        let s = engine::sluice_percentiles(&mut lat);
+        assert_eq!(s["p50"], 5000.0);
+        assert_eq!(s["p99"], 9900.0);
+        assert_eq!(s["p999"], 9990.0);
+        assert_eq!(s["p9999"], 9999.0);
+        assert!(engine::sluice_percentiles(&mut []).is_null());
+    }
+
+    #[test]
+    fn ingest_under_load_runs_short() {
+        let dir = std::env::temp_dir().join(format!("rocksdb-anchor-test-{}", std::process::id()));
+        let args = Args {
+            workload: Workload::IngestUnderLoad,
+            n: 1000,
+            file_mib: None,
+            dir: Some(dir.clone()),
+            rounds: 1,
+            reads: 0,
+            seconds: 2,
+            rate: 200,
+        };
+        let line = engine::ingest_under_load_round(&args, &dir, 0).expect("ingest-under-load");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(line["workload"], "ingest-under-load");
+        assert_eq!(line["params"]["rows_per_file"], 20_000);
+        assert_eq!(line["ingest_ms"].as_array().map(Vec::len), Some(2));
+        for k in ["latency_us_without", "latency_us_with"] {
+            for p in ["p50", "p99", "p999", "p9999"] {
+                assert!(line[k][p].as_f64().is_some_and(|v| v > 0.0), "{k}.{p}");
+            }
+        }
+        assert!(line["p9999_ratio"].as_f64().is_some());
     }
 
     #[test]

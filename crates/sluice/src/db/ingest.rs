@@ -569,8 +569,13 @@ impl Inner {
                 return Err(e);
             }
         };
+        // Released on every path out, panics included.
+        let guard = LatchGuard {
+            inner: self,
+            id: latch,
+        };
         let r = self.ingest_install(&mut big, opts);
-        self.unlatch(latch);
+        drop(guard);
         match r {
             Ok(mut placed) => {
                 self.release_pending(&big);
@@ -590,6 +595,18 @@ impl Inner {
             let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
         }
         self.release_pending(files);
+    }
+}
+
+/// Releases an ingest's key-range latch when dropped.
+struct LatchGuard<'a> {
+    inner: &'a Inner,
+    id: u64,
+}
+
+impl Drop for LatchGuard<'_> {
+    fn drop(&mut self) {
+        self.inner.unlatch(self.id);
     }
 }
 

@@ -221,6 +221,8 @@ struct PendingWrite {
     batch: Mutex<Option<WriteBatch>>,
     opts: WriteOptions,
     result: Mutex<Option<Result<()>>>,
+    /// A barrier (flush/ingest waiting for earlier writes), never part of a write group.
+    barrier: bool,
 }
 
 /// Writers waiting for the group commit, and the key ranges latched by ingests.
@@ -861,6 +863,7 @@ impl Inner {
             batch: Mutex::new(Some(batch)),
             opts,
             result: Mutex::new(None),
+            barrier: false,
         });
         q.q.push_back(Arc::clone(&me));
         loop {
@@ -876,6 +879,10 @@ impl Inner {
         let mut group = Vec::new();
         let mut bytes = 0;
         for w in q.q.iter() {
+            if w.barrier {
+                // A barrier's owner pops it itself once it reaches the front.
+                break;
+            }
             let size = w.batch.lock().as_ref().map_or(0, |b| b.size_bytes());
             if !group.is_empty()
                 && (bytes + size > MAX_GROUP_BYTES || (w.opts.sync && !me.opts.sync))
@@ -1062,6 +1069,7 @@ impl Inner {
             batch: Mutex::new(None),
             opts: WriteOptions::default(),
             result: Mutex::new(None),
+            barrier: true,
         });
         let mut q = self.queue.lock();
         q.q.push_back(Arc::clone(&me));

@@ -392,21 +392,9 @@ impl Table {
         user_key: &[u8],
         seqno: u64,
     ) -> Result<Option<(key::ValueKind, Vec<u8>)>> {
-        if !self.may_contain(user_key) {
-            return Ok(None);
-        }
-        let target = key::seek_key(user_key, seqno);
-        let mut it = self.iter(IterBounds::default());
-        it.seek(&target);
-        it.status()?;
-        if !it.valid() {
-            return Ok(None);
-        }
-        let parsed = it.parsed()?;
-        if parsed.user_key != user_key {
-            return Ok(None);
-        }
-        Ok(Some((parsed.kind, it.value().to_vec())))
+        Ok(self
+            .get_with_seqno(user_key, seqno)?
+            .map(|(kind, value, _)| (kind, value)))
     }
 
     /// Like [`Table::get`], also returning the entry's seqno.
