@@ -54,15 +54,7 @@ pub fn put(a: DbArg, key: String, value: String) -> CmdResult {
     let db = Db::open(&a.db, Options::default())?;
     let mut b = WriteBatch::new();
     b.put(&decode(&key, a.hex)?, &decode(&value, a.hex)?);
-    db.write(
-        b,
-        sluice::WriteOptions {
-            sync: true,
-            disable_wal: false,
-        },
-    )?;
-    db.close()?;
-    Ok(ExitCode::SUCCESS)
+    write_synced_and_close(db, b)
 }
 
 /// `sluice get`: prints the value, exit 1 when absent.
@@ -85,13 +77,16 @@ pub fn delete(a: DbArg, key: String) -> CmdResult {
     let db = open_existing(&a.db)?;
     let mut b = WriteBatch::new();
     b.delete(&decode(&key, a.hex)?);
-    db.write(
-        b,
-        sluice::WriteOptions {
-            sync: true,
-            disable_wal: false,
-        },
-    )?;
+    write_synced_and_close(db, b)
+}
+
+/// Applies one batch durably (the CLI acknowledges only synced writes), then closes the DB.
+fn write_synced_and_close(db: Db, b: WriteBatch) -> CmdResult {
+    let sync = sluice::WriteOptions {
+        sync: true,
+        disable_wal: false,
+    };
+    db.write(b, sync)?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }

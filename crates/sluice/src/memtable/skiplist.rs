@@ -95,22 +95,23 @@ impl SkipList {
     }
 
     #[inline]
-    fn key(&self, idx: u32) -> &[u8] {
-        let e = self
-            .node(idx)
+    fn entry(&self, idx: u32) -> &Entry {
+        // Invariant 1: a node is published before any link to it.
+        self.node(idx)
             .entry
             .get()
-            .expect("linked node is published");
+            .expect("linked node is published")
+    }
+
+    #[inline]
+    fn key(&self, idx: u32) -> &[u8] {
+        let e = self.entry(idx);
         &e.data[..e.key_len as usize]
     }
 
     #[inline]
     fn value(&self, idx: u32) -> &[u8] {
-        let e = self
-            .node(idx)
-            .entry
-            .get()
-            .expect("linked node is published");
+        let e = self.entry(idx);
         &e.data[e.key_len as usize..]
     }
 
