@@ -53,12 +53,92 @@ pub trait FileSystem: Send + Sync + 'static {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
 }
 
+/// Start background writeback after this many new bytes (RocksDB's `bytes_per_sync` idea):
+/// `finish` then only waits for the tail instead of the whole file.
+const BACKGROUND_SYNC_BYTES: u64 = 8 << 20;
+
+/// A file whose dirty pages are synced by a helper thread as writing goes on, so disk
+/// writeback overlaps table building.
+pub struct SyncingFile {
+    file: std::fs::File,
+    since_sync: u64,
+    syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl SyncingFile {
+    /// Wraps an open file.
+    pub fn new(file: std::fs::File) -> Self {
+        SyncingFile {
+            file,
+            since_sync: 0,
+            syncer: None,
+        }
+    }
+
+    fn reap(&mut self, wait: bool) -> std::io::Result<()> {
+        if self
+            .syncer
+            .as_ref()
+            .is_some_and(|h| wait || h.is_finished())
+        {
+            let h = self.syncer.take().expect("syncer present");
+            h.join()
+                .map_err(|_| std::io::Error::other("background sync thread panicked"))??;
+        }
+        Ok(())
+    }
+
+    /// Waits for background syncs, then makes the whole file durable.
+    pub fn sync_all(&mut self) -> std::io::Result<()> {
+        self.reap(true)?;
+        self.file.sync_all()
+    }
+}
+
+impl std::io::Write for SyncingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.since_sync += n as u64;
+        if self.since_sync >= BACKGROUND_SYNC_BYTES {
+            self.reap(false)?;
+            if self.syncer.is_none() {
+                let f = self.file.try_clone()?;
+                self.syncer = Some(std::thread::spawn(move || f.sync_data()));
+                self.since_sync = 0;
+            }
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for SyncingFile {
+    fn drop(&mut self) {
+        let _ = self.reap(true);
+    }
+}
+
+impl SyncingFile {
+    /// Waits for background syncs, then makes the file's data durable (no metadata).
+    pub fn sync_data(&mut self) -> std::io::Result<()> {
+        self.reap(true)?;
+        self.file.sync_data()
+    }
+
+    /// The underlying file.
+    pub fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+}
+
 /// The operating system's file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
 
 struct RealWritable {
-    file: std::fs::File,
+    file: SyncingFile,
     buf: Vec<u8>,
 }
 
@@ -104,7 +184,7 @@ impl DirLock for RealLock {}
 impl FileSystem for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         Ok(Box::new(RealWritable {
-            file: std::fs::File::create(path)?,
+            file: SyncingFile::new(std::fs::File::create(path)?),
             buf: Vec::with_capacity(64 << 10),
         }))
     }

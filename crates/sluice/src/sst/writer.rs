@@ -11,77 +11,13 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::fs::SyncingFile;
 use crate::key::{append_internal_key, ValueKind};
 use crate::sst::properties::TableProperties;
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 
 /// Buffer between the table builder and the file: large writes, few syscalls.
 const WRITE_BUFFER: usize = 1 << 20;
-/// Start background writeback after this many new bytes (RocksDB's `bytes_per_sync` idea):
-/// `finish` then only waits for the tail instead of the whole file.
-const BACKGROUND_SYNC_BYTES: u64 = 8 << 20;
-
-/// A file whose dirty pages are synced by a helper thread as writing goes on, so disk
-/// writeback overlaps table building.
-struct SyncingFile {
-    file: File,
-    since_sync: u64,
-    syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
-}
-
-impl SyncingFile {
-    fn new(file: File) -> Self {
-        SyncingFile {
-            file,
-            since_sync: 0,
-            syncer: None,
-        }
-    }
-
-    fn reap(&mut self, wait: bool) -> std::io::Result<()> {
-        if self
-            .syncer
-            .as_ref()
-            .is_some_and(|h| wait || h.is_finished())
-        {
-            let h = self.syncer.take().expect("syncer present");
-            h.join()
-                .map_err(|_| std::io::Error::other("background sync thread panicked"))??;
-        }
-        Ok(())
-    }
-
-    /// Waits for background syncs, then makes the whole file durable.
-    fn sync_all(&mut self) -> std::io::Result<()> {
-        self.reap(true)?;
-        self.file.sync_all()
-    }
-}
-
-impl std::io::Write for SyncingFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.since_sync += n as u64;
-        if self.since_sync >= BACKGROUND_SYNC_BYTES {
-            self.reap(false)?;
-            if self.syncer.is_none() {
-                let f = self.file.try_clone()?;
-                self.syncer = Some(std::thread::spawn(move || f.sync_data()));
-                self.since_sync = 0;
-            }
-        }
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
-}
-
-impl Drop for SyncingFile {
-    fn drop(&mut self) {
-        let _ = self.reap(true);
-    }
-}
 
 /// What [`SstWriter::finish`] reports about the file it wrote.
 #[derive(Debug, Clone)]
@@ -212,7 +148,7 @@ impl SstWriter {
                 .map_err(|e| Error::io(&self.path, e.into_error()))?;
             file.sync_all().map_err(|e| Error::io(&self.path, e))?;
             let file_size = file
-                .file
+                .file()
                 .metadata()
                 .map_err(|e| Error::io(&self.path, e))?
                 .len();
