@@ -153,6 +153,10 @@ fn limits(n: u64) -> serde_json::Value {
            "radix_sort": {"seconds": secs, "keys": n, "sorted": sorted}})
 }
 
+/// One round of a DB workload, run in a fresh directory, returning its result line.
+type RoundFn =
+    Box<dyn Fn(&std::path::Path) -> Result<serde_json::Value, Box<dyn std::error::Error>>>;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -166,43 +170,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Workload::BlockWriter => Some("block_writer"),
         _ => None,
     };
-    if let Some(w) = engine_name {
-        for round in 0..args.rounds {
-            let dir = tempfile::tempdir_in(&base)?;
-            let mut line = engine::run(
+    let engine_run: Option<RoundFn> = match (engine_name, args.workload) {
+        (Some(w), _) => Some(Box::new(move |dir| {
+            engine::run(
                 w,
                 args.n,
                 args.reads.unwrap_or(args.n / 10).max(1),
                 args.seconds.unwrap_or(60),
-                dir.path(),
-            )?;
-            line["round"] = round.into();
-            println!("{line}");
-        }
-        return Ok(());
-    }
-    if args.workload == Workload::IngestUnderLoad {
-        for round in 0..args.rounds {
-            let dir = tempfile::tempdir_in(&base)?;
-            let mut line = engine::ingest_under_load(
-                args.n,
-                args.rate,
-                args.seconds.unwrap_or(20),
-                dir.path(),
-            )?;
-            line["round"] = round.into();
-            println!("{line}");
-        }
-        return Ok(());
-    }
-    if args.workload == Workload::KvBulkload {
-        for round in 0..args.rounds {
-            let dir = tempfile::tempdir_in(&base)?;
-            let mut line = engine::kv_bulkload(
+                dir,
+            )
+        })),
+        (None, Workload::IngestUnderLoad) => Some(Box::new(move |dir| {
+            engine::ingest_under_load(args.n, args.rate, args.seconds.unwrap_or(20), dir)
+        })),
+        (None, Workload::KvBulkload) => Some(Box::new(move |dir| {
+            engine::kv_bulkload(
                 args.n,
                 args.reads.unwrap_or(1_000_000.min(args.n * 10)),
-                dir.path(),
-            )?;
+                dir,
+            )
+        })),
+        _ => None,
+    };
+    if let Some(run) = engine_run {
+        // One fresh directory and one result line per round.
+        for round in 0..args.rounds {
+            let dir = tempfile::tempdir_in(&base)?;
+            let mut line = run(dir.path())?;
             line["round"] = round.into();
             println!("{line}");
         }

@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -273,6 +272,3 @@ fn finish_output(
         range_dels: props.num_range_deletions,
     })
 }
-
-/// Shared handle type for the inputs of a merge.
-pub type Inputs = Vec<Arc<FileMeta>>;

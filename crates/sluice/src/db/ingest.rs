@@ -95,7 +95,7 @@ pub(crate) struct Prepared {
 }
 
 /// A running compaction's output: nothing may be ingested into its range at or below it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningOutput {
     /// Output level.
     pub level: usize,

@@ -397,7 +397,6 @@ impl Db {
             next_file_number: 2,
             last_sequence: 0,
             log_number: 0,
-            manifest_number: 0,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -409,7 +408,6 @@ impl Db {
             .filter(|s| matches!(classify(s), FileKind::Manifest(_)))
             .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a MANIFEST"))?;
         if let FileKind::Manifest(n) = classify(&name) {
-            rec.manifest_number = n;
             rec.next_file_number = rec.next_file_number.max(n + 1);
         }
         let path = dir.join(&name);
@@ -728,8 +726,6 @@ struct Recovery {
     next_file_number: u64,
     last_sequence: u64,
     log_number: u64,
-    #[allow(dead_code)]
-    manifest_number: u64,
 }
 
 fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
@@ -1310,14 +1306,7 @@ impl Inner {
                 Job::Flush(_) => s.flush_running = false,
                 Job::Compact(c) => {
                     s.compactions_running -= 1;
-                    let out = running_output(c);
-                    if let Some(i) = s
-                        .running_outputs
-                        .iter()
-                        .position(|r| r.level == out.level && r.lo == out.lo && r.hi == out.hi)
-                    {
-                        s.running_outputs.remove(i);
-                    }
+                    remove_running_output(&mut s.running_outputs, &running_output(c));
                     for f in c.all_inputs() {
                         s.busy.remove(&f.number);
                     }
@@ -1580,15 +1569,14 @@ impl Inner {
                 .max()
                 .unwrap_or_default(),
         };
-        self.state.lock().running_outputs.push(out);
+        self.state.lock().running_outputs.push(out.clone());
         let r = if inputs.is_empty() || only_last {
             Ok(())
         } else {
             self.compact_files(&inputs, NUM_LEVELS - 1)
         };
         let mut s = self.state.lock();
-        s.running_outputs
-            .retain(|r| r.level != NUM_LEVELS - 1 || !s_is_manual(r));
+        remove_running_output(&mut s.running_outputs, &out);
         s.manual_compaction = false;
         if let Err(e) = &r {
             s.bg_error.get_or_insert(e.to_string());
@@ -1681,10 +1669,11 @@ impl Inner {
     }
 }
 
-/// Manual compactions register their output under a marker-free entry; only one runs at a time
-/// and automatic compactions are paused meanwhile, so every last-level entry then is manual.
-fn s_is_manual(_r: &RunningOutput) -> bool {
-    true
+/// Removes one registration of a finished compaction's output range.
+fn remove_running_output(running: &mut Vec<RunningOutput>, done: &RunningOutput) {
+    if let Some(i) = running.iter().position(|r| r == done) {
+        running.remove(i);
+    }
 }
 
 fn running_output(c: &CompactionChoice) -> RunningOutput {

@@ -72,6 +72,13 @@ impl std::fmt::Debug for MemFs {
     }
 }
 
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} not found", path.display()),
+    )
+}
+
 fn injected(what: &str) -> io::Error {
     io::Error::other(format!("injected fault: {what}"))
 }
@@ -220,12 +227,7 @@ impl MemFs {
             .names
             .get(path)
             .cloned()
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("{} not found", path.display()),
-                )
-            })
+            .ok_or_else(|| not_found(path))
     }
 }
 
@@ -320,12 +322,7 @@ impl FileSystem for MemFs {
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.shared.state.lock();
-        let ino = s.names.remove(from).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{} not found", from.display()),
-            )
-        })?;
+        let ino = s.names.remove(from).ok_or_else(|| not_found(from))?;
         s.names.insert(to.to_path_buf(), ino);
         Ok(())
     }
@@ -336,12 +333,7 @@ impl FileSystem for MemFs {
             .names
             .remove(path)
             .map(|_| ())
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("{} not found", path.display()),
-                )
-            })
+            .ok_or_else(|| not_found(path))
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let s = self.shared.state.lock();
@@ -386,12 +378,7 @@ impl FileSystem for MemFs {
                 format!("{} exists", to.display()),
             ));
         }
-        let ino = s.names.get(from).cloned().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{} not found", from.display()),
-            )
-        })?;
+        let ino = s.names.get(from).cloned().ok_or_else(|| not_found(from))?;
         s.names.insert(to.to_path_buf(), ino);
         Ok(())
     }

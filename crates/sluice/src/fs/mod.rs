@@ -9,7 +9,7 @@
 mod mem;
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 pub use mem::{FaultConfig, MemFs};
@@ -252,9 +252,4 @@ impl FileSystem for RealFs {
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
     }
-}
-
-/// Joins a directory and a file name.
-pub fn join(dir: &Path, name: &str) -> PathBuf {
-    dir.join(name)
 }

@@ -7,8 +7,6 @@
 //! line (`(lo * num_lines) >> 32`); the high 32 bits, multiplied by the golden ratio after each
 //! probe, give 9-bit bit positions inside that 512-bit line.
 
-/// Name of the filter in the metaindex (after the "fullfilter." prefix) and in properties.
-pub const FILTER_POLICY_NAME: &str = "rocksdb.BuiltinBloomFilter";
 /// Metaindex key of the full filter block.
 pub const FULL_FILTER_META_KEY: &str = "fullfilter.rocksdb.BuiltinBloomFilter";
 
