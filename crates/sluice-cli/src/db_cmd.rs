@@ -322,13 +322,13 @@ pub fn ingest(
     files: Vec<PathBuf>,
     allow_overlap: bool,
     ingest_behind: bool,
-    copy: bool,
+    link: bool,
 ) -> CmdResult {
     let db = Db::open(&db_dir, Options::default())?;
     let opts = sluice::IngestOptions {
         allow_overlap,
         ingest_behind,
-        link_files: !copy,
+        link_files: link,
         ..Default::default()
     };
     for f in db.ingest(&files, &opts)? {

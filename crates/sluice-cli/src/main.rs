@@ -67,9 +67,10 @@ enum Command {
         /// Put the files at the bottom level with seqno 0 (existing keys win).
         #[arg(long)]
         ingest_behind: bool,
-        /// Copy instead of hard-linking.
+        /// Hard-link the files instead of copying them (the Db then owns them: never rewrite
+        /// them in place afterwards).
         #[arg(long)]
-        copy: bool,
+        link: bool,
     },
     /// Inspect the MANIFEST.
     #[command(subcommand)]
@@ -94,8 +95,8 @@ fn main() -> ExitCode {
             files,
             allow_overlap,
             ingest_behind,
-            copy,
-        } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, copy),
+            link,
+        } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
         Command::Wal(db_cmd::WalCommand::Dump { file, hex }) => db_cmd::wal_dump(file, hex),
     };
     match result {

@@ -76,17 +76,23 @@ pub fn seek_key(user_key: &[u8], seqno: u64) -> Vec<u8> {
     k
 }
 
-/// The user-key part of an internal key. Callers guarantee `ikey.len() >= 8`.
+/// The user-key part of an internal key; empty for a key shorter than a trailer (only a
+/// corrupt file holds one, e.g. read with `verify_checksums` off: never a panic).
 #[inline]
 pub fn user_key(ikey: &[u8]) -> &[u8] {
-    &ikey[..ikey.len() - TRAILER_LEN]
+    &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
 }
 
-/// The trailer of an internal key. Callers guarantee `ikey.len() >= 8`.
+/// The trailer of an internal key; 0 for a key shorter than a trailer (see [`user_key`]).
 #[inline]
 pub fn trailer(ikey: &[u8]) -> u64 {
-    let t = &ikey[ikey.len() - TRAILER_LEN..];
-    u64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]])
+    match ikey.len().checked_sub(TRAILER_LEN) {
+        Some(at) => {
+            let t = &ikey[at..];
+            u64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]])
+        }
+        None => 0,
+    }
 }
 
 /// A decoded internal key borrowing its user key.

@@ -41,14 +41,17 @@ pub struct IngestOptions {
     /// Allow the files to overlap each other; they are then layered in L0, later files newer.
     /// Default `false`.
     pub allow_overlap: bool,
-    /// Files smaller than this many bytes are applied as a write batch through the memtable
-    /// instead of becoming tiny L0 tables. Default 0 (off).
+    /// When *every* file is smaller than this many bytes, they are applied as one write batch
+    /// through the WAL and memtable (atomic, later files newer) instead of becoming tiny
+    /// tables; if any file is larger, all are ingested as tables. Default 0 (off).
     pub small_file_threshold: u64,
     /// Put the files at the bottom level with seqno 0: existing keys win. Default `false`.
     pub ingest_behind: bool,
     /// Fail unless every file can go to the bottom level. Default `false`.
     pub fail_if_not_bottommost: bool,
-    /// Move (hard-link) rather than copy when possible. Default `true`.
+    /// Hard-link the files into the Db instead of copying them (RocksDB's `move_files`).
+    /// Default `false`: with a link, a later rewrite of the source path in place would change
+    /// the Db's table. Only set it when the caller hands the files over for good.
     pub link_files: bool,
 }
 
@@ -60,7 +63,7 @@ impl Default for IngestOptions {
             small_file_threshold: 0,
             ingest_behind: false,
             fail_if_not_bottommost: false,
-            link_files: true,
+            link_files: false,
         }
     }
 }
@@ -370,14 +373,9 @@ impl Inner {
         files: &mut [Prepared],
         opts: &IngestOptions,
     ) -> Result<Vec<IngestedFile>> {
-        let mut m = self.manifest.lock();
-        let (version, running) = {
-            let s = self.state.lock();
-            if let Some(e) = self.read_only_error(&s) {
-                return Err(e);
-            }
-            (Arc::clone(&s.version), s.running_outputs.clone())
-        };
+        let slot = self.ingest_begin_install(files, opts)?;
+        let (mut m, version, running, _installing) =
+            (slot.manifest, slot.version, slot.running, slot._guard);
         // Step 5: target levels.
         let mut placements: Vec<(usize, bool)> = Vec::new();
         for f in files.iter() {
@@ -464,20 +462,86 @@ impl Inner {
             self.last_sequence.load(Ordering::Acquire)
         };
         edit.last_sequence = Some(last.max(self.last_sequence.load(Ordering::Acquire)));
+        // Every write with a lower seqno is applied (at most one write group is in flight; it
+        // has passed its stall checks, so it needs no lock we hold), and therefore in the WAL.
+        if count > 0 {
+            self.wait_visible(first_seq - 1)?;
+        }
+        // Invariant 10: the WAL is durable before the edit, so an ingest that survives a crash
+        // never survives without a write acknowledged before it.
+        self.sync_wal()?;
         // Step 6: one durable edit, written under the manifest lock we hold.
         self.apply_edit_locked(&mut m, edit, |_| {})?;
         drop(m);
         if count > 0 {
-            // Publish once every earlier seqno is applied (at most one write group is in flight).
-            while self.visible_seq.load(Ordering::Acquire) < first_seq - 1 {
-                if self.state.lock().bg_error.is_some() {
-                    break;
-                }
-                std::thread::yield_now();
-            }
             self.visible_seq.fetch_max(last, Ordering::AcqRel);
         }
         Ok(report)
+    }
+
+    /// Waits until every seqno up to `seq` is published, or the Db failed.
+    fn wait_visible(&self, seq: u64) -> Result<()> {
+        while self.visible_seq.load(Ordering::Acquire) < seq {
+            if let Some(e) = self.read_only_error(&self.state.lock()) {
+                return Err(e);
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    /// Syncs the active WAL (earlier WALs were synced when the memtable switched).
+    fn sync_wal(&self) -> Result<()> {
+        let r = self.wal.lock().sync();
+        r.map_err(|e| {
+            let msg = format!("WAL sync failed: {e}");
+            self.state.lock().bg_error.get_or_insert(msg);
+            Error::Io {
+                path: None,
+                source: e,
+            }
+        })
+    }
+
+    /// Takes the manifest lock and a consistent (version, running compactions) pair, and
+    /// registers the install so no compaction is picked until it is done (a compaction picked
+    /// from the version before the install could write into the ingested range). An
+    /// `ingest_behind` first waits for running compactions into the bottom level in its range.
+    fn ingest_begin_install(
+        &self,
+        files: &[Prepared],
+        opts: &IngestOptions,
+    ) -> Result<InstallSlot<'_>> {
+        loop {
+            let m = self.manifest.lock();
+            let mut s = self.state.lock();
+            if let Some(e) = self.read_only_error(&s) {
+                return Err(e);
+            }
+            let bottom = NUM_LEVELS - 1;
+            let blocked = opts.ingest_behind
+                && s.running_outputs.iter().any(|r| {
+                    r.level == bottom
+                        && files.iter().any(|f| {
+                            r.lo.as_slice() <= f.largest.as_slice()
+                                && f.smallest.as_slice() <= r.hi.as_slice()
+                        })
+                });
+            if !blocked {
+                s.ingests_installing += 1;
+                let snapshot = (Arc::clone(&s.version), s.running_outputs.clone());
+                drop(s);
+                return Ok(InstallSlot {
+                    manifest: m,
+                    version: snapshot.0,
+                    running: snapshot.1,
+                    _guard: InstallGuard { inner: self },
+                });
+            }
+            drop(m);
+            self.done_cv
+                .wait_for(&mut s, std::time::Duration::from_millis(50));
+        }
     }
 
     /// True if `f` holds an entry or range deletion in user keys `[lo, hi]` (`hi` exclusive
@@ -506,25 +570,29 @@ impl Inner {
                 .any(|r| r.start.as_slice() < upper.as_slice() && lo < r.end.as_slice()))
     }
 
-    /// Applies a small file through the normal write path.
-    fn ingest_as_batch(self: &Arc<Self>, f: &Prepared) -> Result<IngestedFile> {
+    /// Applies small files as one synced write batch: atomic, and later files newer (their
+    /// entries get higher seqnos; within a file, range deletions come before the points, so a
+    /// file's own deletions never hide its own points, as with a global seqno).
+    fn ingest_as_batch(self: &Arc<Self>, files: &[Prepared]) -> Result<Vec<IngestedFile>> {
         let mut b = WriteBatch::new();
-        for rd in f.table.range_deletions() {
-            b.delete_range(&rd.start, &rd.end);
-        }
-        let mut it = f.table.iter(IterBounds::default());
-        it.seek_to_first();
-        while it.valid() {
-            let p = key::parse_internal_key(it.key())
-                .ok_or_else(|| Error::corruption(&f.source, 0, "malformed key"))?;
-            match p.kind {
-                ValueKind::Value => b.put(p.user_key, it.value()),
-                ValueKind::Deletion => b.delete(p.user_key),
-                ValueKind::RangeDeletion => {}
+        for f in files {
+            for rd in f.table.range_deletions() {
+                b.delete_range(&rd.start, &rd.end);
             }
-            it.next();
+            let mut it = f.table.iter(IterBounds::default());
+            it.seek_to_first();
+            while it.valid() {
+                let p = key::parse_internal_key(it.key())
+                    .ok_or_else(|| Error::corruption(&f.source, 0, "malformed key"))?;
+                match p.kind {
+                    ValueKind::Value => b.put(p.user_key, it.value()),
+                    ValueKind::Deletion => b.delete(p.user_key),
+                    ValueKind::RangeDeletion => {}
+                }
+                it.next();
+            }
+            it.status()?;
         }
-        it.status()?;
         self.write(
             b,
             WriteOptions {
@@ -532,13 +600,17 @@ impl Inner {
                 disable_wal: false,
             },
         )?;
-        Ok(IngestedFile {
-            source: f.source.clone(),
-            level: None,
-            seqno: self.visible_seq.load(Ordering::Acquire),
-            number: 0,
-            entries: f.entries,
-        })
+        let seqno = self.visible_seq.load(Ordering::Acquire);
+        Ok(files
+            .iter()
+            .map(|f| IngestedFile {
+                source: f.source.clone(),
+                level: None,
+                seqno,
+                number: 0,
+                entries: f.entries,
+            })
+            .collect())
     }
 
     /// `Db::ingest`: the numbered steps of the module docs.
@@ -550,17 +622,13 @@ impl Inner {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
-        let prepared = self.ingest_validate(paths, opts)?;
-        let (small, mut big): (Vec<Prepared>, Vec<Prepared>) = prepared
-            .into_iter()
-            .partition(|f| f.size < opts.small_file_threshold && !opts.ingest_behind);
+        let mut big = self.ingest_validate(paths, opts)?;
+        // All small: one write batch, atomic. Otherwise all are tables, in one edit: mixing
+        // the two paths would make the ingest visible in two steps.
+        if !opts.ingest_behind && big.iter().all(|f| f.size < opts.small_file_threshold) {
+            return self.ingest_as_batch(&big);
+        }
         let mut report = Vec::new();
-        for f in &small {
-            report.push(self.ingest_as_batch(f)?);
-        }
-        if big.is_empty() {
-            return Ok(report);
-        }
         self.ingest_link(&mut big, opts)?;
         let latch = match self.ingest_flush_and_latch(&big) {
             Ok(l) => l,
@@ -598,6 +666,30 @@ impl Inner {
     }
 }
 
+/// What an ingest installs against: the manifest lock, the version and running compactions
+/// read with it, and the registration that keeps compactions from being picked meanwhile.
+struct InstallSlot<'a> {
+    manifest: parking_lot::MutexGuard<'a, super::ManifestState>,
+    version: Arc<Version>,
+    running: Vec<RunningOutput>,
+    _guard: InstallGuard<'a>,
+}
+
+/// Ends an ingest's install registration (see `ingest_begin_install`) when dropped.
+struct InstallGuard<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for InstallGuard<'_> {
+    fn drop(&mut self) {
+        let mut s = self.inner.state.lock();
+        s.ingests_installing -= 1;
+        drop(s);
+        self.inner.bg_cv.notify_all();
+        self.inner.done_cv.notify_all();
+    }
+}
+
 /// Releases an ingest's key-range latch when dropped.
 struct LatchGuard<'a> {
     inner: &'a Inner,
@@ -610,13 +702,29 @@ impl Drop for LatchGuard<'_> {
     }
 }
 
+/// Copies `src` to the new file `dst` in 1 MiB pieces (memory stays bounded for any file
+/// size) and syncs it; on error `dst` is removed.
 fn copy_file(fs: &dyn crate::fs::FileSystem, src: &Path, dst: &Path) -> Result<()> {
-    let data = fs.read_all(src).map_err(|e| Error::io(src, e))?;
+    const CHUNK: u64 = 1 << 20;
+    let input = fs.open(src).map_err(|e| Error::io(src, e))?;
+    let len = fs.file_size(src).map_err(|e| Error::io(src, e))?;
     let mut w = fs.create(dst).map_err(|e| Error::io(dst, e))?;
-    let r = std::io::Write::write_all(&mut w, &data).and_then(|_| w.sync());
-    if let Err(e) = r {
+    let mut buf = vec![0u8; CHUNK.min(len) as usize];
+    let r = (|| -> Result<()> {
+        let mut off = 0;
+        while off < len {
+            let n = CHUNK.min(len - off) as usize;
+            input
+                .read_exact_at(off, &mut buf[..n])
+                .map_err(|e| Error::io(src, e))?;
+            std::io::Write::write_all(&mut w, &buf[..n]).map_err(|e| Error::io(dst, e))?;
+            off += n as u64;
+        }
+        w.sync().map_err(|e| Error::io(dst, e))
+    })();
+    if r.is_err() {
+        drop(w);
         let _ = fs.remove(dst);
-        return Err(Error::io(dst, e));
     }
-    Ok(())
+    r
 }

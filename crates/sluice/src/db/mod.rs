@@ -9,16 +9,24 @@
 //! * `manifest`: serializes version edits. Held while an edit is written and synced, so the
 //!   order of edits in the MANIFEST is the order versions are installed.
 //! * Background workers run flushes and compactions without holding `state`.
-//! * Lock order: `queue` → `manifest` → `state` → `wal`; never the reverse.
+//! * Lock order: `queue` → `manifest` → `snapshots` → `state` → `wal`; never the reverse.
 //!
 //! Invariants:
-//! 1. A seqno is published (`visible_seq`) only after its batch is in the memtable; a reader
-//!    loads `visible_seq` before cloning its sources, so it never misses a visible write.
+//! 1. A seqno is published (`visible_seq`) only after its batch is in the memtable (or its
+//!    ingested file in the version); a reader loads `visible_seq` and clones its sources in one
+//!    `state` critical section (`read_view`), so the view holds every version visible at the
+//!    seqno: nothing installed later can take one away.
 //! 2. A flushed memtable leaves the immutable list in the same `state` critical section that
 //!    installs the version holding its table.
 //! 3. A WAL is deleted only after a durable edit whose `log_number` is above it.
 //! 4. New table files are synced, and their directory synced, before the edit naming them.
 //! 5. After a failed background write or sync the Db refuses writes (read-only error state).
+//! 6. A flush or compaction drops a shadowed version only within a stripe bounded by the live
+//!    snapshots *and* the read horizon (`visible_seq` when the job starts): a reader without a
+//!    snapshot reads the version it cloned, which still holds the job's inputs.
+//! 7. A table leaves the directory when no live version holds it: at the install that
+//!    removes it if no reader holds an older version, else when the last such reader (its
+//!    `ReadPin`) lets go; a full scan at open and after background jobs catches the rest.
 
 mod ingest;
 mod options;
@@ -71,6 +79,19 @@ enum FileKind {
     Other,
 }
 
+/// The file number in a name of the DB directory (tables, WALs, MANIFESTs, OPTIONS files and
+/// `CURRENT.n.tmp`), if any. Recovery allocates numbers above all of them (invariant 9).
+fn number_in_name(name: &str) -> Option<u64> {
+    match classify(name) {
+        FileKind::Table(n) | FileKind::Wal(n) | FileKind::Manifest(n) => Some(n),
+        _ => name
+            .strip_prefix("OPTIONS-")
+            .or_else(|| name.strip_prefix("CURRENT."))
+            .map(|s| s.trim_end_matches(".tmp"))
+            .and_then(|s| s.parse().ok()),
+    }
+}
+
 fn classify(name: &str) -> FileKind {
     if let Some(n) = name.strip_suffix(".sst").and_then(|s| s.parse().ok()) {
         return FileKind::Table(n);
@@ -95,6 +116,25 @@ pub struct Snapshot {
     /// The memtables and version the snapshot was taken on: reads through it never see a file
     /// installed later (see `ingest`), and flushed memtables stay readable.
     view: View,
+    /// Declared after `view`, so it is dropped after it: deletes what only this view kept.
+    _pin: ReadPin,
+}
+
+/// Held by every reader of a view (snapshot, iterator, point read) and dropped after the
+/// view's version: when the last reader of an obsolete table lets go, the table is deleted
+/// at once (invariant 7), not at the next background job or open.
+pub(crate) struct ReadPin {
+    inner: Weak<Inner>,
+}
+
+impl Drop for ReadPin {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            if inner.obsolete_pending.load(Ordering::Acquire) {
+                inner.purge_obsolete_tables();
+            }
+        }
+    }
 }
 
 /// The sources a read consults.
@@ -208,6 +248,11 @@ struct State {
     flush_running: bool,
     compactions_running: usize,
     manual_compaction: bool,
+    /// Ingests between reading the version and installing their edit; no compaction is
+    /// picked meanwhile (it could write into an ingested range, see `ingest_begin_install`).
+    ingests_installing: usize,
+    /// Tables removed from the current version that an older, still-read version may hold.
+    obsolete: Vec<u64>,
     bg_error: Option<String>,
     unlogged_writes: bool,
 }
@@ -274,6 +319,8 @@ struct Inner {
     table_cache: TableCache,
     block_cache: Arc<BlockCache>,
     counters: Counters,
+    /// `state.obsolete` is non-empty: readers letting go should try to delete tables.
+    obsolete_pending: AtomicBool,
     shutting_down: AtomicBool,
     _lock: Box<dyn DirLock>,
 }
@@ -312,6 +359,13 @@ impl Db {
         let fs = Arc::clone(&opts.fs);
         let lock = Self::lock_dir(&*fs, &dir, &opts)?;
         let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
+        // A number may be on disk without the edit that names it (a crash between an ingest's
+        // link and its edit, or a flush's table and its edit): never hand it out again.
+        for name in fs.list(&dir).map_err(|e| Error::io(&dir, e))? {
+            if let Some(n) = number_in_name(&name) {
+                rec.next_file_number = rec.next_file_number.max(n + 1);
+            }
+        }
         let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
         let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
@@ -331,6 +385,8 @@ impl Db {
                 flush_running: false,
                 compactions_running: 0,
                 manual_compaction: false,
+                ingests_installing: 0,
+                obsolete: Vec::new(),
                 bg_error: None,
                 unlogged_writes: false,
             }),
@@ -349,6 +405,7 @@ impl Db {
             },
             block_cache,
             counters: Counters::default(),
+            obsolete_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             _lock: lock,
             dir,
@@ -616,14 +673,16 @@ impl Db {
 
     /// Takes a snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
+        // Registered under the registry lock, so a job reading the registry (and the read
+        // horizon with it) either sees this snapshot or started before its seqno existed.
         let mut m = self.inner.snapshots.lock();
-        let seqno = self.inner.visible_seq.load(Ordering::Acquire);
-        let view = self.inner.current_view();
+        let (seqno, view) = self.inner.read_view();
         *m.entry(seqno).or_insert(0) += 1;
         Snapshot {
             seqno,
             registry: Arc::downgrade(&self.inner.snapshots),
             view,
+            _pin: self.inner.pin(),
         }
     }
 
@@ -730,6 +789,10 @@ struct Recovery {
 
 fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
     let tmp = dir.join(format!("CURRENT.{manifest_number:06}.tmp"));
+    // A leftover from a crash is ours to unlink (never to truncate: see FileSystem::create).
+    if fs.exists(&tmp) {
+        fs.remove(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
     let mut f = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
     std::io::Write::write_all(
         &mut f,
@@ -791,6 +854,19 @@ impl TableCache {
         }
         let path = table_file_name(dir, f.number);
         let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
+        // RocksDB's paranoid check: a table whose size is not the MANIFEST's was changed
+        // behind the Db's back (e.g. a linked ingest source rewritten in place).
+        let size = fs.file_size(&path).map_err(|e| Error::io(&path, e))?;
+        if size != f.size {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "table size is {size} bytes but the MANIFEST records {} (changed outside the Db?)",
+                    f.size
+                ),
+            ));
+        }
         let table = Table::open(file, path, ropts)?;
         let mut g = self.map.lock();
         let (map, tick) = &mut *g;
@@ -1108,13 +1184,18 @@ impl Inner {
 
     // ---------------------------------------------------------------- read path
 
-    fn current_view(&self) -> View {
+    /// The read seqno and the sources holding everything visible at it, taken in one `state`
+    /// critical section (invariant 1): a flush or compaction installed after this cannot have
+    /// removed a version this seqno needs from the view.
+    fn read_view(&self) -> (u64, View) {
         let s = self.state.lock();
-        View {
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        let view = View {
             mem: Arc::clone(&s.mem),
             imm: s.imm.clone(),
             version: Arc::clone(&s.version),
-        }
+        };
+        (seq, view)
     }
 
     fn sources(
@@ -1125,9 +1206,7 @@ impl Inner {
             let v = snap.view.clone();
             return (snap.seqno, v.mem, v.imm, v.version);
         }
-        // Load the seqno before the sources (invariant 1).
-        let seq = self.visible_seq.load(Ordering::Acquire);
-        let v = self.current_view();
+        let (seq, v) = self.read_view();
         (seq, v.mem, v.imm, v.version)
     }
 
@@ -1136,6 +1215,8 @@ impl Inner {
         user_key: &[u8],
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>> {
+        // Declared first, dropped last: after the version below.
+        let _pin = self.pin();
         let (seq, mem, imm, version) = self.sources(snapshot);
         let mut max_tomb = 0u64;
         // Newest first: active memtable, immutable memtables, L0 newest first, then L1..L6.
@@ -1161,10 +1242,14 @@ impl Inner {
                     .filter(|f| f.overlaps(Some(user_key), Some(user_key)))
                     .collect()
             } else {
+                // The first file whose largest key may reach `user_key`. A file whose largest
+                // key is an exclusive range-deletion end equal to `user_key` does not hold it,
+                // and the next file may start at it: look at both.
                 let i = files.partition_point(|f| f.largest_user() < user_key);
-                files
-                    .get(i)
-                    .filter(|f| f.overlaps(Some(user_key), Some(user_key)))
+                files[i..]
+                    .iter()
+                    .take(2)
+                    .find(|f| f.overlaps(Some(user_key), Some(user_key)))
                     .into_iter()
                     .collect()
             };
@@ -1252,6 +1337,8 @@ impl Inner {
             }
         }
         pins.push(version as Arc<dyn std::any::Any + Send + Sync>);
+        // Last: dropped after the version (a Vec drops its elements in order).
+        pins.push(Arc::new(self.pin()) as Arc<dyn std::any::Any + Send + Sync>);
         let agg = RangeDelAggregator::new(tombs, seq);
         Ok(DbIterator::new(
             MergingIter::new(children),
@@ -1280,6 +1367,7 @@ impl Inner {
                             break Job::Flush(Arc::clone(&s.imm[0]));
                         }
                         if !s.manual_compaction
+                            && s.ingests_installing == 0
                             && s.compactions_running + 1 < self.opts.max_background_jobs.max(2)
                         {
                             if let Some(c) =
@@ -1333,8 +1421,17 @@ impl Inner {
         }
     }
 
+    /// The seqnos a flush or compaction starting now must keep readable: every live snapshot,
+    /// and the read horizon (`visible_seq`), since a reader may already hold a view at it
+    /// without a registered snapshot (invariant 6). Ascending.
     fn live_snapshots(&self) -> Vec<u64> {
-        self.snapshots.lock().keys().copied().collect()
+        let m = self.snapshots.lock();
+        let horizon = self.visible_seq.load(Ordering::Acquire);
+        let mut v: Vec<u64> = m.keys().copied().collect();
+        if v.last().is_none_or(|&l| l < horizon) {
+            v.push(horizon);
+        }
+        v
     }
 
     /// Flush, step by step: write the table, then one durable edit that adds it and advances
@@ -1415,9 +1512,53 @@ impl Inner {
         let v = Arc::new(next_version);
         s.live_versions.retain(|w| w.strong_count() > 0);
         s.live_versions.push(Arc::downgrade(&v));
+        // A trivial move deletes and re-adds the same number: that table stays.
+        for (_, n) in &edit.deleted {
+            if !edit.added.iter().any(|(_, f)| f.number == *n) {
+                s.obsolete.push(*n);
+            }
+        }
         s.version = v;
         also(&mut s);
+        if !s.obsolete.is_empty() {
+            self.obsolete_pending.store(true, Ordering::Release);
+        }
+        drop(s);
+        self.purge_obsolete_tables();
         Ok(())
+    }
+
+    /// A pin for a reader of a view (see [`ReadPin`]).
+    fn pin(self: &Arc<Self>) -> ReadPin {
+        ReadPin {
+            inner: Arc::downgrade(self),
+        }
+    }
+
+    /// Deletes every obsolete table no live version holds any more.
+    fn purge_obsolete_tables(&self) {
+        let dead: Vec<u64> = {
+            let mut s = self.state.lock();
+            if s.obsolete.is_empty() {
+                return;
+            }
+            s.live_versions.retain(|w| w.strong_count() > 0);
+            let mut live: HashSet<u64> = s.version.file_numbers().collect();
+            for v in s.live_versions.iter().filter_map(Weak::upgrade) {
+                live.extend(v.file_numbers());
+            }
+            let (dead, still): (Vec<u64>, Vec<u64>) =
+                s.obsolete.iter().partition(|n| !live.contains(n));
+            s.obsolete = still;
+            if s.obsolete.is_empty() {
+                self.obsolete_pending.store(false, Ordering::Release);
+            }
+            dead
+        };
+        for n in dead {
+            self.table_cache.evict(n);
+            let _ = self.fs.remove(&table_file_name(&self.dir, n));
+        }
     }
 
     /// Compaction, step by step: trivial move or merge the inputs into new tables, then one
@@ -1521,55 +1662,20 @@ impl Inner {
     }
 
     fn manual_compaction(self: &Arc<Self>, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        // Stop automatic compactions and wait for running ones.
+        // Stop automatic compactions and wait for running ones and for ingest installs.
         let mut s = self.state.lock();
-        while s.manual_compaction || s.compactions_running > 0 {
+        while s.manual_compaction || s.compactions_running > 0 || s.ingests_installing > 0 {
             self.done_cv.wait_for(&mut s, Duration::from_millis(50));
         }
         s.manual_compaction = true;
-        // Expand the range until it covers whole files at every level.
+        // Choose the inputs and register the output range in this critical section, so an
+        // ingest reading the running outputs either sees it or installed before the version
+        // the inputs come from.
         let v = Arc::clone(&s.version);
+        let (inputs, out) = manual_compaction_inputs(&v, start, end);
+        s.running_outputs.push(out.clone());
         drop(s);
-        let (mut lo, mut hi) = (start.map(<[u8]>::to_vec), end.map(<[u8]>::to_vec));
-        let mut inputs: Vec<(usize, Arc<FileMeta>)>;
-        loop {
-            inputs = Vec::new();
-            for level in 0..NUM_LEVELS {
-                for f in v.overlapping(level, lo.as_deref(), hi.as_deref()) {
-                    inputs.push((level, f));
-                }
-            }
-            let new_lo = inputs.iter().map(|(_, f)| f.smallest_user().to_vec()).min();
-            let new_hi = inputs.iter().map(|(_, f)| f.largest_user().to_vec()).max();
-            let grow_lo = match (&lo, &new_lo) {
-                (Some(a), Some(b)) if b < a => Some(b.clone()),
-                _ => None,
-            };
-            let grow_hi = match (&hi, &new_hi) {
-                (Some(a), Some(b)) if b > a => Some(b.clone()),
-                _ => None,
-            };
-            if grow_lo.is_none() && grow_hi.is_none() {
-                break;
-            }
-            lo = grow_lo.or(lo);
-            hi = grow_hi.or(hi);
-        }
         let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
-        let out = RunningOutput {
-            level: NUM_LEVELS - 1,
-            lo: inputs
-                .iter()
-                .map(|(_, f)| f.smallest_user().to_vec())
-                .min()
-                .unwrap_or_default(),
-            hi: inputs
-                .iter()
-                .map(|(_, f)| f.largest_user().to_vec())
-                .max()
-                .unwrap_or_default(),
-        };
-        self.state.lock().running_outputs.push(out.clone());
         let r = if inputs.is_empty() || only_last {
             Ok(())
         } else {
@@ -1667,6 +1773,54 @@ impl Inner {
             levels,
         }
     }
+}
+
+/// A manual compaction's inputs: every file overlapping `[start, end]`, the range expanded
+/// until it covers whole files at every level; and its output range in the last level.
+fn manual_compaction_inputs(
+    v: &Version,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> (Vec<(usize, Arc<FileMeta>)>, RunningOutput) {
+    let (mut lo, mut hi) = (start.map(<[u8]>::to_vec), end.map(<[u8]>::to_vec));
+    let mut inputs: Vec<(usize, Arc<FileMeta>)>;
+    loop {
+        inputs = Vec::new();
+        for level in 0..NUM_LEVELS {
+            for f in v.overlapping(level, lo.as_deref(), hi.as_deref()) {
+                inputs.push((level, f));
+            }
+        }
+        let new_lo = inputs.iter().map(|(_, f)| f.smallest_user().to_vec()).min();
+        let new_hi = inputs.iter().map(|(_, f)| f.largest_user().to_vec()).max();
+        let grow_lo = match (&lo, &new_lo) {
+            (Some(a), Some(b)) if b < a => Some(b.clone()),
+            _ => None,
+        };
+        let grow_hi = match (&hi, &new_hi) {
+            (Some(a), Some(b)) if b > a => Some(b.clone()),
+            _ => None,
+        };
+        if grow_lo.is_none() && grow_hi.is_none() {
+            break;
+        }
+        lo = grow_lo.or(lo);
+        hi = grow_hi.or(hi);
+    }
+    let out = RunningOutput {
+        level: NUM_LEVELS - 1,
+        lo: inputs
+            .iter()
+            .map(|(_, f)| f.smallest_user().to_vec())
+            .min()
+            .unwrap_or_default(),
+        hi: inputs
+            .iter()
+            .map(|(_, f)| f.largest_user().to_vec())
+            .max()
+            .unwrap_or_default(),
+    };
+    (inputs, out)
 }
 
 /// Removes one registration of a finished compaction's output range.

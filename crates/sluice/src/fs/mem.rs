@@ -306,6 +306,12 @@ impl FileSystem for MemFs {
                 return Err(injected("create failed"));
             }
         }
+        if s.names.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", path.display()),
+            ));
+        }
         let inode: InodeRef = Arc::new(Mutex::new(Inode::default()));
         s.names.insert(path.to_path_buf(), inode.clone());
         Ok(Box::new(MemWritable {

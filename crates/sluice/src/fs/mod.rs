@@ -27,7 +27,8 @@ pub trait DirLock: Send + Sync {}
 
 /// The operations the engine needs from a file system.
 pub trait FileSystem: Send + Sync + 'static {
-    /// Creates or truncates `path` for writing.
+    /// Creates `path` for writing; fails with `AlreadyExists` if the name exists. Nothing in the
+    /// engine ever truncates an existing file: the name may be a hard link to a user's file.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens `path` for positional reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
@@ -184,7 +185,12 @@ impl DirLock for RealLock {}
 impl FileSystem for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         Ok(Box::new(RealWritable {
-            file: SyncingFile::new(std::fs::File::create(path)?),
+            file: SyncingFile::new(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)?,
+            ),
             buf: Vec::with_capacity(64 << 10),
         }))
     }

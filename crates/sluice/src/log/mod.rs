@@ -6,9 +6,13 @@
 //! header is zero-filled.
 //!
 //! Recovery policy of [`LogReader`]:
-//! 1. A bad or incomplete fragment after which no valid record starts anywhere later in the
-//!    file is a *torn tail* — the unsynced end of a crashed write — and reading stops cleanly.
-//! 2. A bad fragment followed by a valid record is corruption in the middle:
+//! 1. A bad or incomplete fragment after which no complete valid record starts anywhere later
+//!    in the file is a *torn tail* — the unsynced end of a crashed write — and reading stops
+//!    cleanly. The search for a later record starts past the bad fragment's own bytes when its
+//!    header is intact (a torn record's payload may itself contain log-framed bytes, e.g. a
+//!    value that is a WAL), and a lone MIDDLE/LAST fragment at a block boundary (the rest of a
+//!    record begun before the damage) does not count as a record.
+//! 2. A bad fragment followed by a complete valid record is corruption in the middle:
 //!    [`Error::Corruption`] naming the file and offset.
 
 use std::io::{self, Write};
@@ -33,6 +37,8 @@ pub struct LogWriter {
     file: Box<dyn WritableFile>,
     block_offset: usize,
     size: u64,
+    /// `size` at the last successful sync.
+    synced: u64,
     buf: Vec<u8>,
 }
 
@@ -43,6 +49,7 @@ impl LogWriter {
             file,
             block_offset: 0,
             size: 0,
+            synced: 0,
             buf: Vec::with_capacity(BLOCK_SIZE),
         }
     }
@@ -86,9 +93,14 @@ impl LogWriter {
         Ok(())
     }
 
-    /// Makes every record appended so far durable.
+    /// Makes every record appended so far durable (a no-op when nothing new was appended).
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync()
+        if self.synced == self.size && self.size > 0 {
+            return Ok(());
+        }
+        self.file.sync()?;
+        self.synced = self.size;
+        Ok(())
     }
 
     /// Bytes written.
@@ -116,7 +128,10 @@ pub struct LogReader<'a> {
 
 enum Frag<'a> {
     Ok(u8, &'a [u8]),
-    Bad(String),
+    /// A bad fragment: the reason, and the first offset where a later record could begin
+    /// (past the fragment's own claimed bytes when its header is sane, so a payload that
+    /// happens to contain log-framed bytes is never taken for a record of its own).
+    Bad(String, usize),
     Eof,
 }
 
@@ -146,54 +161,78 @@ impl<'a> LogReader<'a> {
             if self.pos >= self.buf.len() {
                 return Frag::Eof;
             }
-            let rest = &self.buf[self.pos..];
+            let at = self.pos;
+            let end_of_file = self.buf.len();
+            let rest = &self.buf[at..];
             if rest.len() < HEADER_SIZE {
-                return Frag::Bad("truncated fragment header".into());
+                return Frag::Bad("truncated fragment header".into(), end_of_file);
             }
             let crc = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
             let len = u16::from_le_bytes([rest[4], rest[5]]) as usize;
             let ty = rest[6];
             if ty == 0 && len == 0 && crc == 0 {
-                return Frag::Bad("zero-filled region".into());
+                return Frag::Bad("zero-filled region".into(), at + 1);
             }
             if !(FULL..=LAST).contains(&ty) {
-                return Frag::Bad(format!("unknown fragment type {ty}"));
+                return Frag::Bad(format!("unknown fragment type {ty}"), at + 1);
             }
             if in_block + HEADER_SIZE + len > BLOCK_SIZE {
-                return Frag::Bad(format!("fragment length {len} crosses the block end"));
+                return Frag::Bad(
+                    format!("fragment length {len} crosses the block end"),
+                    at + 1,
+                );
             }
             if rest.len() < HEADER_SIZE + len {
-                return Frag::Bad("truncated fragment".into());
+                // The file ends inside this fragment: nothing can follow it.
+                return Frag::Bad("truncated fragment".into(), end_of_file);
             }
             let payload = &rest[HEADER_SIZE..HEADER_SIZE + len];
             let actual = crc32c::crc32c_append(crc32c::crc32c(&[ty]), payload);
             if unmask_crc(crc) != actual {
-                return Frag::Bad("fragment checksum mismatch".into());
+                return Frag::Bad("fragment checksum mismatch".into(), at + HEADER_SIZE + len);
             }
             self.pos += HEADER_SIZE + len;
             return Frag::Ok(ty, payload);
         }
     }
 
-    /// True if a valid fragment starts anywhere after the damage at `from`: at any later byte of
-    /// the damaged block, or at any later block boundary (where a fragment must begin).
-    fn valid_record_after(&self, from: usize) -> bool {
-        let probe_ok = |pos: usize| {
-            let mut probe = LogReader {
-                buf: self.buf,
-                pos,
-                path: self.path.clone(),
-                end: None,
-            };
-            matches!(probe.read_fragment(), Frag::Ok(_, p) if !p.is_empty())
+    /// True if a complete, valid, non-empty record starts at `pos`. With `skip_orphans` (at a
+    /// block boundary, where the tail of a record begun before the damage may sit), MIDDLE and
+    /// LAST fragments are stepped over first.
+    fn complete_record_at(&self, pos: usize, skip_orphans: bool) -> bool {
+        let mut probe = LogReader {
+            buf: self.buf,
+            pos,
+            path: self.path.clone(),
+            end: None,
         };
+        let mut in_record = false;
+        loop {
+            match probe.read_fragment() {
+                Frag::Ok(FULL, p) if !in_record => return !p.is_empty(),
+                Frag::Ok(FIRST, _) if !in_record => in_record = true,
+                Frag::Ok(MIDDLE, _) if in_record => {}
+                Frag::Ok(LAST, _) if in_record => return true,
+                Frag::Ok(MIDDLE | LAST, _) if skip_orphans => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// True if a complete valid record starts anywhere from `from` on: at any later byte of
+    /// that block, or at any later block boundary (where a fragment must begin).
+    fn valid_record_after(&self, from: usize) -> bool {
+        if from >= self.buf.len() {
+            return false;
+        }
         let block_end = ((from / BLOCK_SIZE + 1) * BLOCK_SIZE).min(self.buf.len());
-        if (from + 1..block_end.saturating_sub(HEADER_SIZE - 1)).any(probe_ok) {
+        let last_start = block_end.saturating_sub(HEADER_SIZE - 1);
+        if (from..last_start).any(|p| self.complete_record_at(p, false)) {
             return true;
         }
         let mut b = block_end;
         while b + HEADER_SIZE <= self.buf.len() {
-            if probe_ok(b) {
+            if self.complete_record_at(b, true) {
                 return true;
             }
             b += BLOCK_SIZE;
@@ -201,8 +240,14 @@ impl<'a> LogReader<'a> {
         false
     }
 
-    fn damaged(&mut self, at: usize, reason: String) -> Result<Option<(u64, Vec<u8>)>> {
-        if self.valid_record_after(at) {
+    /// Damage in the record starting at `at`; a later record could begin at `resume`.
+    fn damaged(
+        &mut self,
+        at: usize,
+        resume: usize,
+        reason: String,
+    ) -> Result<Option<(u64, Vec<u8>)>> {
+        if self.valid_record_after(resume) {
             return Err(Error::corruption(&self.path, at as u64, reason));
         }
         self.end = Some(LogEnd::TornTail(at as u64, reason));
@@ -226,10 +271,15 @@ impl<'a> LogReader<'a> {
                             self.end = Some(LogEnd::Clean);
                             Ok(None)
                         }
-                        Some(s) => self.damaged(s, "record missing its last fragment".into()),
+                        Some(s) => {
+                            let eof = self.buf.len();
+                            self.damaged(s, eof, "record missing its last fragment".into())
+                        }
                     };
                 }
-                Frag::Bad(reason) => return self.damaged(start.unwrap_or(at), reason),
+                Frag::Bad(reason, resume) => {
+                    return self.damaged(start.unwrap_or(at), resume, reason)
+                }
                 Frag::Ok(ty, payload) => match (ty, start) {
                     (FULL, None) => return Ok(Some((at as u64, payload.to_vec()))),
                     (FIRST, None) => {
