@@ -341,33 +341,41 @@ pub fn compress_block(ty: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> boo
     }
 }
 
-/// Largest decompressed block Sluice accepts; bounds the memory a corrupt size prefix can ask for.
-const MAX_DECOMPRESSED_BLOCK: usize = 1 << 30;
+/// Largest decompressed block Sluice accepts when nothing tighter is known; bounds the memory
+/// a corrupt size prefix can ask for.
+pub const MAX_DECOMPRESSED_BLOCK: usize = 1 << 30;
 
-/// Decompresses a block body. Errors are human-readable reasons.
-pub fn decompress_block(ty: CompressionType, data: &[u8]) -> Result<Vec<u8>, String> {
-    fn sized(data: &[u8]) -> Result<(usize, &[u8]), String> {
+/// Decompresses a block body of at most `max` decompressed bytes (a corrupt size prefix can
+/// make no larger allocation). Errors are human-readable reasons.
+pub fn decompress_block(ty: CompressionType, data: &[u8], max: usize) -> Result<Vec<u8>, String> {
+    let max = max.min(MAX_DECOMPRESSED_BLOCK);
+    let sized = |data: &'_ [u8]| -> Result<(usize, usize), String> {
         let (n, used) = crate::coding::decode_varint32(data)
             .ok_or_else(|| "bad decompressed-size prefix".to_string())?;
         let n = n as usize;
-        if n > MAX_DECOMPRESSED_BLOCK {
-            return Err(format!("decompressed size {n} is implausibly large"));
+        if n > max {
+            return Err(format!(
+                "decompressed size {n} is larger than the table allows ({max})"
+            ));
         }
-        Ok((n, &data[used..]))
-    }
+        Ok((n, used))
+    };
     match ty {
         CompressionType::None => Ok(data.to_vec()),
         CompressionType::Snappy => {
             let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy: {e}"))?;
-            if n > MAX_DECOMPRESSED_BLOCK {
-                return Err(format!("decompressed size {n} is implausibly large"));
+            if n > max {
+                return Err(format!(
+                    "decompressed size {n} is larger than the table allows ({max})"
+                ));
             }
             snap::raw::Decoder::new()
                 .decompress_vec(data)
                 .map_err(|e| format!("snappy: {e}"))
         }
         CompressionType::Lz4 | CompressionType::Lz4hc => {
-            let (n, body) = sized(data)?;
+            let (n, used) = sized(data)?;
+            let body = &data[used..];
             let mut out = vec![0u8; n];
             let got = lz4_flex::block::decompress_into(body, &mut out)
                 .map_err(|e| format!("lz4: {e}"))?;
@@ -377,7 +385,8 @@ pub fn decompress_block(ty: CompressionType, data: &[u8]) -> Result<Vec<u8>, Str
             Ok(out)
         }
         CompressionType::Zstd => {
-            let (n, body) = sized(data)?;
+            let (n, used) = sized(data)?;
+            let body = &data[used..];
             let out = zstd::bulk::decompress(body, n).map_err(|e| format!("zstd: {e}"))?;
             if out.len() != n {
                 return Err(format!("zstd: expected {n} bytes, got {}", out.len()));
@@ -386,7 +395,8 @@ pub fn decompress_block(ty: CompressionType, data: &[u8]) -> Result<Vec<u8>, Str
         }
         CompressionType::Zlib => {
             use std::io::Read;
-            let (n, body) = sized(data)?;
+            let (n, used) = sized(data)?;
+            let body = &data[used..];
             let mut out = Vec::with_capacity(n);
             flate2::read::DeflateDecoder::new(body)
                 .take(n as u64 + 1)
@@ -399,7 +409,8 @@ pub fn decompress_block(ty: CompressionType, data: &[u8]) -> Result<Vec<u8>, Str
         }
         CompressionType::Bzip2 => {
             use std::io::Read;
-            let (n, body) = sized(data)?;
+            let (n, used) = sized(data)?;
+            let body = &data[used..];
             let mut out = Vec::with_capacity(n);
             bzip2::read::BzDecoder::new(body)
                 .take(n as u64 + 1)
@@ -460,7 +471,11 @@ mod tests {
         ] {
             let mut out = Vec::new();
             assert!(compress_block(ty, &raw, &mut out));
-            assert_eq!(decompress_block(ty, &out).unwrap(), raw, "{ty:?}");
+            assert_eq!(
+                decompress_block(ty, &out, MAX_DECOMPRESSED_BLOCK).unwrap(),
+                raw,
+                "{ty:?}"
+            );
         }
     }
 
@@ -474,7 +489,10 @@ mod tests {
             CompressionType::Zlib,
             CompressionType::Bzip2,
         ] {
-            assert!(decompress_block(ty, &junk).is_err(), "{ty:?}");
+            assert!(
+                decompress_block(ty, &junk, MAX_DECOMPRESSED_BLOCK).is_err(),
+                "{ty:?}"
+            );
         }
     }
 }

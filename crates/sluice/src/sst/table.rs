@@ -282,7 +282,13 @@ impl Table {
 
     /// Reads, verifies and decompresses the block at `h`.
     fn read_raw_block(&self, h: BlockHandle, what: &str) -> Result<Vec<u8>> {
-        let limit = self.size - FOOTER_LEN as u64;
+        // Data blocks precede every meta block, the metaindex and the index: a data handle
+        // reaching past them is corrupt, and never makes us read (allocate) beyond them.
+        let limit = if what == "data" {
+            self.footer.metaindex.offset.min(self.footer.index.offset)
+        } else {
+            self.size - FOOTER_LEN as u64
+        };
         let end = h
             .offset
             .checked_add(h.size)
@@ -323,8 +329,24 @@ impl Table {
             buf.truncate(n);
             return Ok(buf);
         }
-        decompress_block(ct, &buf[..n])
+        decompress_block(ct, &buf[..n], self.max_decompressed(what))
             .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+    }
+
+    /// The largest decompressed size a block may claim: a data block holds at most every key
+    /// and value of the table plus entry headers (≤ 15 bytes) and restarts (4 bytes each);
+    /// other blocks get the global bound.
+    fn max_decompressed(&self, what: &str) -> usize {
+        let p = &self.properties;
+        if what != "data" || p.num_entries == 0 {
+            return crate::sst::format::MAX_DECOMPRESSED_BLOCK;
+        }
+        let bound = p
+            .raw_key_size
+            .saturating_add(p.raw_value_size)
+            .saturating_add(p.num_entries.saturating_add(1).saturating_mul(20))
+            .saturating_add(4096);
+        usize::try_from(bound).unwrap_or(usize::MAX)
     }
 
     fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {

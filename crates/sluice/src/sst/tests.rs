@@ -447,3 +447,45 @@ fn range_deletions_roundtrip_in_their_own_block() {
     assert!(!it.valid());
     it.status().unwrap();
 }
+
+/// A corrupt decompressed-size prefix is refused before allocating: a data block can never
+/// claim more than every key and value of the table (here, with checksums off, 500 MB).
+#[test]
+fn corrupt_size_prefix_is_bounded_by_the_table_properties() {
+    let mut model = Model::new();
+    for i in 0..200u64 {
+        model.insert(
+            (format!("key{i:05}").into_bytes(), std::cmp::Reverse(i + 1)),
+            (ValueKind::Value, vec![b'a'; 100]),
+        );
+    }
+    let mut bytes = build(
+        &model,
+        TableOptions {
+            compression: CompressionType::Lz4,
+            ..Default::default()
+        },
+    );
+    // The first data block starts at 0 with its varint32 decompressed size: claim 500 MB.
+    let mut prefix = Vec::new();
+    crate::coding::put_varint32(&mut prefix, 500_000_000);
+    bytes[..prefix.len()].copy_from_slice(&prefix);
+    let file: Arc<dyn RandomAccessFile> = Arc::new(bytes);
+    let t = Table::open(
+        file,
+        "test.sst".into(),
+        &TableReadOptions {
+            verify_checksums: false,
+            cache: None,
+        },
+    )
+    .unwrap();
+    let mut it = t.iter(IterBounds::default());
+    it.seek_to_first();
+    match it.status() {
+        Err(Error::Corruption { reason, .. }) => {
+            assert!(reason.contains("larger than the table allows"), "{reason}")
+        }
+        other => panic!("expected a bounded corruption error, got {other:?}"),
+    }
+}
