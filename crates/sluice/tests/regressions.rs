@@ -549,3 +549,31 @@ fn short_internal_keys_do_not_panic() {
     assert_eq!(sluice::key::user_key(b"abc"), b"");
     assert_eq!(sluice::key::trailer(b"abc"), 0);
 }
+
+/// Bug 9, without any reader: the inputs of a manual compaction are gone when it returns.
+#[test]
+fn bug9_compaction_inputs_are_deleted_when_no_reader_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 64 << 10,
+        target_file_size: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let v = vec![b'v'; 100];
+    for r in 0..4u8 {
+        for i in 0..5000u32 {
+            let mut val = v.clone();
+            val[0] = r;
+            db.put(format!("k{i:06}").as_bytes(), &val).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let (on_disk, live) = (table_bytes(dir.path()), live_bytes(&db));
+    assert_eq!(
+        on_disk, live,
+        "directory holds {on_disk} table bytes for {live} live bytes"
+    );
+}

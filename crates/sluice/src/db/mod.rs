@@ -1593,7 +1593,9 @@ impl Inner {
         inputs: &[(usize, Arc<FileMeta>)],
         output_level: usize,
     ) -> Result<()> {
-        let version = Arc::clone(&self.state.lock().version);
+        // Only the deeper levels are needed (not the version: holding it would keep the
+        // inputs on disk after the install, see invariant 7).
+        let deeper = self.state.lock().version.levels[output_level + 1..].to_vec();
         let mut children: Vec<BoxIter> = Vec::new();
         let mut tombs = Vec::new();
         let mut bytes_in = 0;
@@ -1611,7 +1613,6 @@ impl Inner {
             bytes_in += f.size;
         }
         let mut merged = MergingIter::new(children);
-        let deeper = version.levels[output_level + 1..].to_vec();
         let bottommost = move |lo: &[u8], hi: &[u8]| {
             deeper
                 .iter()
@@ -1671,8 +1672,7 @@ impl Inner {
         // Choose the inputs and register the output range in this critical section, so an
         // ingest reading the running outputs either sees it or installed before the version
         // the inputs come from.
-        let v = Arc::clone(&s.version);
-        let (inputs, out) = manual_compaction_inputs(&v, start, end);
+        let (inputs, out) = manual_compaction_inputs(&s.version, start, end);
         s.running_outputs.push(out.clone());
         drop(s);
         let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
@@ -1696,6 +1696,7 @@ impl Inner {
 
     /// Deletes every file in the directory that no live version, memtable or running job needs.
     fn delete_obsolete_files(&self) {
+        self.purge_obsolete_tables();
         // Lock order is manifest before state (as in log_and_apply): read the number first.
         let manifest_number = self.manifest.lock().number;
         let (live, log_number, number_limit) = {
