@@ -1,0 +1,196 @@
+//! The `sluice-stress` command: `run` (concurrent stress), `crash` (process kills), `faults`
+//! (in-process fault injection and power loss). Each prints one `TOTALS …` line and exits 1
+//! after an anomaly.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use sluice_stress::crash::{child_main, run_crash, ChildArgs, CrashConfig};
+use sluice_stress::faults::{run_faults, FaultsConfig};
+use sluice_stress::stress::{run, RunConfig};
+
+#[derive(Parser)]
+#[command(
+    name = "sluice-stress",
+    about = "Concurrent stress, crash and fault tests for Sluice"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Concurrent stress with an expected-state oracle.
+    Run {
+        /// Seed (replays every thread's operation sequence).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Worker threads.
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+        /// Running time in seconds.
+        #[arg(long, default_value_t = 30.0)]
+        secs: f64,
+        /// A fresh directory for the database (default: in memory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Keys in the main key space.
+        #[arg(long, default_value_t = 10_000)]
+        keys: u32,
+        /// Close and reopen every this many seconds.
+        #[arg(long, default_value_t = 10.0)]
+        reopen_every: f64,
+    },
+    /// Kill a child running the workload with SIGKILL, reopen, verify; repeat.
+    Crash {
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Number of kills.
+        #[arg(long, default_value_t = 20)]
+        kills: u64,
+        /// A fresh directory (default: a temporary one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Worker threads of the child.
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+        /// Keys in the main key space.
+        #[arg(long, default_value_t = 2_000)]
+        keys: u32,
+        /// Shortest time before a kill, in ms.
+        #[arg(long, default_value_t = 200)]
+        min_ms: u64,
+        /// Longest time before a kill, in ms.
+        #[arg(long, default_value_t = 2_000)]
+        max_ms: u64,
+    },
+    /// Faults on MemFs at a random moment, then power loss, reopen, verify.
+    Faults {
+        /// First seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Number of seeds.
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// Crash rounds per seed.
+        #[arg(long, default_value_t = 3)]
+        rounds: u64,
+        /// Worker threads.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Keys in the main key space.
+        #[arg(long, default_value_t = 2_000)]
+        keys: u32,
+        /// Length of a round in ms.
+        #[arg(long, default_value_t = 1_500)]
+        round_ms: u64,
+    },
+    /// (internal) The crash mode's child process.
+    #[command(hide = true)]
+    Child {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        round: u64,
+        #[arg(long)]
+        threads: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (summary, line) = match cli.cmd {
+        Cmd::Run {
+            seed,
+            threads,
+            secs,
+            dir,
+            keys,
+            reopen_every,
+        } => {
+            let s = run(&RunConfig {
+                seed,
+                threads,
+                secs,
+                keys,
+                zcap: 20_000,
+                dir,
+                reopen_every,
+            });
+            let line = s.totals_line("run", seed, &format!("threads={threads} secs={secs}"));
+            (s, line)
+        }
+        Cmd::Crash {
+            seed,
+            kills,
+            dir,
+            threads,
+            keys,
+            min_ms,
+            max_ms,
+        } => {
+            let bin = std::env::current_exe().expect("own path");
+            let s = run_crash(&CrashConfig {
+                bin,
+                seed,
+                kills,
+                dir,
+                keys,
+                zcap: 20_000,
+                threads,
+                min_ms,
+                max_ms: max_ms.max(min_ms),
+            });
+            let line = s.totals_line("crash", seed, &format!("kills={kills} threads={threads}"));
+            (s, line)
+        }
+        Cmd::Faults {
+            seed,
+            seeds,
+            rounds,
+            threads,
+            keys,
+            round_ms,
+        } => {
+            let s = run_faults(&FaultsConfig {
+                seed,
+                seeds,
+                rounds,
+                threads,
+                keys,
+                zcap: 20_000,
+                round_ms,
+            });
+            let line = s.totals_line("faults", seed, &format!("seeds={seeds} rounds={rounds}"));
+            (s, line)
+        }
+        Cmd::Child {
+            dir,
+            seed,
+            round,
+            threads,
+        } => {
+            let code = child_main(&ChildArgs {
+                dir,
+                seed,
+                round,
+                threads,
+            });
+            return ExitCode::from(code as u8);
+        }
+    };
+    println!("{line}");
+    if summary.anomalies.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for a in &summary.anomalies {
+            eprintln!("{a}");
+        }
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,376 @@
+//! Concurrent stress mode: N workers plus the sequential thread on one `Arc<Db>`, in phases;
+//! between phases (single-threaded) every key is verified and the database is closed and
+//! opened again.
+//!
+//! Steps of [`run`]:
+//! 1. open the database (a fresh real directory or a `MemFs`) with [`stress_options`];
+//! 2. run a phase: spawn the workers, join them (a panic is an anomaly);
+//! 3. verify the whole key space ([`verify_full`]);
+//! 4. close, reopen, and go to 2 until the time is up or an anomaly was found.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use sluice::fs::MemFs;
+use sluice::{Db, ReadOptions};
+
+use crate::journal::Journal;
+use crate::keys::{make_value, show, Key};
+use crate::oracle::Oracle;
+use crate::report::{Anomaly, Op, Stats, Summary};
+use crate::storage::{stress_options, Storage};
+use crate::workload::{run_seq, thread_seed, Ctx, Worker};
+
+/// Configuration of the concurrent mode.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Seed of every thread's operation sequence and of the options.
+    pub seed: u64,
+    /// Worker threads (the sequential thread comes on top).
+    pub threads: usize,
+    /// Total running time.
+    pub secs: f64,
+    /// Size of the main key space.
+    pub keys: u32,
+    /// Capacity of the reserved ingest-behind key space.
+    pub zcap: u32,
+    /// A fresh real directory, or `None` for a `MemFs`.
+    pub dir: Option<PathBuf>,
+    /// Length of a phase (close + reopen between phases).
+    pub reopen_every: f64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: 1,
+            threads: 8,
+            secs: 10.0,
+            keys: 10_000,
+            zcap: 20_000,
+            dir: None,
+            reopen_every: 5.0,
+        }
+    }
+}
+
+fn anomaly(seed: u64, context: &str, op: &str, key: &str, read: String, detail: String) -> Anomaly {
+    Anomaly {
+        seed,
+        context: context.to_string(),
+        op: op.to_string(),
+        key: key.to_string(),
+        read,
+        detail,
+        history: String::new(),
+    }
+}
+
+/// Runs the concurrent mode; the summary holds the counters and any anomaly.
+pub fn run(cfg: &RunConfig) -> Summary {
+    let summary = Summary::default();
+    let scratch = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(e) => return fail(summary, cfg.seed, format!("tempdir: {e}")),
+    };
+    let storage = match &cfg.dir {
+        Some(d) if d.join("db").exists() => {
+            return fail(
+                summary,
+                cfg.seed,
+                format!(
+                    "{} already holds a database; use a fresh directory",
+                    d.display()
+                ),
+            )
+        }
+        Some(d) => match Storage::real(d) {
+            Ok(s) => s,
+            Err(e) => return fail(summary, cfg.seed, format!("{}: {e}", d.display())),
+        },
+        None => Storage::mem(MemFs::new(), scratch.path()),
+    };
+    let storage = Arc::new(storage);
+    let opts = stress_options(cfg.seed, storage.fs());
+    let mut db = match Db::open(storage.db_dir(), opts.clone()) {
+        Ok(db) => Arc::new(db),
+        Err(e) => return fail(summary, cfg.seed, format!("open: {e}")),
+    };
+    let oracle = Arc::new(Oracle::fresh(cfg.keys, cfg.zcap));
+    let stats = Arc::new(Stats::default());
+    let anomalies = Arc::new(Mutex::new(Vec::new()));
+    let end = Instant::now() + Duration::from_secs_f64(cfg.secs);
+    for phase in 0u64.. {
+        let deadline = (Instant::now() + Duration::from_secs_f64(cfg.reopen_every)).min(end);
+        let ctx = Arc::new(Ctx {
+            seed: cfg.seed,
+            db: Arc::clone(&db),
+            oracle: Arc::clone(&oracle),
+            stats: Arc::clone(&stats),
+            stop: Arc::new(AtomicBool::new(false)),
+            anomalies: Arc::clone(&anomalies),
+            storage: Arc::clone(&storage),
+            faults_on: Arc::new(AtomicBool::new(false)),
+            deadline,
+            context: format!("phase {phase}"),
+            ingest_behind: true,
+        });
+        run_phase(&ctx, cfg.threads, phase, |_| Journal::off());
+        if anomalies.lock().is_empty() {
+            if let Some(a) = verify_full(&db, &oracle, cfg.seed, &ctx.context) {
+                ctx.anomaly(a);
+            }
+        }
+        drop(ctx);
+        if !anomalies.lock().is_empty() || Instant::now() >= end {
+            break;
+        }
+        // Single-threaded: close and open again; the oracle carries over unchanged.
+        let Ok(d) = Arc::try_unwrap(db) else {
+            unreachable!("every worker joined")
+        };
+        if let Err(e) = d.close() {
+            anomalies.lock().push(anomaly(
+                cfg.seed,
+                &format!("phase {phase}"),
+                "close",
+                "-",
+                format!("error: {e}"),
+                "close failed".into(),
+            ));
+            break;
+        }
+        stats.count(Op::Reopen);
+        db = match Db::open(storage.db_dir(), opts.clone()) {
+            Ok(d) => Arc::new(d),
+            Err(e) => {
+                anomalies.lock().push(anomaly(
+                    cfg.seed,
+                    &format!("phase {phase}"),
+                    "reopen",
+                    "-",
+                    format!("error: {e}"),
+                    "reopen after a clean close failed".into(),
+                ));
+                break;
+            }
+        };
+    }
+    let s = Summary {
+        stats: Stats::default(),
+        anomalies: std::mem::take(&mut *anomalies.lock()),
+    };
+    s.stats.merge(&stats);
+    s
+}
+
+fn fail(mut s: Summary, seed: u64, why: String) -> Summary {
+    s.anomalies
+        .push(anomaly(seed, "setup", "setup", "-", String::new(), why));
+    s
+}
+
+/// Spawns `threads` workers and the sequential thread, waits for all; a panic is an anomaly.
+pub fn run_phase(ctx: &Arc<Ctx>, threads: usize, phase: u64, journal: impl Fn(usize) -> Journal) {
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let w = Worker::new(
+            t,
+            Arc::clone(ctx),
+            thread_seed(ctx.seed, phase, t),
+            journal(t),
+        );
+        handles.push((t, std::thread::spawn(move || w.run())));
+    }
+    let (c, j) = (Arc::clone(ctx), journal(threads));
+    let seed = thread_seed(ctx.seed, phase, threads);
+    handles.push((
+        threads,
+        std::thread::spawn(move || run_seq(c, seed, j, threads)),
+    ));
+    for (t, h) in handles {
+        if let Err(p) = h.join() {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            ctx.anomaly(anomaly(
+                ctx.seed,
+                &format!("{}, thread {t}", ctx.context),
+                "thread",
+                "-",
+                msg,
+                "worker thread panicked".into(),
+            ));
+        }
+    }
+}
+
+/// With no operation in flight: a full scan and a point read of every key, each checked
+/// against the oracle; the scan strictly ordered; the sequential series contiguous and at
+/// least as long as what was acknowledged.
+pub fn verify_full(db: &Db, oracle: &Oracle, seed: u64, context: &str) -> Option<Anomaly> {
+    let context = format!("{context}, full verification");
+    let bad = |op: &str, key: &str, read: String, detail: String, history: String| {
+        Some(Anomaly {
+            history,
+            ..anomaly(seed, &context, op, key, read, detail)
+        })
+    };
+    let scan = match scan_all(db) {
+        Ok(s) => s,
+        Err(e) => {
+            return bad(
+                "scan",
+                "-",
+                format!("error: {e}"),
+                "full scan failed".into(),
+                String::new(),
+            )
+        }
+    };
+    let mut found = vec![false; (oracle.keys() + oracle.zcap()) as usize];
+    let mut seq_present = Vec::new();
+    for w in scan.windows(2) {
+        if w[0].0 >= w[1].0 {
+            return bad(
+                "scan",
+                &show(&w[1].0),
+                show(&w[1].0),
+                format!("not after {}", show(&w[0].0)),
+                String::new(),
+            );
+        }
+    }
+    for (k, v) in &scan {
+        match Key::parse(k) {
+            Some(Key::S(j)) => {
+                if *v != make_value(k, 1) || j >= oracle.seq_started.load(Ordering::SeqCst) {
+                    return bad(
+                        "scan",
+                        &show(k),
+                        show(v),
+                        "sequential key never written with this value".into(),
+                        String::new(),
+                    );
+                }
+                seq_present.push(j);
+            }
+            Some(key) => {
+                let Some(idx) = oracle.idx(key) else {
+                    return bad(
+                        "scan",
+                        &show(k),
+                        show(v),
+                        "key outside the key space".into(),
+                        String::new(),
+                    );
+                };
+                found[idx] = true;
+                let (c, p) = oracle.settled(idx);
+                if let Err(why) = oracle.check(idx, c, p, 0, Some(v)) {
+                    return bad("scan", &key.to_string(), show(v), why, oracle.history(idx));
+                }
+            }
+            None => {
+                return bad(
+                    "scan",
+                    &show(k),
+                    show(v),
+                    "unknown key".into(),
+                    String::new(),
+                )
+            }
+        }
+    }
+    let by_key: std::collections::HashMap<&[u8], &[u8]> = scan
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    let zn = oracle.z_next.load(Ordering::SeqCst).min(oracle.zcap());
+    let all = (0..oracle.keys()).map(Key::K).chain((0..zn).map(Key::Z));
+    for key in all {
+        let idx = oracle.idx(key).expect("in space");
+        let kb = key.bytes();
+        let (c, p) = oracle.settled(idx);
+        if !found[idx] {
+            if let Err(why) = oracle.check(idx, c, p, 0, None) {
+                return bad(
+                    "scan",
+                    &key.to_string(),
+                    "absent".into(),
+                    why,
+                    oracle.history(idx),
+                );
+            }
+        }
+        match db.get(&kb) {
+            Ok(v) if v.as_deref() == by_key.get(kb.as_slice()).copied() => {}
+            Ok(v) => {
+                return bad(
+                    "get after scan",
+                    &key.to_string(),
+                    v.as_deref().map_or("absent".into(), show),
+                    format!(
+                        "point read disagrees with the scan ({})",
+                        by_key
+                            .get(kb.as_slice())
+                            .map_or("absent".into(), |v| show(v))
+                    ),
+                    oracle.history(idx),
+                )
+            }
+            Err(e) => {
+                return bad(
+                    "get",
+                    &key.to_string(),
+                    format!("error: {e}"),
+                    "read failed".into(),
+                    String::new(),
+                )
+            }
+        }
+    }
+    let acked = oracle.seq_acked.load(Ordering::SeqCst);
+    for (n, j) in seq_present.iter().enumerate() {
+        if *j != n as u64 {
+            return bad(
+                "scan",
+                &Key::S(n as u64).to_string(),
+                "absent".into(),
+                format!("sequential series has a gap: {} present", Key::S(*j)),
+                String::new(),
+            );
+        }
+    }
+    if (seq_present.len() as u64) < acked {
+        return bad(
+            "scan",
+            &Key::S(seq_present.len() as u64).to_string(),
+            "absent".into(),
+            format!(
+                "sequential series ends at {} but {acked} were acknowledged",
+                seq_present.len()
+            ),
+            String::new(),
+        );
+    }
+    None
+}
+
+/// Every entry of the database, in iteration order.
+pub fn scan_all(db: &Db) -> sluice::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut it = db.iter(ReadOptions::default())?;
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}

@@ -1,0 +1,105 @@
+//! CI-sized runs of the three modes (about a minute of wall time on 2 cores; the three tests
+//! run in parallel). Longer runs: `scripts/stress.sh --hours H`.
+//!
+//! Every run must finish without an anomaly and must actually have exercised what it claims
+//! to (writes, reads, ingests of every kind, reopens, kills, faults, verified rounds).
+
+use sluice_stress::crash::{run_crash, CrashConfig};
+use sluice_stress::faults::{run_faults, FaultsConfig};
+use sluice_stress::stress::{run, RunConfig};
+use sluice_stress::{Op, Summary};
+use std::sync::atomic::Ordering;
+
+fn seed() -> u64 {
+    std::env::var("SLUICE_STRESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+}
+
+fn assert_clean(s: &Summary, line: &str) {
+    println!("{line}");
+    let report: Vec<String> = s.anomalies.iter().map(|a| a.to_string()).collect();
+    assert!(s.anomalies.is_empty(), "{line}\n{}", report.join("\n"));
+}
+
+#[test]
+fn concurrent_stress_on_a_real_directory_with_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = seed();
+    let s = run(&RunConfig {
+        seed,
+        threads: 8,
+        secs: 40.0,
+        keys: 4_000,
+        zcap: 20_000,
+        dir: Some(dir.path().to_path_buf()),
+        reopen_every: 13.0,
+    });
+    assert_clean(&s, &s.totals_line("run", seed, "threads=8 secs=40"));
+    for op in [
+        Op::Put,
+        Op::Delete,
+        Op::DeleteRange,
+        Op::Batch,
+        Op::Get,
+        Op::Iter,
+        Op::Snapshot,
+        Op::SnapshotReread,
+        Op::Ingest,
+        Op::IngestOverlap,
+        Op::IngestSmall,
+        Op::IngestBehind,
+        Op::Flush,
+        Op::Compact,
+        Op::SeqPut,
+        Op::SeqIngest,
+        Op::Reopen,
+    ] {
+        assert!(s.stats.get(op) > 0, "{} never ran", op.name());
+    }
+    assert_eq!(s.stats.errors.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn twenty_sigkills_lose_no_acknowledged_write() {
+    let seed = seed();
+    let s = run_crash(&CrashConfig {
+        bin: env!("CARGO_BIN_EXE_sluice-stress").into(),
+        seed,
+        kills: 20,
+        dir: None,
+        keys: 2_000,
+        zcap: 20_000,
+        threads: 6,
+        min_ms: 200,
+        max_ms: 1_500,
+    });
+    assert_clean(&s, &s.totals_line("crash", seed, "kills=20"));
+    assert_eq!(s.stats.rounds.load(Ordering::Relaxed), 20);
+    assert!(s.stats.get(Op::Put) > 0 && s.stats.get(Op::SeqPut) > 0);
+}
+
+#[test]
+fn faults_then_power_loss_over_several_seeds() {
+    let seed = seed();
+    let s = run_faults(&FaultsConfig {
+        seed,
+        seeds: 5,
+        rounds: 3,
+        threads: 4,
+        keys: 2_000,
+        zcap: 20_000,
+        round_ms: 1_500,
+    });
+    assert_clean(&s, &s.totals_line("faults", seed, "seeds=5 rounds=3"));
+    assert_eq!(s.stats.rounds.load(Ordering::Relaxed), 15);
+    assert!(
+        s.stats.faults.load(Ordering::Relaxed) > 0,
+        "no fault injected"
+    );
+    assert!(
+        s.stats.errors.load(Ordering::Relaxed) > 0,
+        "faults never surfaced"
+    );
+}
