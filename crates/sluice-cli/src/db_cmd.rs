@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use sluice::key::ValueKind;
-use sluice::log::{LogEnd, LogReader};
-use sluice::manifest::VersionEdit;
+use sluice::version::VersionEdit;
+use sluice::wal::log::{LogEnd, LogReader};
 use sluice::{Db, Options, ReadOptions, WriteBatch};
 
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -219,7 +219,7 @@ pub fn manifest_dump(db_dir: PathBuf) -> CmdResult {
     let path = db_dir.join(current.trim());
     let data = std::fs::read(&path)?;
     let mut r = LogReader::new(&data, &path);
-    let mut v = sluice::manifest::Version::default();
+    let mut v = sluice::version::Version::default();
     println!("{}", path.display());
     while let Some((off, rec)) = r.next_record()? {
         let e = VersionEdit::decode(&rec).map_err(|e| sluice::Error::corruption(&path, off, e))?;

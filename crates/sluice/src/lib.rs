@@ -18,29 +18,29 @@
 //! assert_eq!(v, b"yellow");
 //! ```
 
-pub mod batch;
-pub mod coding;
-pub mod compaction;
-pub mod db;
-pub mod error;
+mod base;
+mod compaction;
+mod db;
 pub mod fs;
-pub mod iter;
-pub mod key;
-pub mod log;
-pub mod manifest;
-pub mod memtable;
+mod memtable;
+mod read;
 pub mod sst;
+pub mod version;
+pub mod wal;
 
-pub use batch::WriteBatch;
+pub use base::iterator::InternalIterator;
+pub use base::range_tombstone::RangeTombstone;
+pub use base::{error, key};
+pub use compaction::RunningOutput;
 pub use db::{
-    Db, IngestOptions, IngestedFile, LevelMetrics, Metrics, Options, ReadOptions, Snapshot,
-    WriteOptions,
+    ingest_target_level, Db, IngestOptions, IngestedFile, LevelMetrics, Metrics, Options,
+    ReadOptions, Snapshot, WriteOptions,
 };
 pub use error::{Error, Result};
-pub use iter::db_iter::DbIterator;
-pub use iter::InternalIterator;
+pub use read::db_iter::DbIterator;
 pub use sst::cache::BlockCache;
 pub use sst::format::{ChecksumType, CompressionType};
 pub use sst::table::{IterBounds, Table, TableIter, TableReadOptions};
 pub use sst::table_builder::{TableBuilder, TableOptions};
 pub use sst::writer::{SstFileInfo, SstWriter};
+pub use wal::batch::WriteBatch;

@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sluice::db::ingest_target_level;
 use sluice::fs::{FaultConfig, FileSystem, MemFs};
+use sluice::ingest_target_level;
 use sluice::key::{make_internal_key, ValueKind};
-use sluice::manifest::{FileMeta, Version, VersionEdit};
 use sluice::sst::table_builder::TableIdentity;
+use sluice::version::{FileMeta, Version, VersionEdit};
 use sluice::{Db, IngestOptions, Options, TableBuilder, TableOptions};
 
 fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
@@ -48,7 +48,7 @@ fn ingest_target_level_golden() {
     datadriven::walk("testdata/ingest_target_level", |f| {
         let mut version = Version::default();
         let mut data: std::collections::HashMap<u64, Vec<String>> = Default::default();
-        let mut running: Vec<sluice::db::RunningOutput> = Vec::new();
+        let mut running: Vec<sluice::RunningOutput> = Vec::new();
         f.run(|tc| -> String {
             match tc.directive.as_str() {
                 "version" => {
@@ -90,7 +90,7 @@ fn ingest_target_level_golden() {
                 }
                 "running" => {
                     let p: Vec<&str> = tc.input.split_whitespace().collect();
-                    running.push(sluice::db::RunningOutput {
+                    running.push(sluice::RunningOutput {
                         level: p[0][1..].parse().unwrap(),
                         lo: p[1].as_bytes().to_vec(),
                         hi: p[2].as_bytes().to_vec(),

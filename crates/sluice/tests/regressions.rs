@@ -372,7 +372,7 @@ fn bug6_torn_tail_with_log_framed_payload_is_dropped() {
     // A value that is itself a valid log: a record framed exactly as the WAL frames them.
     let inner = MemFs::new();
     let p = Path::new("/inner");
-    let mut w = sluice::log::LogWriter::new(inner.create(p).unwrap());
+    let mut w = sluice::wal::log::LogWriter::new(inner.create(p).unwrap());
     w.add_record(&[7u8; 300]).unwrap();
     drop(w);
     let framed = inner.read_all(p).unwrap();

@@ -16,14 +16,15 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::filenames::table_file_name;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, compare_internal, ValueKind, MAX_SEQNO};
+use crate::base::range_tombstone::RangeTombstone;
 use crate::fs::FileSystem;
-use crate::iter::range_del::RangeDelAggregator;
-use crate::iter::InternalIterator;
-use crate::key::{self, compare_internal, ValueKind, MAX_SEQNO};
-use crate::manifest::FileMeta;
-use crate::sst::table::RangeTombstone;
+use crate::read::range_del::RangeDelAggregator;
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
+use crate::version::FileMeta;
 
 /// How to write outputs.
 pub struct OutputSpec<'a> {
@@ -56,11 +57,6 @@ pub struct MergeStats {
     pub entries_out: u64,
     /// Bytes of the output files.
     pub bytes_out: u64,
-}
-
-/// Table file name for a number.
-pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
-    dir.join(format!("{number:06}.sst"))
 }
 
 struct OpenOutput {
@@ -127,7 +123,7 @@ fn merge_inner(
         let p = key::parse_internal_key(ikey).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "compaction input has a malformed key {:?}",
-                crate::error::escape_bytes(ikey)
+                crate::base::error::escape_bytes(ikey)
             ))
         })?;
         let new_user = !have_user || p.user_key != cur_user.as_slice();

@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::manifest::{FileMeta, Version, NUM_LEVELS};
+use crate::version::{FileMeta, Version, NUM_LEVELS};
 
 /// The knobs the picker reads.
 #[derive(Debug, Clone)]
@@ -187,8 +187,8 @@ fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>) -> Option<Compacti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
-    use crate::manifest::VersionEdit;
+    use crate::base::key::{make_internal_key, ValueKind};
+    use crate::version::VersionEdit;
 
     fn f(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
         FileMeta {

@@ -23,13 +23,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::batch::WriteBatch;
-use crate::compaction::job::table_file_name;
-use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{self, ValueKind};
-use crate::manifest::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::base::error::{Error, Result};
+use crate::base::filenames::table_file_name;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, ValueKind};
+use crate::compaction::RunningOutput;
 use crate::sst::table::{IterBounds, Table, TableReadOptions};
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::wal::batch::WriteBatch;
 
 use super::{Inner, WriteOptions};
 
@@ -95,17 +96,6 @@ pub(crate) struct Prepared {
     entries: u64,
     range_dels: u64,
     number: u64,
-}
-
-/// A running compaction's output: nothing may be ingested into its range at or below it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunningOutput {
-    /// Output level.
-    pub level: usize,
-    /// Smallest user key of the inputs.
-    pub lo: Vec<u8>,
-    /// Largest user key of the inputs.
-    pub hi: Vec<u8>,
 }
 
 /// The lowest level a file covering user keys `[lo, hi]` may go to: no file at or above it
@@ -216,7 +206,7 @@ impl Inner {
                         0,
                         format!(
                             "key {:?} has seqno {} (external files need 0)",
-                            crate::error::escape_bytes(k.user_key),
+                            crate::base::error::escape_bytes(k.user_key),
                             k.seqno
                         ),
                     ));
@@ -227,7 +217,7 @@ impl Inner {
                         0,
                         format!(
                             "user key {:?} appears twice",
-                            crate::error::escape_bytes(k.user_key)
+                            crate::base::error::escape_bytes(k.user_key)
                         ),
                     ));
                 }

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
-use crate::manifest::NUM_LEVELS;
 use crate::sst::format::{ChecksumType, CompressionType};
 use crate::sst::table_builder::TableOptions;
+use crate::version::NUM_LEVELS;
 
 /// Options of a [`Db`](super::Db).
 #[derive(Clone)]

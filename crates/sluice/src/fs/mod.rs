@@ -6,6 +6,7 @@
 //! 2. A created, renamed or removed name survives a crash only once [`FileSystem::sync_dir`]
 //!    of its directory returned.
 
+mod file;
 mod mem;
 
 use std::io::{self, Write};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 pub use mem::{FaultConfig, MemFs};
 
-pub use crate::sst::file::RandomAccessFile;
+pub use file::{open_file, RandomAccessFile};
 
 /// A file being written sequentially.
 pub trait WritableFile: Write + Send {

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::error::Result;
-use crate::iter::InternalIterator;
-use crate::key::{self, ValueKind};
-use crate::sst::table::RangeTombstone;
+use crate::base::error::Result;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, ValueKind};
+use crate::base::range_tombstone::RangeTombstone;
 pub use skiplist::{SkipIter, SkipList};
 
 /// One memtable.
@@ -79,21 +79,6 @@ impl MemTable {
     /// True if nothing was written.
     pub fn is_empty(&self) -> bool {
         self.list.is_empty() && self.range_dels.read().is_empty()
-    }
-
-    /// Number of point entries.
-    pub fn len(&self) -> usize {
-        self.list.len()
-    }
-
-    /// Largest seqno written (0 if empty).
-    pub fn largest_seqno(&self) -> u64 {
-        self.largest_seqno.load(Ordering::Relaxed)
-    }
-
-    /// Smallest seqno written (`u64::MAX` if empty).
-    pub fn smallest_seqno(&self) -> u64 {
-        self.smallest_seqno.load(Ordering::Relaxed)
     }
 
     /// The range deletions (a copy).

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
-use crate::key::compare_internal;
+use crate::base::key::compare_internal;
 
 /// Tallest tower a node can have.
 pub const MAX_HEIGHT: usize = 12;
@@ -261,10 +261,6 @@ impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
     pub fn valid(&self) -> bool {
         self.node != NIL && self.node != HEAD
     }
-    /// The list (or owner of the list) this iterator walks.
-    pub fn list_ref(&self) -> &L {
-        &self.list
-    }
     /// Makes the iterator invalid.
     pub fn invalidate(&mut self) {
         self.node = NIL;
@@ -316,7 +312,7 @@ impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
+    use crate::base::key::{make_internal_key, ValueKind};
     use std::sync::Arc;
 
     #[test]

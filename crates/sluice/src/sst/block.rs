@@ -16,8 +16,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::coding::{decode_fixed32, decode_varint32, put_fixed32, put_varint32, Reader};
-use crate::key::compare_internal;
+use crate::base::coding::{decode_fixed32, decode_varint32, put_fixed32, put_varint32, Reader};
+use crate::base::key::compare_internal;
 use crate::sst::format::{BlockHandle, BLOCK_TRAILER_LEN};
 
 /// Builds one block in memory.
@@ -490,7 +490,7 @@ fn decode_entry_header(src: &[u8], delta_values: bool) -> Option<(u32, u32, u32,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coding::put_varsigned64;
+    use crate::base::coding::put_varsigned64;
     use proptest::prelude::*;
 
     fn build(keys: &[Vec<u8>], interval: usize) -> Arc<Block> {

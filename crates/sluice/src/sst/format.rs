@@ -13,9 +13,10 @@
 //! Footer (format_version 1..=5) = checksum type (1) ‖ metaindex handle ‖ index handle ‖ zero
 //! padding to 41 bytes ‖ format_version (fixed32) ‖ magic (fixed64).
 
-use crate::coding::{
+use crate::base::coding::{
     decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Reader,
 };
+use crate::base::crc::mask_crc;
 
 /// Magic number at the end of every block-based table.
 pub const BLOCK_BASED_TABLE_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
@@ -102,21 +103,6 @@ impl ChecksumType {
             _ => None,
         }
     }
-}
-
-const CRC_MASK_DELTA: u32 = 0xa282_ead8;
-
-/// LevelDB's CRC mask: rotate right by 15 and add a constant, so that a CRC stored next to the
-/// data it covers does not look like data to another CRC.
-#[inline]
-pub fn mask_crc(crc: u32) -> u32 {
-    crc.rotate_right(15).wrapping_add(CRC_MASK_DELTA)
-}
-
-/// Inverse of [`mask_crc`].
-#[inline]
-pub fn unmask_crc(masked: u32) -> u32 {
-    masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15)
 }
 
 /// Checksum of `data ‖ last_byte`, as stored in a block trailer.
@@ -308,7 +294,7 @@ pub fn compress_block(ty: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> boo
             let Ok(len) = u32::try_from(raw.len()) else {
                 return false;
             };
-            crate::coding::put_varint32(out, len);
+            crate::base::coding::put_varint32(out, len);
             let start = out.len();
             out.resize(
                 start + lz4_flex::block::get_maximum_output_size(raw.len()),
@@ -326,7 +312,7 @@ pub fn compress_block(ty: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> boo
             let Ok(len) = u32::try_from(raw.len()) else {
                 return false;
             };
-            crate::coding::put_varint32(out, len);
+            crate::base::coding::put_varint32(out, len);
             let start = out.len();
             out.resize(start + zstd::zstd_safe::compress_bound(raw.len()), 0);
             match zstd::bulk::compress_to_buffer(raw, &mut out[start..], 3) {
@@ -350,7 +336,7 @@ pub const MAX_DECOMPRESSED_BLOCK: usize = 1 << 30;
 pub fn decompress_block(ty: CompressionType, data: &[u8], max: usize) -> Result<Vec<u8>, String> {
     let max = max.min(MAX_DECOMPRESSED_BLOCK);
     let sized = |data: &'_ [u8]| -> Result<(usize, usize), String> {
-        let (n, used) = crate::coding::decode_varint32(data)
+        let (n, used) = crate::base::coding::decode_varint32(data)
             .ok_or_else(|| "bad decompressed-size prefix".to_string())?;
         let n = n as usize;
         if n > max {
@@ -448,14 +434,6 @@ mod tests {
         let mut bad = enc.clone();
         bad[50] ^= 1;
         assert_eq!(Footer::decode(&bad).unwrap_err().0, 45);
-    }
-
-    #[test]
-    fn crc_mask_roundtrip() {
-        for v in [0u32, 1, 0xdead_beef, u32::MAX] {
-            assert_eq!(unmask_crc(mask_crc(v)), v);
-            assert_ne!(mask_crc(v), v);
-        }
     }
 
     #[test]

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use crate::iter::InternalIterator;
-use crate::key;
+use crate::base::iterator::InternalIterator;
+use crate::base::key;
 use crate::sst::table::{IterBounds, Table, TableReadOptions};
 
 /// Opens `bytes` as a table and exercises every read path. Must never panic; returns the
 /// number of entries seen when everything read cleanly, or `None` if an error surfaced.
 pub fn exercise_table_bytes(bytes: &[u8]) -> Option<u64> {
-    let file: Arc<dyn crate::sst::file::RandomAccessFile> = Arc::new(bytes.to_vec());
+    let file: Arc<dyn crate::fs::RandomAccessFile> = Arc::new(bytes.to_vec());
     let table = Table::open(file, "fuzz.sst".into(), &TableReadOptions::new()).ok()?;
     let mut n = 0u64;
     let mut ok = true;

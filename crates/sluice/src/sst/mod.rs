@@ -11,7 +11,6 @@
 
 pub mod block;
 pub mod cache;
-pub mod file;
 pub mod filter;
 pub mod format;
 pub mod fuzz;

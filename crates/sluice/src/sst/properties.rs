@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::coding::{
+use crate::base::coding::{
     decode_fixed32, decode_fixed64, decode_varint64, put_fixed32, put_fixed64, put_varint64,
 };
 

@@ -15,12 +15,13 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{self, ParsedKey, TRAILER_LEN};
+use crate::base::error::{clone_error, Error, Result};
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, ParsedKey, TRAILER_LEN};
+use crate::base::range_tombstone::RangeTombstone;
+use crate::fs::RandomAccessFile;
 use crate::sst::block::{Block, BlockIter, KeyOrder};
 use crate::sst::cache::BlockCache;
-use crate::sst::file::RandomAccessFile;
 use crate::sst::filter::{BloomReader, FULL_FILTER_META_KEY};
 use crate::sst::format::{
     decompress_block, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
@@ -67,17 +68,6 @@ pub struct Table {
     range_dels: Vec<RangeTombstone>,
 }
 
-/// A range deletion: user keys in `[start, end)` with seqno below `seqno` are deleted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeTombstone {
-    /// First deleted user key.
-    pub start: Vec<u8>,
-    /// First user key not deleted.
-    pub end: Vec<u8>,
-    /// Sequence number of the deletion.
-    pub seqno: u64,
-}
-
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
@@ -90,7 +80,7 @@ impl std::fmt::Debug for Table {
 impl Table {
     /// Opens the table at `path` on disk.
     pub fn open_path(path: &Path, opts: &TableReadOptions) -> Result<Arc<Table>> {
-        let file = crate::sst::file::open_file(path).map_err(|e| Error::io(path, e))?;
+        let file = crate::fs::open_file(path).map_err(|e| Error::io(path, e))?;
         Table::open(file, path.to_path_buf(), opts)
     }
 
@@ -467,7 +457,7 @@ impl Table {
                     it.current_block_offset(),
                     format!(
                         "malformed internal key {:?}",
-                        crate::error::escape_bytes(it.key())
+                        crate::base::error::escape_bytes(it.key())
                     ),
                 ));
             }
@@ -476,8 +466,8 @@ impl Table {
                     it.current_block_offset(),
                     format!(
                         "keys out of order: {:?} after {:?}",
-                        crate::error::escape_bytes(it.key()),
-                        crate::error::escape_bytes(&prev)
+                        crate::base::error::escape_bytes(it.key()),
+                        crate::base::error::escape_bytes(&prev)
                     ),
                 ));
             }
@@ -490,7 +480,7 @@ impl Table {
                     off,
                     format!(
                         "filter reports present key {:?} as absent",
-                        crate::error::escape_bytes(user)
+                        crate::base::error::escape_bytes(user)
                     ),
                 ));
             }
@@ -555,7 +545,7 @@ impl TableIter {
                 self.current_block_offset(),
                 format!(
                     "malformed internal key {:?}",
-                    crate::error::escape_bytes(self.key())
+                    crate::base::error::escape_bytes(self.key())
                 ),
             )
         })
@@ -876,30 +866,5 @@ impl InternalIterator for TableIter {
             Some(e) => Err(clone_error(e)),
             None => Ok(()),
         }
-    }
-}
-
-/// Errors are not `Clone` (they may hold an `io::Error`); rebuild an equivalent one.
-pub(crate) fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Io { path, source } => Error::Io {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        Error::Corruption {
-            file,
-            offset,
-            reason,
-        } => Error::Corruption {
-            file: file.clone(),
-            offset: *offset,
-            reason: reason.clone(),
-        },
-        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
-        Error::KeyOrder { previous, key } => Error::KeyOrder {
-            previous: previous.clone(),
-            key: key.clone(),
-        },
-        Error::NotSupported(m) => Error::NotSupported(m.clone()),
     }
 }

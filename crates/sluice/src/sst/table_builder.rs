@@ -13,8 +13,8 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::error::{Error, Result};
-use crate::key::{self, compare_internal, ValueKind, MAX_SEQNO};
+use crate::base::error::{Error, Result};
+use crate::base::key::{self, compare_internal, ValueKind, MAX_SEQNO};
 use crate::sst::block::BlockBuilder;
 use crate::sst::filter::{BloomBuilder, FULL_FILTER_META_KEY};
 use crate::sst::format::{
@@ -196,8 +196,8 @@ impl<W: Write> TableBuilder<W> {
         if start >= end {
             return Err(Error::InvalidArgument(format!(
                 "range deletion start {:?} must sort before its end {:?}",
-                crate::error::escape_bytes(start),
-                crate::error::escape_bytes(end)
+                crate::base::error::escape_bytes(start),
+                crate::base::error::escape_bytes(end)
             )));
         }
         let k = key::make_internal_key(start, seqno, ValueKind::RangeDeletion);

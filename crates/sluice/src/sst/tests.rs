@@ -6,11 +6,11 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
-use crate::error::Error;
-use crate::iter::InternalIterator;
-use crate::key::{self, make_internal_key, ValueKind, MAX_SEQNO};
+use crate::base::error::Error;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, make_internal_key, ValueKind, MAX_SEQNO};
+use crate::fs::RandomAccessFile;
 use crate::sst::cache::BlockCache;
-use crate::sst::file::RandomAccessFile;
 use crate::sst::format::{ChecksumType, CompressionType};
 use crate::sst::table::{IterBounds, Table, TableReadOptions};
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
@@ -25,7 +25,7 @@ fn build(model: &Model, opts: TableOptions) -> Vec<u8> {
     b.finish().unwrap().0
 }
 
-fn open(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> crate::error::Result<Arc<Table>> {
+fn open(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> crate::base::error::Result<Arc<Table>> {
     let file: Arc<dyn RandomAccessFile> = Arc::new(bytes);
     Table::open(
         file,
@@ -468,7 +468,7 @@ fn corrupt_size_prefix_is_bounded_by_the_table_properties() {
     );
     // The first data block starts at 0 with its varint32 decompressed size: claim 500 MB.
     let mut prefix = Vec::new();
-    crate::coding::put_varint32(&mut prefix, 500_000_000);
+    crate::base::coding::put_varint32(&mut prefix, 500_000_000);
     bytes[..prefix.len()].copy_from_slice(&prefix);
     let file: Arc<dyn RandomAccessFile> = Arc::new(bytes);
     let t = Table::open(

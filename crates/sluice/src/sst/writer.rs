@@ -10,9 +10,9 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::key::{append_internal_key, ValueKind};
 use crate::fs::SyncingFile;
-use crate::key::{append_internal_key, ValueKind};
 use crate::sst::properties::TableProperties;
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::sst::table::RangeTombstone;
+use crate::base::range_tombstone::RangeTombstone;
 
 /// Fragmented, snapshot-filtered range tombstones.
 #[derive(Debug, Default, Clone)]
@@ -58,11 +58,6 @@ impl RangeDelAggregator {
             }
         }
         RangeDelAggregator { fragments }
-    }
-
-    /// True if there are no tombstones.
-    pub fn is_empty(&self) -> bool {
-        self.fragments.is_empty()
     }
 
     /// Largest seqno of a tombstone covering `user_key` (0 if none).

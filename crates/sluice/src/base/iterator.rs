@@ -1,5 +1,4 @@
-//! The internal iterator protocol shared by blocks, tables, memtables and merging iterators,
-//! and the iterators built on it.
+//! The internal iterator protocol shared by blocks, tables, memtables and merging iterators.
 //!
 //! Invariants every implementation keeps:
 //! 1. `key()`/`value()` may be called only while `valid()`.
@@ -7,12 +6,8 @@
 //!    `status()` return the error; it never panics.
 //! 3. Bounded iterators never position on, or read blocks for, keys outside their bounds.
 
-pub mod db_iter;
-pub mod level;
-pub mod merging;
-pub mod range_del;
+use crate::base::error::Result;
 
-use crate::error::Result;
 /// A sorted cursor over internal (or, for meta blocks, plain) keys.
 pub trait InternalIterator {
     /// True when positioned on an entry.

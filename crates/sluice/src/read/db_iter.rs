@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use crate::error::Result;
-use crate::iter::merging::MergingIter;
-use crate::iter::range_del::RangeDelAggregator;
-use crate::iter::InternalIterator;
-use crate::key::{self, ValueKind};
+use crate::base::error::Result;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, ValueKind};
+use crate::read::merging::MergingIter;
+use crate::read::range_del::RangeDelAggregator;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Dir {

@@ -114,3 +114,28 @@ impl From<std::io::Error> for Error {
         Error::Io { path: None, source }
     }
 }
+
+/// Errors are not `Clone` (they may hold an `io::Error`); rebuild an equivalent one.
+pub(crate) fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::Io { path, source } => Error::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::Corruption {
+            file,
+            offset,
+            reason,
+        } => Error::Corruption {
+            file: file.clone(),
+            offset: *offset,
+            reason: reason.clone(),
+        },
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        Error::KeyOrder { previous, key } => Error::KeyOrder {
+            previous: previous.clone(),
+            key: key.clone(),
+        },
+        Error::NotSupported(m) => Error::NotSupported(m.clone()),
+    }
+}

@@ -6,8 +6,8 @@
 //! ```
 //! The batch's entries get consecutive seqnos starting at `seqno`.
 
-use crate::coding::{decode_fixed32, decode_fixed64, put_varint32, Reader};
-use crate::key::ValueKind;
+use crate::base::coding::{decode_fixed32, decode_fixed64, put_varint32, Reader};
+use crate::base::key::ValueKind;
 
 const HEADER: usize = 12;
 

@@ -6,9 +6,9 @@
 
 use std::cmp::Ordering;
 
-use crate::error::Result;
-use crate::iter::InternalIterator;
-use crate::key::compare_internal;
+use crate::base::error::Result;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::compare_internal;
 
 /// A boxed child iterator.
 pub type BoxIter = Box<dyn InternalIterator + Send>;

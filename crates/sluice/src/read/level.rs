@@ -5,11 +5,11 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::error::Result;
-use crate::iter::InternalIterator;
-use crate::key::{self, compare_internal, MAX_SEQNO};
-use crate::manifest::FileMeta;
+use crate::base::error::Result;
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, compare_internal, MAX_SEQNO};
 use crate::sst::table::{IterBounds, Table, TableIter};
+use crate::version::FileMeta;
 
 /// Opens the table of a file (through the table cache).
 pub type TableOpener = Arc<dyn Fn(&FileMeta) -> Result<Arc<Table>> + Send + Sync>;
@@ -119,7 +119,7 @@ pub struct LevelIter {
     bounds: IterBounds,
     index: usize,
     current: Option<Box<dyn InternalIterator + Send>>,
-    err: Option<crate::error::Error>,
+    err: Option<crate::base::error::Error>,
     /// Files opened so far (a measure of work for bound tests).
     pub files_opened: u64,
 }
@@ -267,7 +267,7 @@ impl InternalIterator for LevelIter {
     }
     fn status(&self) -> Result<()> {
         match &self.err {
-            Some(e) => Err(crate::sst::table::clone_error(e)),
+            Some(e) => Err(crate::base::error::clone_error(e)),
             None => self.current.as_ref().map_or(Ok(()), |c| c.status()),
         }
     }

@@ -18,9 +18,9 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::base::crc::{mask_crc, unmask_crc};
+use crate::base::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::sst::format::{mask_crc, unmask_crc};
 
 /// Size of a log block.
 pub const BLOCK_SIZE: usize = 32 * 1024;

@@ -13,8 +13,8 @@
 
 use std::sync::Arc;
 
-use crate::coding::{put_varint32, put_varint64, Reader};
-use crate::key::{self, ValueKind, MAX_SEQNO};
+use crate::base::coding::{put_varint32, put_varint64, Reader};
+use crate::base::key::{self, ValueKind, MAX_SEQNO};
 
 /// Number of levels, L0..L6.
 pub const NUM_LEVELS: usize = 7;
@@ -286,8 +286,8 @@ impl Version {
                 s.push_str(&format!(
                     " {}:[{}-{}]",
                     f.number,
-                    crate::error::escape_bytes(f.smallest_user()),
-                    crate::error::escape_bytes(f.largest_user())
+                    crate::base::error::escape_bytes(f.smallest_user()),
+                    crate::base::error::escape_bytes(f.largest_user())
                 ));
             }
             s.push('\n');
@@ -299,7 +299,7 @@ impl Version {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::make_internal_key;
+    use crate::base::key::make_internal_key;
 
     pub(crate) fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMeta {
         FileMeta {

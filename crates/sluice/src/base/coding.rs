@@ -42,14 +42,15 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     dst.push(v as u8);
 }
 
-/// Appends a signed value zig-zag encoded as a varint (RocksDB's `PutVarsignedint64`).
-#[inline]
+/// Appends a signed value zig-zag encoded as a varint (RocksDB's `PutVarsignedint64`; the
+/// reader side is `decode_varsigned64`, the writer needs it only in tests).
+#[cfg(test)]
 pub fn put_varsigned64(dst: &mut Vec<u8>, v: i64) {
     put_varint64(dst, ((v << 1) ^ (v >> 63)) as u64);
 }
 
 /// Number of bytes `put_varint64(v)` appends.
-#[inline]
+#[cfg(test)]
 pub fn varint_len(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {

@@ -1,0 +1,11 @@
+//! The base layer every other folder builds on, importing from none of them: internal keys,
+//! varint coding, the error type, the iterator protocol, range tombstones, CRC masking and the
+//! names of files in a Db directory (Pebble's `internal/base`).
+
+pub mod coding;
+pub mod crc;
+pub mod error;
+pub mod filenames;
+pub mod iterator;
+pub mod key;
+pub mod range_tombstone;

@@ -1,0 +1,100 @@
+//! The background scheduler: workers pick a flush or a compaction under `state`, run it without
+//! holding it, and clean up after it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::compaction::picker::{self, CompactionChoice};
+use crate::memtable::MemTable;
+
+use super::*;
+
+pub(super) enum Job {
+    Flush(Arc<MemTable>),
+    Compact(CompactionChoice),
+}
+
+impl Inner {
+    pub(super) fn background_loop(self: Arc<Self>) {
+        let picker_opts = self.picker_options();
+        loop {
+            let job = {
+                let mut s = self.state.lock();
+                loop {
+                    if self.shutting_down.load(Ordering::Acquire) {
+                        return;
+                    }
+                    if s.bg_error.is_none() {
+                        if !s.flush_running && !s.imm.is_empty() {
+                            s.flush_running = true;
+                            break Job::Flush(Arc::clone(&s.imm[0]));
+                        }
+                        if !s.manual_compaction
+                            && s.ingests_installing == 0
+                            && s.compactions_running + 1 < self.opts.max_background_jobs.max(2)
+                        {
+                            if let Some(c) =
+                                picker::pick_compaction(&s.version, &picker_opts, &s.busy)
+                            {
+                                for f in c.all_inputs() {
+                                    s.busy.insert(f.number);
+                                }
+                                s.running_outputs.push(running_output(&c));
+                                s.compactions_running += 1;
+                                break Job::Compact(c);
+                            }
+                        }
+                    }
+                    self.bg_cv.wait_for(&mut s, Duration::from_millis(200));
+                }
+            };
+            let result = match &job {
+                Job::Flush(m) => self.run_flush(m),
+                Job::Compact(c) => self.run_compaction(c),
+            };
+            let mut s = self.state.lock();
+            match &job {
+                Job::Flush(_) => s.flush_running = false,
+                Job::Compact(c) => {
+                    s.compactions_running -= 1;
+                    remove_running_output(&mut s.running_outputs, &running_output(c));
+                    for f in c.all_inputs() {
+                        s.busy.remove(&f.number);
+                    }
+                }
+            }
+            if let Err(e) = result {
+                s.bg_error.get_or_insert(e.to_string());
+            }
+            drop(s);
+            self.delete_obsolete_files();
+            self.done_cv.notify_all();
+            self.bg_cv.notify_all();
+        }
+    }
+
+    /// A file-number allocator that also protects the numbers from obsolete-file deletion.
+    pub(super) fn allocate_numbers(&self) -> impl FnMut() -> u64 + '_ {
+        move || {
+            let mut s = self.state.lock();
+            let x = s.next_file_number;
+            s.next_file_number += 1;
+            s.pending_outputs.insert(x);
+            x
+        }
+    }
+
+    /// The seqnos a flush or compaction starting now must keep readable: every live snapshot,
+    /// and the read horizon (`visible_seq`), since a reader may already hold a view at it
+    /// without a registered snapshot (invariant 6). Ascending.
+    pub(super) fn live_snapshots(&self) -> Vec<u64> {
+        let m = self.snapshots.lock();
+        let horizon = self.visible_seq.load(Ordering::Acquire);
+        let mut v: Vec<u64> = m.keys().copied().collect();
+        if v.last().is_none_or(|&l| l < horizon) {
+            v.push(horizon);
+        }
+        v
+    }
+}

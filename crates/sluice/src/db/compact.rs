@@ -1,0 +1,232 @@
+//! Compaction execution: trivial moves, merges into new tables through one durable edit, and
+//! manual compaction. Choosing what to compact is `compaction::picker` (pure).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::base::error::{Error, Result};
+use crate::base::range_tombstone::RangeTombstone;
+use crate::compaction::job::{merge_to_tables, DropPolicy, OutputSpec};
+use crate::compaction::picker::CompactionChoice;
+use crate::compaction::RunningOutput;
+use crate::read::level::file_iter;
+use crate::read::merging::{BoxIter, MergingIter};
+use crate::sst::table::IterBounds;
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+
+use super::*;
+
+impl Inner {
+    /// Compaction, step by step: trivial move or merge the inputs into new tables, then one
+    /// durable edit that swaps inputs for outputs.
+    pub(super) fn run_compaction(self: &Arc<Self>, c: &CompactionChoice) -> Result<()> {
+        if c.trivial_move {
+            let f = &c.inputs[0];
+            let edit = VersionEdit {
+                deleted: vec![(c.level, f.number)],
+                added: vec![(c.output_level, (**f).clone())],
+                ..Default::default()
+            };
+            self.log_and_apply(edit, |_| {})?;
+            self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let inputs: Vec<(usize, Arc<FileMeta>)> = c
+            .inputs
+            .iter()
+            .map(|f| (c.level, Arc::clone(f)))
+            .chain(
+                c.output_inputs
+                    .iter()
+                    .map(|f| (c.output_level, Arc::clone(f))),
+            )
+            .collect();
+        self.compact_files(&inputs, c.output_level)
+    }
+
+    pub(super) fn compact_files(
+        self: &Arc<Self>,
+        inputs: &[(usize, Arc<FileMeta>)],
+        output_level: usize,
+    ) -> Result<()> {
+        // Only the deeper levels are needed (not the version: holding it would keep the
+        // inputs on disk after the install, see invariant 7).
+        let deeper = self.state.lock().version.levels[output_level + 1..].to_vec();
+        let mut children: Vec<BoxIter> = Vec::new();
+        let mut tombs = Vec::new();
+        let mut bytes_in = 0;
+        for (_, f) in inputs {
+            let t = self.table(f)?;
+            tombs.extend(t.range_deletions().iter().map(|rt| RangeTombstone {
+                seqno: if f.global_seqno > 0 {
+                    f.global_seqno
+                } else {
+                    rt.seqno
+                },
+                ..rt.clone()
+            }));
+            children.push(file_iter(&t, f, IterBounds::default()));
+            bytes_in += f.size;
+        }
+        let mut merged = MergingIter::new(children);
+        let bottommost = move |lo: &[u8], hi: &[u8]| {
+            deeper
+                .iter()
+                .all(|files| !files.iter().any(|f| f.overlaps(Some(lo), Some(hi))))
+        };
+        let policy = DropPolicy {
+            snapshots: self.live_snapshots(),
+            bottommost: &bottommost,
+        };
+        let mut alloc = self.allocate_numbers();
+        let mut spec = OutputSpec {
+            fs: &*self.fs,
+            dir: &self.dir,
+            table: self.opts.table_options(output_level),
+            target_file_size: self.opts.target_file_size,
+            new_file_number: &mut alloc,
+        };
+        let merged_result = merge_to_tables(&mut merged, tombs, &policy, &mut spec);
+        drop(alloc);
+        let (files, stats) = merged_result?;
+        let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
+        let r = self
+            .fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))
+            .and_then(|_| {
+                let edit = VersionEdit {
+                    deleted: inputs.iter().map(|(l, f)| (*l, f.number)).collect(),
+                    added: files.into_iter().map(|f| (output_level, f)).collect(),
+                    ..Default::default()
+                };
+                self.log_and_apply(edit, |_| {})
+            });
+        let mut s = self.state.lock();
+        for n in &numbers {
+            s.pending_outputs.remove(n);
+        }
+        drop(s);
+        r?;
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .compaction_read
+            .fetch_add(bytes_in, Ordering::Relaxed);
+        self.counters
+            .compaction_written
+            .fetch_add(stats.bytes_out, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(super) fn manual_compaction(
+        self: &Arc<Self>,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        // Stop automatic compactions and wait for running ones and for ingest installs.
+        let mut s = self.state.lock();
+        while s.manual_compaction || s.compactions_running > 0 || s.ingests_installing > 0 {
+            self.done_cv.wait_for(&mut s, Duration::from_millis(50));
+        }
+        s.manual_compaction = true;
+        // Choose the inputs and register the output range in this critical section, so an
+        // ingest reading the running outputs either sees it or installed before the version
+        // the inputs come from.
+        let (inputs, out) = manual_compaction_inputs(&s.version, start, end);
+        s.running_outputs.push(out.clone());
+        drop(s);
+        let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
+        let r = if inputs.is_empty() || only_last {
+            Ok(())
+        } else {
+            self.compact_files(&inputs, NUM_LEVELS - 1)
+        };
+        let mut s = self.state.lock();
+        remove_running_output(&mut s.running_outputs, &out);
+        s.manual_compaction = false;
+        if let Err(e) = &r {
+            s.bg_error.get_or_insert(e.to_string());
+        }
+        drop(s);
+        self.delete_obsolete_files();
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
+        r
+    }
+}
+
+/// A manual compaction's inputs: every file overlapping `[start, end]`, the range expanded
+/// until it covers whole files at every level; and its output range in the last level.
+pub(super) fn manual_compaction_inputs(
+    v: &Version,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> (Vec<(usize, Arc<FileMeta>)>, RunningOutput) {
+    let (mut lo, mut hi) = (start.map(<[u8]>::to_vec), end.map(<[u8]>::to_vec));
+    let mut inputs: Vec<(usize, Arc<FileMeta>)>;
+    loop {
+        inputs = Vec::new();
+        for level in 0..NUM_LEVELS {
+            for f in v.overlapping(level, lo.as_deref(), hi.as_deref()) {
+                inputs.push((level, f));
+            }
+        }
+        let new_lo = inputs.iter().map(|(_, f)| f.smallest_user().to_vec()).min();
+        let new_hi = inputs.iter().map(|(_, f)| f.largest_user().to_vec()).max();
+        let grow_lo = match (&lo, &new_lo) {
+            (Some(a), Some(b)) if b < a => Some(b.clone()),
+            _ => None,
+        };
+        let grow_hi = match (&hi, &new_hi) {
+            (Some(a), Some(b)) if b > a => Some(b.clone()),
+            _ => None,
+        };
+        if grow_lo.is_none() && grow_hi.is_none() {
+            break;
+        }
+        lo = grow_lo.or(lo);
+        hi = grow_hi.or(hi);
+    }
+    let out = RunningOutput {
+        level: NUM_LEVELS - 1,
+        lo: inputs
+            .iter()
+            .map(|(_, f)| f.smallest_user().to_vec())
+            .min()
+            .unwrap_or_default(),
+        hi: inputs
+            .iter()
+            .map(|(_, f)| f.largest_user().to_vec())
+            .max()
+            .unwrap_or_default(),
+    };
+    (inputs, out)
+}
+
+/// Removes one registration of a finished compaction's output range.
+pub(super) fn remove_running_output(running: &mut Vec<RunningOutput>, done: &RunningOutput) {
+    if let Some(i) = running.iter().position(|r| r == done) {
+        running.remove(i);
+    }
+}
+
+pub(super) fn running_output(c: &CompactionChoice) -> RunningOutput {
+    let lo = c
+        .all_inputs()
+        .map(|f| f.smallest_user())
+        .min()
+        .unwrap_or_default()
+        .to_vec();
+    let hi = c
+        .all_inputs()
+        .map(|f| f.largest_user())
+        .max()
+        .unwrap_or_default()
+        .to_vec();
+    RunningOutput {
+        level: c.output_level,
+        lo,
+        hi,
+    }
+}

@@ -1,0 +1,115 @@
+//! Flush: a memtable becomes L0 table(s) through one durable edit (invariant 2).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use options::Options;
+
+use crate::base::error::{Error, Result};
+use crate::compaction::job::{merge_to_tables, DropPolicy, OutputSpec};
+use crate::fs::FileSystem;
+use crate::memtable::MemTable;
+use crate::version::{FileMeta, VersionEdit};
+
+use super::*;
+
+/// Writes a memtable to L0 table(s); returns their metadata. Syncs files and the directory.
+pub(super) fn flush_memtable(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    mem: &Arc<MemTable>,
+    snapshots: &[u64],
+    new_number: &mut dyn FnMut() -> u64,
+) -> Result<Vec<FileMeta>> {
+    let mut it = mem.iter(None, None);
+    let never_bottom = |_: &[u8], _: &[u8]| false;
+    let policy = DropPolicy {
+        snapshots: snapshots.to_vec(),
+        bottommost: &never_bottom,
+    };
+    let mut spec = OutputSpec {
+        fs,
+        dir,
+        table: opts.table_options(0),
+        target_file_size: u64::MAX,
+        new_file_number: new_number,
+    };
+    let (files, _) = merge_to_tables(&mut it, mem.range_deletions(), &policy, &mut spec)?;
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    Ok(files)
+}
+
+impl Inner {
+    /// Switches the memtable (through the write queue, so no write is in flight) and waits
+    /// until every immutable memtable is flushed.
+    pub(super) fn flush_and_wait(self: &Arc<Self>) -> Result<()> {
+        // Become the write leader with an empty group to exclude concurrent writes.
+        let me = self.enter_queue_barrier();
+        let r = {
+            let mut s = self.state.lock();
+            match self.read_only_error(&s) {
+                Some(e) => Err(e),
+                None if !s.mem.is_empty() => self
+                    .switch_memtable(&mut s)
+                    .map(|_| s.unlogged_writes = false),
+                None => Ok(()),
+            }
+        };
+        self.leave_queue_barrier(&me);
+        r?;
+        let mut s = self.state.lock();
+        while !s.imm.is_empty() || s.flush_running {
+            if let Some(e) = self.read_only_error(&s) {
+                return Err(e);
+            }
+            self.bg_cv.notify_all();
+            self.done_cv.wait_for(&mut s, Duration::from_millis(50));
+        }
+        match self.read_only_error(&s) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Flush, step by step: write the table, then one durable edit that adds it and advances
+    /// the log number, then drop the memtable from the immutable list.
+    pub(super) fn run_flush(self: &Arc<Self>, mem: &Arc<MemTable>) -> Result<()> {
+        let snapshots = self.live_snapshots();
+        let mut alloc = self.allocate_numbers();
+        let files = flush_memtable(
+            &*self.fs, &self.dir, &self.opts, mem, &snapshots, &mut alloc,
+        )?;
+        let bytes: u64 = files.iter().map(|f| f.size).sum();
+        let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
+        let next_log = {
+            let s = self.state.lock();
+            s.imm.get(1).map_or(s.mem.wal_number, |m| m.wal_number)
+        };
+        let edit = VersionEdit {
+            log_number: Some(next_log),
+            last_sequence: Some(self.last_sequence.load(Ordering::Acquire)),
+            added: files.into_iter().map(|f| (0, f)).collect(),
+            ..Default::default()
+        };
+        let r = self.log_and_apply(edit, |s| {
+            if s.imm.first().is_some_and(|m| Arc::ptr_eq(m, mem)) {
+                s.imm.remove(0);
+            }
+            s.log_number = next_log;
+        });
+        let mut s = self.state.lock();
+        for n in numbers {
+            s.pending_outputs.remove(&n);
+        }
+        drop(s);
+        r?;
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .flush_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}

@@ -1,0 +1,328 @@
+//! Opening a Db: recovery as numbered steps (see [`Db::open`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+pub use options::Options;
+
+use crate::base::error::{Error, Result};
+use crate::base::filenames::{
+    classify, current_tmp_name, manifest_name, number_in_name, options_file_name, wal_name,
+    FileKind,
+};
+use crate::fs::{DirLock, FileSystem};
+use crate::memtable::MemTable;
+use crate::sst::cache::BlockCache;
+use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
+use crate::wal::batch::WriteBatch;
+use crate::wal::log::{LogReader, LogWriter};
+
+use super::*;
+
+impl Db {
+    /// Opens (or creates) the database in `dir`. Recovery, step by step:
+    /// 1. lock the directory; create it if missing (and allowed);
+    /// 2. read `CURRENT` and replay the MANIFEST into a version;
+    /// 3. replay every WAL not yet flushed into memtables (a torn tail is dropped);
+    /// 4. flush the recovered memtables to L0;
+    /// 5. start a new WAL and a new MANIFEST holding a snapshot of the version;
+    /// 6. delete files no version needs; start the background workers.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let fs = Arc::clone(&opts.fs);
+        let lock = Self::lock_dir(&*fs, &dir, &opts)?;
+        let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
+        // A number may be on disk without the edit that names it (a crash between an ingest's
+        // link and its edit, or a flush's table and its edit): never hand it out again.
+        for name in fs.list(&dir).map_err(|e| Error::io(&dir, e))? {
+            if let Some(n) = number_in_name(&name) {
+                rec.next_file_number = rec.next_file_number.max(n + 1);
+            }
+        }
+        let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
+        let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
+        let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
+        let block_cache = BlockCache::new(opts.block_cache_bytes);
+        let version = Arc::new(rec.version);
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                mem: Arc::new(MemTable::new(wal_number)),
+                imm: Vec::new(),
+                live_versions: vec![Arc::downgrade(&version)],
+                version,
+                next_file_number: rec.next_file_number,
+                log_number: wal_number,
+                busy: HashSet::new(),
+                pending_outputs: HashSet::new(),
+                running_outputs: Vec::new(),
+                flush_running: false,
+                compactions_running: 0,
+                manual_compaction: false,
+                ingests_installing: 0,
+                obsolete: Vec::new(),
+                bg_error: None,
+                unlogged_writes: false,
+            }),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            manifest: Mutex::new(manifest),
+            queue: Mutex::new(WriteQueue::default()),
+            queue_cv: Condvar::new(),
+            wal: Mutex::new(wal),
+            last_sequence: AtomicU64::new(rec.last_sequence),
+            visible_seq: AtomicU64::new(rec.last_sequence),
+            snapshots: Arc::new(Mutex::new(BTreeMap::new())),
+            table_cache: TableCache {
+                map: Mutex::new((BTreeMap::new(), 0)),
+                capacity: opts.max_open_files,
+            },
+            block_cache,
+            counters: Counters::default(),
+            obsolete_pending: AtomicBool::new(false),
+            shutting_down: AtomicBool::new(false),
+            _lock: lock,
+            dir,
+            fs,
+            opts,
+        });
+        inner.delete_obsolete_files();
+        let workers = (0..inner.opts.max_background_jobs)
+            .map(|i| {
+                let inner = Arc::clone(&inner);
+                std::thread::Builder::new()
+                    .name(format!("sluice-bg-{i}"))
+                    .spawn(move || inner.background_loop())
+                    .expect("spawn background worker")
+            })
+            .collect();
+        Ok(Db {
+            inner,
+            workers: Mutex::new(workers),
+        })
+    }
+
+    fn lock_dir(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<Box<dyn DirLock>> {
+        let exists = fs.exists(&dir.join("CURRENT"));
+        if !exists && !opts.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} does not exist (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        if exists && opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "{} already exists (error_if_exists is true)",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let lock_path = dir.join("LOCK");
+        fs.lock(&lock_path).map_err(|e| Error::io(&lock_path, e))
+    }
+
+    fn recover_manifest(fs: &dyn FileSystem, dir: &Path, _opts: &Options) -> Result<Recovery> {
+        let current = dir.join("CURRENT");
+        let mut rec = Recovery {
+            version: Version::default(),
+            next_file_number: 2,
+            last_sequence: 0,
+            log_number: 0,
+        };
+        if !fs.exists(&current) {
+            return Ok(rec);
+        }
+        let name = fs.read_all(&current).map_err(|e| Error::io(&current, e))?;
+        let name = String::from_utf8(name)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n').map(str::to_string))
+            .filter(|s| matches!(classify(s), FileKind::Manifest(_)))
+            .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a MANIFEST"))?;
+        if let FileKind::Manifest(n) = classify(&name) {
+            rec.next_file_number = rec.next_file_number.max(n + 1);
+        }
+        let path = dir.join(&name);
+        let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        let mut reader = LogReader::new(&data, &path);
+        let mut edits = 0;
+        while let Some((offset, rec_bytes)) = reader.next_record()? {
+            let edit =
+                VersionEdit::decode(&rec_bytes).map_err(|e| Error::corruption(&path, offset, e))?;
+            rec.version = rec
+                .version
+                .apply(&edit)
+                .map_err(|e| Error::corruption(&path, offset, e))?;
+            if let Some(n) = edit.next_file_number {
+                rec.next_file_number = rec.next_file_number.max(n);
+            }
+            if let Some(s) = edit.last_sequence {
+                rec.last_sequence = rec.last_sequence.max(s);
+            }
+            if let Some(l) = edit.log_number {
+                rec.log_number = rec.log_number.max(l);
+            }
+            edits += 1;
+        }
+        if edits == 0 {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "MANIFEST holds no version edit",
+            ));
+        }
+        for f in rec.version.levels.iter().flatten() {
+            rec.next_file_number = rec.next_file_number.max(f.number + 1);
+        }
+        Ok(rec)
+    }
+
+    fn replay_wals(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        rec: &mut Recovery,
+    ) -> Result<Vec<Arc<MemTable>>> {
+        let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|n| match classify(n) {
+                FileKind::Wal(w) if w >= rec.log_number => Some(w),
+                _ => None,
+            })
+            .collect();
+        wals.sort_unstable();
+        let mut mems = Vec::new();
+        for w in wals {
+            rec.next_file_number = rec.next_file_number.max(w + 1);
+            let path = wal_name(dir, w);
+            let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+            let mut reader = LogReader::new(&data, &path);
+            let mem = Arc::new(MemTable::new(w));
+            while let Some((offset, payload)) = reader.next_record()? {
+                let batch = WriteBatch::from_rep(payload)
+                    .map_err(|e| Error::corruption(&path, offset, e))?;
+                let mut seq = batch.seqno();
+                for e in batch.iter() {
+                    let e = e.map_err(|e| Error::corruption(&path, offset, e))?;
+                    mem.add(seq, e.kind, e.key, e.value);
+                    seq += 1;
+                }
+                if batch.count() > 0 {
+                    rec.last_sequence = rec.last_sequence.max(seq - 1);
+                }
+            }
+            if !mem.is_empty() {
+                mems.push(mem);
+            }
+        }
+        Ok(mems)
+    }
+
+    fn flush_recovered(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &Options,
+        rec: &mut Recovery,
+        mems: Vec<Arc<MemTable>>,
+    ) -> Result<Vec<FileMeta>> {
+        let mut out = Vec::new();
+        for mem in mems {
+            let mut next = rec.next_file_number;
+            let files = flush_memtable(fs, dir, opts, &mem, &[], &mut || {
+                next += 1;
+                next - 1
+            })?;
+            rec.next_file_number = next;
+            out.extend(files);
+        }
+        Ok(out)
+    }
+
+    fn start_logs(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &Options,
+        rec: &mut Recovery,
+        recovered: Vec<FileMeta>,
+    ) -> Result<(LogWriter, ManifestState, u64)> {
+        let wal_number = rec.next_file_number;
+        let manifest_number = rec.next_file_number + 1;
+        rec.next_file_number += 2;
+        let wal_path = wal_name(dir, wal_number);
+        let wal = LogWriter::new(fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?);
+        if !recovered.is_empty() {
+            let edit = VersionEdit {
+                added: recovered.into_iter().map(|f| (0, f)).collect(),
+                ..Default::default()
+            };
+            rec.version = rec.version.apply(&edit).map_err(Error::InvalidArgument)?;
+        }
+        // The new MANIFEST starts with a full snapshot of the version.
+        let mut snapshot = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            log_number: Some(wal_number),
+            next_file_number: Some(rec.next_file_number),
+            last_sequence: Some(rec.last_sequence),
+            ..Default::default()
+        };
+        for (level, files) in rec.version.levels.iter().enumerate() {
+            for f in files {
+                snapshot.added.push((level, (**f).clone()));
+            }
+        }
+        let mpath = dir.join(manifest_name(manifest_number));
+        let mut writer = LogWriter::new(fs.create(&mpath).map_err(|e| Error::io(&mpath, e))?);
+        writer
+            .add_record(&snapshot.encode())
+            .map_err(|e| Error::io(&mpath, e))?;
+        writer.sync().map_err(|e| Error::io(&mpath, e))?;
+        set_current(fs, dir, manifest_number)?;
+        let opts_path = options_file_name(dir, manifest_number);
+        let mut of = fs
+            .create(&opts_path)
+            .map_err(|e| Error::io(&opts_path, e))?;
+        std::io::Write::write_all(&mut of, opts.to_options_file().as_bytes())
+            .map_err(|e| Error::io(&opts_path, e))?;
+        of.sync().map_err(|e| Error::io(&opts_path, e))?;
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+        rec.log_number = wal_number;
+        Ok((
+            wal,
+            ManifestState {
+                writer,
+                number: manifest_number,
+            },
+            wal_number,
+        ))
+    }
+}
+
+pub(super) struct Recovery {
+    pub(super) version: Version,
+    pub(super) next_file_number: u64,
+    pub(super) last_sequence: u64,
+    pub(super) log_number: u64,
+}
+
+pub(super) fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
+    let tmp = current_tmp_name(dir, manifest_number);
+    // A leftover from a crash is ours to unlink (never to truncate: see FileSystem::create).
+    if fs.exists(&tmp) {
+        fs.remove(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    let mut f = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    std::io::Write::write_all(
+        &mut f,
+        format!("{}\n", manifest_name(manifest_number)).as_bytes(),
+    )
+    .map_err(|e| Error::io(&tmp, e))?;
+    f.sync().map_err(|e| Error::io(&tmp, e))?;
+    drop(f);
+    let current = dir.join("CURRENT");
+    fs.rename(&tmp, &current)
+        .map_err(|e| Error::io(&current, e))?;
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+}

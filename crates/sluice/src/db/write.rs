@@ -1,0 +1,282 @@
+//! The write path: group commit (one leader writes a whole group to the WAL and memtable),
+//! write stalls, memtable switches, queue barriers and the key-range latches of ingests.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+pub use options::WriteOptions;
+
+use crate::base::error::{Error, Result};
+use crate::base::filenames::wal_name;
+use crate::base::key::ValueKind;
+use crate::memtable::MemTable;
+use crate::wal::batch::WriteBatch;
+use crate::wal::log::LogWriter;
+
+use super::*;
+
+/// Largest group a leader commits at once, in bytes.
+pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(super) struct PendingWrite {
+    pub(super) batch: Mutex<Option<WriteBatch>>,
+    pub(super) opts: WriteOptions,
+    pub(super) result: Mutex<Option<Result<()>>>,
+    /// A barrier (flush/ingest waiting for earlier writes), never part of a write group.
+    pub(super) barrier: bool,
+}
+
+/// Writers waiting for the group commit, and the key ranges latched by ingests.
+#[derive(Default)]
+pub(super) struct WriteQueue {
+    pub(super) q: VecDeque<Arc<PendingWrite>>,
+    /// (id, smallest, largest) user keys, inclusive.
+    pub(super) latches: Vec<(u64, Vec<u8>, Vec<u8>)>,
+    pub(super) next_latch: u64,
+}
+
+impl WriteQueue {
+    fn blocks(&self, batch: &WriteBatch) -> bool {
+        if self.latches.is_empty() {
+            return false;
+        }
+        batch.iter().flatten().any(|e| {
+            self.latches.iter().any(|(_, lo, hi)| match e.kind {
+                ValueKind::RangeDeletion => e.key <= hi.as_slice() && lo.as_slice() < e.value,
+                _ => lo.as_slice() <= e.key && e.key <= hi.as_slice(),
+            })
+        })
+    }
+}
+
+impl Inner {
+    pub(super) fn write(self: &Arc<Self>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        let mut q = self.queue.lock();
+        // Writes into a range an ingest has latched wait for that ingest; others go on.
+        while q.blocks(&batch) {
+            self.queue_cv.wait(&mut q);
+        }
+        let me = Arc::new(PendingWrite {
+            batch: Mutex::new(Some(batch)),
+            opts,
+            result: Mutex::new(None),
+            barrier: false,
+        });
+        q.q.push_back(Arc::clone(&me));
+        loop {
+            if let Some(r) = me.result.lock().take() {
+                return r;
+            }
+            if Arc::ptr_eq(q.q.front().expect("queue holds me"), &me) {
+                break;
+            }
+            self.queue_cv.wait(&mut q);
+        }
+        // Leader: take a group of consecutive writers.
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        for w in q.q.iter() {
+            if w.barrier {
+                // A barrier's owner pops it itself once it reaches the front.
+                break;
+            }
+            let size = w.batch.lock().as_ref().map_or(0, |b| b.size_bytes());
+            if !group.is_empty()
+                && (bytes + size > MAX_GROUP_BYTES || (w.opts.sync && !me.opts.sync))
+            {
+                break;
+            }
+            bytes += size;
+            group.push(Arc::clone(w));
+        }
+        drop(q);
+        let result = self.write_group(&group);
+        let mut q = self.queue.lock();
+        for w in &group {
+            q.q.pop_front();
+            if !Arc::ptr_eq(w, &me) {
+                *w.result.lock() = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(crate::base::error::clone_error(e)),
+                });
+            }
+        }
+        self.queue_cv.notify_all();
+        result
+    }
+
+    /// The leader's work, in steps: make room, assign seqnos, log, apply, publish.
+    pub(super) fn write_group(self: &Arc<Self>, group: &[Arc<PendingWrite>]) -> Result<()> {
+        let mem = self.make_room_for_write()?;
+        let mut combined = WriteBatch::new();
+        let mut sync = false;
+        let mut use_wal = false;
+        for w in group {
+            if let Some(b) = w.batch.lock().take() {
+                combined.append(&b);
+            }
+            sync |= w.opts.sync;
+            use_wal |= !w.opts.disable_wal;
+        }
+        let count = u64::from(combined.count());
+        // fetch_add: an ingest may allocate a seqno concurrently.
+        let first = self.last_sequence.fetch_add(count, Ordering::AcqRel) + 1;
+        combined.set_seqno(first);
+        if use_wal {
+            let mut wal = self.wal.lock();
+            let r = wal
+                .add_record(combined.rep())
+                .and_then(|_| if sync { wal.sync() } else { Ok(()) });
+            if let Err(e) = r {
+                let msg = format!("WAL write failed: {e}");
+                self.state.lock().bg_error.get_or_insert(msg);
+                return Err(Error::Io {
+                    path: None,
+                    source: e,
+                });
+            }
+        } else {
+            self.state.lock().unlogged_writes = true;
+        }
+        for (seq, e) in (first..).zip(combined.iter()) {
+            let e = e.map_err(Error::InvalidArgument)?;
+            mem.add(seq, e.kind, e.key, e.value);
+        }
+        self.visible_seq
+            .fetch_max(first + count - 1, Ordering::AcqRel);
+        self.counters
+            .user_bytes
+            .fetch_add(combined.size_bytes() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Returns the memtable to write into, stalling or switching memtables as needed.
+    pub(super) fn make_room_for_write(self: &Arc<Self>) -> Result<Arc<MemTable>> {
+        let mut delayed = false;
+        let mut s = self.state.lock();
+        loop {
+            if let Some(e) = self.read_only_error(&s) {
+                return Err(e);
+            }
+            let l0 = s.version.levels[0].len();
+            if !delayed
+                && l0 >= self.opts.l0_slowdown_writes_trigger
+                && l0 < self.opts.l0_stop_writes_trigger
+            {
+                // Slow every write a little rather than stop them all later.
+                drop(s);
+                let t = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                self.record_stall(t);
+                delayed = true;
+                s = self.state.lock();
+                continue;
+            }
+            if l0 >= self.opts.l0_stop_writes_trigger {
+                let t = Instant::now();
+                self.bg_cv.notify_all();
+                self.done_cv.wait_for(&mut s, Duration::from_millis(100));
+                self.record_stall(t);
+                continue;
+            }
+            if s.mem.approximate_bytes() < self.opts.write_buffer_size as u64 {
+                return Ok(Arc::clone(&s.mem));
+            }
+            if s.imm.len() + 1 >= self.opts.max_write_buffer_number {
+                let t = Instant::now();
+                self.bg_cv.notify_all();
+                self.done_cv.wait_for(&mut s, Duration::from_millis(100));
+                self.record_stall(t);
+                continue;
+            }
+            self.switch_memtable(&mut s)?;
+        }
+    }
+
+    pub(super) fn record_stall(&self, since: Instant) {
+        self.counters.stall_count.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .stall_micros
+            .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Makes the active memtable immutable and starts a new WAL (leader or flush caller only).
+    pub(super) fn switch_memtable(&self, s: &mut State) -> Result<()> {
+        let number = s.next_file_number;
+        s.next_file_number += 1;
+        let path = wal_name(&self.dir, number);
+        let switch = || -> std::io::Result<LogWriter> {
+            let mut wal = self.wal.lock();
+            // Earlier WALs must be durable before later ones: a sync write in the new WAL
+            // implies every write before it survives.
+            wal.sync()?;
+            let f = self.fs.create(&path)?;
+            self.fs.sync_dir(&self.dir)?;
+            Ok(std::mem::replace(&mut *wal, LogWriter::new(f)))
+        };
+        match switch() {
+            Ok(_old) => {}
+            Err(e) => {
+                s.bg_error
+                    .get_or_insert(format!("cannot start WAL {}: {e}", path.display()));
+                return Err(Error::io(&path, e));
+            }
+        }
+        let old = std::mem::replace(&mut s.mem, Arc::new(MemTable::new(number)));
+        s.imm.push(old);
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// Waits until every write queued before this call is applied, and holds the queue (no
+    /// write group runs) until [`Inner::leave_queue_barrier`].
+    pub(super) fn enter_queue_barrier(&self) -> Arc<PendingWrite> {
+        let me = Arc::new(PendingWrite {
+            batch: Mutex::new(None),
+            opts: WriteOptions::default(),
+            result: Mutex::new(None),
+            barrier: true,
+        });
+        let mut q = self.queue.lock();
+        q.q.push_back(Arc::clone(&me));
+        while !Arc::ptr_eq(q.q.front().expect("queue holds me"), &me) {
+            self.queue_cv.wait(&mut q);
+        }
+        me
+    }
+
+    pub(super) fn leave_queue_barrier(&self, me: &Arc<PendingWrite>) {
+        let mut q = self.queue.lock();
+        if q.q.front().is_some_and(|f| Arc::ptr_eq(f, me)) {
+            q.q.pop_front();
+        }
+        self.queue_cv.notify_all();
+    }
+
+    /// Latches user-key ranges (inclusive) against writes, then waits for writes queued
+    /// before the latch. Returns the latch id.
+    pub(super) fn latch_ranges(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>) -> u64 {
+        let id = {
+            let mut q = self.queue.lock();
+            q.next_latch += 1;
+            let id = q.next_latch;
+            for (lo, hi) in ranges {
+                q.latches.push((id, lo, hi));
+            }
+            id
+        };
+        let me = self.enter_queue_barrier();
+        self.leave_queue_barrier(&me);
+        id
+    }
+
+    pub(super) fn unlatch(&self, id: u64) {
+        let mut q = self.queue.lock();
+        q.latches.retain(|(l, _, _)| *l != id);
+        self.queue_cv.notify_all();
+    }
+}
