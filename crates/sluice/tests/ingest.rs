@@ -105,8 +105,10 @@ fn ingest_target_level_golden() {
                             .iter()
                             .any(|k| k.as_bytes() >= lo && k.as_bytes() <= hi))
                     };
-                    let (level, seqno) =
-                        ingest_target_level(&version, lo, hi, &running, &mut overlaps).unwrap();
+                    let sluice::IngestPlan {
+                        level,
+                        needs_seqno: seqno,
+                    } = ingest_target_level(&version, lo, hi, &running, &mut overlaps).unwrap();
                     format!("level {level} seqno {}\n", if seqno { "new" } else { "0" })
                 }
                 d => panic!("unknown directive {d}"),

@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use ingest::{ingest_target_level, IngestOptions, IngestedFile};
+pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
 

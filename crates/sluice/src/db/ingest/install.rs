@@ -1,0 +1,338 @@
+//! Steps 3–6: flush overlapping memtables unlatched, latch the key ranges, place the files,
+//! and install them in one durable edit.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::base::error::{Error, Result};
+use crate::base::iterator::InternalIterator;
+use crate::base::key::{self, ValueKind};
+use crate::compaction::RunningOutput;
+use crate::sst::table::IterBounds;
+use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+
+use super::super::Inner;
+
+use super::*;
+
+impl Inner {
+    /// True if any memtable holds data in one of the ranges.
+    pub(super) fn memtables_overlap(&self, files: &[Prepared]) -> bool {
+        let (mem, imm) = {
+            let s = self.state.lock();
+            (Arc::clone(&s.mem), s.imm.clone())
+        };
+        std::iter::once(&mem).chain(imm.iter()).any(|m| {
+            files.iter().any(|f| {
+                let mut upper = f.largest.clone();
+                if !f.largest_exclusive {
+                    upper.push(0);
+                }
+                let mut it = m.iter(Some(f.smallest.clone()), Some(upper.clone()));
+                it.seek_to_first();
+                it.valid()
+                    || m.range_deletions()
+                        .iter()
+                        .any(|t| t.start < upper && f.smallest < t.end)
+            })
+        })
+    }
+
+    /// Steps 3 and 4: flush overlapping memtables unlatched, then latch and re-check.
+    pub(super) fn ingest_flush_and_latch(self: &Arc<Self>, files: &[Prepared]) -> Result<u64> {
+        for attempt in 0.. {
+            if self.memtables_overlap(files) {
+                self.flush_and_wait()?;
+            }
+            let ranges: Vec<(Vec<u8>, Vec<u8>)> = files
+                .iter()
+                .map(|f| (f.smallest.clone(), f.largest.clone()))
+                .collect();
+            let latch = self.latch_ranges(ranges);
+            if !self.memtables_overlap(files) {
+                return Ok(latch);
+            }
+            if attempt >= 3 {
+                // Writers keep racing into the range: flush while latched (they wait).
+                let r = self.flush_and_wait();
+                if let Err(e) = r {
+                    self.unlatch(latch);
+                    return Err(e);
+                }
+                return Ok(latch);
+            }
+            self.unlatch(latch);
+        }
+        unreachable!("loop returns")
+    }
+
+    /// Steps 5 and 6, each a function: take the install slot, place every file, allocate the
+    /// global seqnos, build the edit, make every earlier write durable, install.
+    pub(super) fn ingest_install(
+        self: &Arc<Self>,
+        files: &mut [Prepared],
+        opts: &IngestOptions,
+    ) -> Result<Vec<IngestedFile>> {
+        let InstallSlot {
+            mut manifest,
+            version,
+            running,
+            _guard,
+        } = self.ingest_begin_install(files, opts)?;
+        let plans = self.ingest_place(files, opts, &version, &running)?;
+        let seqnos = self.ingest_allocate_seqnos(files, opts, &plans);
+        let (edit, report) = ingest_edit(files, &plans, &seqnos);
+        self.ingest_make_earlier_writes_durable(&seqnos)?;
+        // Step 6: one durable edit, written under the manifest lock we hold.
+        self.apply_edit_locked(&mut manifest, edit, |_| {})?;
+        drop(manifest);
+        if let Some(last) = seqnos.last() {
+            self.visible_seq.fetch_max(*last, Ordering::AcqRel);
+        }
+        Ok(report)
+    }
+
+    /// Step 5a: each file's level ([`ingest_target_level`] for the normal path), checked
+    /// against `ingest_behind` and `fail_if_not_bottommost`.
+    fn ingest_place(
+        &self,
+        files: &[Prepared],
+        opts: &IngestOptions,
+        version: &Version,
+        running: &[RunningOutput],
+    ) -> Result<Vec<IngestPlan>> {
+        let bottom = NUM_LEVELS - 1;
+        let mut plans = Vec::with_capacity(files.len());
+        for f in files {
+            let plan = if opts.ingest_behind {
+                if !version
+                    .overlapping(bottom, Some(&f.smallest), Some(&f.largest))
+                    .is_empty()
+                {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: ingest_behind needs the bottom level free in its range",
+                        f.source.display()
+                    )));
+                }
+                IngestPlan {
+                    level: bottom,
+                    needs_seqno: false,
+                }
+            } else if opts.allow_overlap && files.len() > 1 {
+                // Layered in L0, later files newer: each gets its own seqno.
+                IngestPlan {
+                    level: 0,
+                    needs_seqno: true,
+                }
+            } else {
+                let mut data_overlaps = |existing: &FileMeta| -> Result<bool> {
+                    self.file_has_data_in(existing, &f.smallest, &f.largest, f.largest_exclusive)
+                };
+                ingest_target_level(
+                    version,
+                    &f.smallest,
+                    &f.largest,
+                    running,
+                    &mut data_overlaps,
+                )?
+            };
+            if opts.fail_if_not_bottommost && plan.level != bottom {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: would go to L{}, not the bottom level (fail_if_not_bottommost)",
+                    f.source.display(),
+                    plan.level
+                )));
+            }
+            plans.push(plan);
+        }
+        Ok(plans)
+    }
+
+    /// Step 5b: the global seqno of each file, from the writers' counter. Disjoint files share
+    /// one seqno (or 0 when nothing they overlap exists); `allow_overlap` gives each file its
+    /// own, in order, so later files are newer.
+    fn ingest_allocate_seqnos(
+        &self,
+        files: &[Prepared],
+        opts: &IngestOptions,
+        plans: &[IngestPlan],
+    ) -> Vec<u64> {
+        let needs_seqno = plans.iter().any(|p| p.needs_seqno);
+        let count = match (opts.allow_overlap, needs_seqno) {
+            (true, _) => files.len() as u64,
+            (false, true) => 1,
+            (false, false) => return vec![0; files.len()],
+        };
+        let first = self.last_sequence.fetch_add(count, Ordering::AcqRel) + 1;
+        (0..files.len() as u64)
+            .map(|i| if opts.allow_overlap { first + i } else { first })
+            .collect()
+    }
+
+    /// Step 5c: every write with a lower seqno is applied (at most one write group is in
+    /// flight; it has passed its stall checks, so it needs no lock we hold), hence in the WAL;
+    /// then the WAL is synced, so an ingest that survives a crash never survives without a
+    /// write acknowledged before it (invariant 10).
+    fn ingest_make_earlier_writes_durable(&self, seqnos: &[u64]) -> Result<()> {
+        if let Some(first) = seqnos.iter().copied().filter(|&s| s > 0).min() {
+            self.wait_visible(first - 1)?;
+        }
+        self.sync_wal()
+    }
+
+    /// Waits until every seqno up to `seq` is published, or the Db failed.
+    pub(super) fn wait_visible(&self, seq: u64) -> Result<()> {
+        while self.visible_seq.load(Ordering::Acquire) < seq {
+            if let Some(e) = self.read_only_error(&self.state.lock()) {
+                return Err(e);
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    /// Syncs the active WAL (earlier WALs were synced when the memtable switched).
+    pub(super) fn sync_wal(&self) -> Result<()> {
+        let r = self.wal.lock().sync();
+        r.map_err(|e| {
+            let msg = format!("WAL sync failed: {e}");
+            self.state.lock().bg_error.get_or_insert(msg);
+            Error::Io {
+                path: None,
+                source: e,
+            }
+        })
+    }
+
+    /// Takes the manifest lock and a consistent (version, running compactions) pair, and
+    /// registers the install so no compaction is picked until it is done (a compaction picked
+    /// from the version before the install could write into the ingested range). An
+    /// `ingest_behind` first waits for running compactions into the bottom level in its range.
+    pub(super) fn ingest_begin_install(
+        &self,
+        files: &[Prepared],
+        opts: &IngestOptions,
+    ) -> Result<InstallSlot<'_>> {
+        loop {
+            let m = self.manifest.lock();
+            let mut s = self.state.lock();
+            if let Some(e) = self.read_only_error(&s) {
+                return Err(e);
+            }
+            let bottom = NUM_LEVELS - 1;
+            let blocked = opts.ingest_behind
+                && s.running_outputs.iter().any(|r| {
+                    r.level == bottom
+                        && files.iter().any(|f| {
+                            r.lo.as_slice() <= f.largest.as_slice()
+                                && f.smallest.as_slice() <= r.hi.as_slice()
+                        })
+                });
+            if !blocked {
+                s.ingests_installing += 1;
+                let snapshot = (Arc::clone(&s.version), s.running_outputs.clone());
+                drop(s);
+                return Ok(InstallSlot {
+                    manifest: m,
+                    version: snapshot.0,
+                    running: snapshot.1,
+                    _guard: InstallGuard { inner: self },
+                });
+            }
+            drop(m);
+            self.done_cv
+                .wait_for(&mut s, std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// True if `f` holds an entry or range deletion in user keys `[lo, hi]` (`hi` exclusive
+    /// when `hi_exclusive`).
+    pub(super) fn file_has_data_in(
+        &self,
+        f: &FileMeta,
+        lo: &[u8],
+        hi: &[u8],
+        hi_exclusive: bool,
+    ) -> Result<bool> {
+        let t = self.table(f)?;
+        let mut upper = hi.to_vec();
+        if !hi_exclusive {
+            upper.push(0);
+        }
+        let mut it = t.iter(IterBounds {
+            lower: Some(lo.to_vec()),
+            upper: Some(upper.clone()),
+        });
+        it.seek_to_first();
+        it.status()?;
+        Ok(it.valid()
+            || t.range_deletions()
+                .iter()
+                .any(|r| r.start.as_slice() < upper.as_slice() && lo < r.end.as_slice()))
+    }
+}
+
+/// What an ingest installs against: the manifest lock, the version and running compactions
+/// read with it, and the registration that keeps compactions from being picked meanwhile.
+pub(super) struct InstallSlot<'a> {
+    manifest: parking_lot::MutexGuard<'a, super::super::ManifestState>,
+    version: Arc<Version>,
+    running: Vec<RunningOutput>,
+    _guard: InstallGuard<'a>,
+}
+
+/// Ends an ingest's install registration (see `ingest_begin_install`) when dropped.
+struct InstallGuard<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for InstallGuard<'_> {
+    fn drop(&mut self) {
+        let mut s = self.inner.state.lock();
+        s.ingests_installing -= 1;
+        drop(s);
+        self.inner.bg_cv.notify_all();
+        self.inner.done_cv.notify_all();
+    }
+}
+
+/// The version edit adding every file at its planned level and seqno (the edit's
+/// `last_sequence` covers the seqnos), and the per-file report.
+fn ingest_edit(
+    files: &[Prepared],
+    plans: &[IngestPlan],
+    seqnos: &[u64],
+) -> (VersionEdit, Vec<IngestedFile>) {
+    let mut edit = VersionEdit::default();
+    let mut report = Vec::with_capacity(files.len());
+    for ((f, plan), &g) in files.iter().zip(plans).zip(seqnos) {
+        // A range deletion's exclusive end is the file's largest key: mark it as such.
+        let largest = if f.largest_exclusive {
+            key::make_internal_key(&f.largest, key::MAX_SEQNO, ValueKind::RangeDeletion)
+        } else {
+            key::make_internal_key(&f.largest, g, ValueKind::Value)
+        };
+        edit.added.push((
+            plan.level,
+            FileMeta {
+                number: f.number,
+                size: f.size,
+                smallest: key::make_internal_key(&f.smallest, g, ValueKind::Value),
+                largest,
+                smallest_seqno: g,
+                largest_seqno: g,
+                global_seqno: g,
+                range_dels: f.range_dels,
+            },
+        ));
+        report.push(IngestedFile {
+            source: f.source.clone(),
+            level: Some(plan.level),
+            seqno: g,
+            number: f.number,
+            entries: f.entries,
+        });
+    }
+    edit.last_sequence = seqnos.iter().copied().max().filter(|&s| s > 0);
+    (edit, report)
+}

@@ -1,0 +1,174 @@
+//! Ingestion of external SST files (`Db::ingest`), as numbered steps (Pebble's `ingest.go`
+//! shape): each step is one function; any failure before step 6 removes what was linked and
+//! leaves the database exactly as it was.
+//!
+//! 1. [`validate`](Inner::ingest_validate): open and check every file (checksums, order,
+//!    seqno 0, unique keys), and that the files are disjoint unless `allow_overlap`.
+//! 2. [`link`](Inner::ingest_link): hard-link (or copy) into the DB directory under new numbers.
+//! 3. Flush an overlapping memtable *before* latching (no writer waits on that flush).
+//! 4. Latch only the ingested key ranges; wait for writes already queued; re-check the
+//!    memtables (flush again, unlatched, if a write slipped in).
+//! 5. Pick each file's target level ([`ingest_target_level`], pure) and the global seqno.
+//! 6. Install all files in one durable version edit; publish the seqno; release the latches.
+//!
+//! Small files (`small_file_threshold`) skip 2–6 and are applied as a write batch.
+//!
+//! Why no global write stall: the global seqno is allocated inside step 6 from the same counter
+//! writers use, and explicit snapshots pin the memtables and version they were taken on, so a
+//! write to another range that becomes visible during the install cannot make a snapshot see
+//! the ingested data appear later. Writers to other ranges never wait; writers into a latched
+//! range wait for this ingest only.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::base::error::Result;
+use crate::base::filenames::table_file_name;
+use crate::sst::table::Table;
+
+use super::Inner;
+
+mod batch;
+mod install;
+mod link;
+mod plan;
+mod validate;
+
+pub use plan::{ingest_target_level, IngestPlan};
+
+/// Options of [`Db::ingest`](super::Db::ingest).
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Verify every block checksum before ingesting. Default `true`.
+    pub verify_checksums: bool,
+    /// Allow the files to overlap each other; they are then layered in L0, later files newer.
+    /// Default `false`.
+    pub allow_overlap: bool,
+    /// When *every* file is smaller than this many bytes, they are applied as one write batch
+    /// through the WAL and memtable (atomic, later files newer) instead of becoming tiny
+    /// tables; if any file is larger, all are ingested as tables. Default 0 (off).
+    pub small_file_threshold: u64,
+    /// Put the files at the bottom level with seqno 0: existing keys win. Default `false`.
+    pub ingest_behind: bool,
+    /// Fail unless every file can go to the bottom level. Default `false`.
+    pub fail_if_not_bottommost: bool,
+    /// Hard-link the files into the Db instead of copying them (RocksDB's `move_files`).
+    /// Default `false`: with a link, a later rewrite of the source path in place would change
+    /// the Db's table. Only set it when the caller hands the files over for good.
+    pub link_files: bool,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            verify_checksums: true,
+            allow_overlap: false,
+            small_file_threshold: 0,
+            ingest_behind: false,
+            fail_if_not_bottommost: false,
+            link_files: false,
+        }
+    }
+}
+
+/// Where one file went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedFile {
+    /// The source path.
+    pub source: PathBuf,
+    /// Level it was placed at (`None` when applied as a write batch).
+    pub level: Option<usize>,
+    /// Global seqno its entries are read at (0: their own seqno 0).
+    pub seqno: u64,
+    /// File number in the DB (0 when applied as a write batch).
+    pub number: u64,
+    /// Entries in the file.
+    pub entries: u64,
+}
+
+/// A file range being ingested.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    source: PathBuf,
+    table: Arc<Table>,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    largest_exclusive: bool,
+    size: u64,
+    entries: u64,
+    range_dels: u64,
+    number: u64,
+}
+
+impl Inner {
+    fn release_pending(&self, files: &[Prepared]) {
+        let mut s = self.state.lock();
+        for f in files {
+            s.pending_outputs.remove(&f.number);
+        }
+    }
+
+    /// `Db::ingest`: the numbered steps of the module docs.
+    pub(crate) fn ingest(
+        self: &Arc<Self>,
+        paths: &[PathBuf],
+        opts: &IngestOptions,
+    ) -> Result<Vec<IngestedFile>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut big = self.ingest_validate(paths, opts)?;
+        // All small: one write batch, atomic. Otherwise all are tables, in one edit: mixing
+        // the two paths would make the ingest visible in two steps.
+        if !opts.ingest_behind && big.iter().all(|f| f.size < opts.small_file_threshold) {
+            return self.ingest_as_batch(&big);
+        }
+        let mut report = Vec::new();
+        self.ingest_link(&mut big, opts)?;
+        let latch = match self.ingest_flush_and_latch(&big) {
+            Ok(l) => l,
+            Err(e) => {
+                self.remove_linked(&big);
+                return Err(e);
+            }
+        };
+        // Released on every path out, panics included.
+        let guard = LatchGuard {
+            inner: self,
+            id: latch,
+        };
+        let r = self.ingest_install(&mut big, opts);
+        drop(guard);
+        match r {
+            Ok(mut placed) => {
+                self.release_pending(&big);
+                report.append(&mut placed);
+                self.bg_cv.notify_all();
+                Ok(report)
+            }
+            Err(e) => {
+                self.remove_linked(&big);
+                Err(e)
+            }
+        }
+    }
+
+    fn remove_linked(&self, files: &[Prepared]) {
+        for f in files {
+            let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
+        }
+        self.release_pending(files);
+    }
+}
+
+/// Releases an ingest's key-range latch when dropped.
+struct LatchGuard<'a> {
+    inner: &'a Inner,
+    id: u64,
+}
+
+impl Drop for LatchGuard<'_> {
+    fn drop(&mut self) {
+        self.inner.unlatch(self.id);
+    }
+}
