@@ -25,7 +25,7 @@ impl Inner {
                     if self.shutting_down.load(Ordering::Acquire) {
                         return;
                     }
-                    if s.bg_error.is_none() {
+                    if s.background_error.is_none() {
                         if !s.flush_running && !s.imm.is_empty() {
                             s.flush_running = true;
                             break Job::Flush(Arc::clone(&s.imm[0]));
@@ -34,13 +34,15 @@ impl Inner {
                             && s.ingests_installing == 0
                             && s.compactions_running + 1 < self.opts.max_background_jobs.max(2)
                         {
-                            if let Some(c) =
-                                picker::pick_compaction(&s.version, &picker_opts, &s.busy)
-                            {
+                            if let Some(c) = picker::pick_compaction(
+                                &s.version,
+                                &picker_opts,
+                                &s.compacting_files,
+                            ) {
                                 for f in c.all_inputs() {
-                                    s.busy.insert(f.number);
+                                    s.compacting_files.insert(f.number);
                                 }
-                                s.running_outputs.push(running_output(&c));
+                                s.compaction_output_ranges.push(running_output(&c));
                                 s.compactions_running += 1;
                                 break Job::Compact(c);
                             }
@@ -58,14 +60,14 @@ impl Inner {
                 Job::Flush(_) => s.flush_running = false,
                 Job::Compact(c) => {
                     s.compactions_running -= 1;
-                    remove_running_output(&mut s.running_outputs, &running_output(c));
+                    remove_running_output(&mut s.compaction_output_ranges, &running_output(c));
                     for f in c.all_inputs() {
-                        s.busy.remove(&f.number);
+                        s.compacting_files.remove(&f.number);
                     }
                 }
             }
             if let Err(e) = result {
-                s.bg_error.get_or_insert(e.to_string());
+                s.background_error.get_or_insert(e.to_string());
             }
             drop(s);
             self.delete_obsolete_files();
@@ -80,7 +82,7 @@ impl Inner {
             let mut s = self.state.lock();
             let x = s.next_file_number;
             s.next_file_number += 1;
-            s.pending_outputs.insert(x);
+            s.uninstalled_files.insert(x);
             x
         }
     }

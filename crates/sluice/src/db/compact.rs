@@ -105,7 +105,7 @@ impl Inner {
             });
         let mut s = self.state.lock();
         for n in &numbers {
-            s.pending_outputs.remove(n);
+            s.uninstalled_files.remove(n);
         }
         drop(s);
         r?;
@@ -134,7 +134,7 @@ impl Inner {
         // ingest reading the running outputs either sees it or installed before the version
         // the inputs come from.
         let (inputs, out) = manual_compaction_inputs(&s.version, start, end);
-        s.running_outputs.push(out.clone());
+        s.compaction_output_ranges.push(out.clone());
         drop(s);
         let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
         let r = if inputs.is_empty() || only_last {
@@ -143,10 +143,10 @@ impl Inner {
             self.compact_files(&inputs, NUM_LEVELS - 1)
         };
         let mut s = self.state.lock();
-        remove_running_output(&mut s.running_outputs, &out);
+        remove_running_output(&mut s.compaction_output_ranges, &out);
         s.manual_compaction = false;
         if let Err(e) = &r {
-            s.bg_error.get_or_insert(e.to_string());
+            s.background_error.get_or_insert(e.to_string());
         }
         drop(s);
         self.delete_obsolete_files();

@@ -102,7 +102,7 @@ impl Inner {
         });
         let mut s = self.state.lock();
         for n in numbers {
-            s.pending_outputs.remove(&n);
+            s.uninstalled_files.remove(&n);
         }
         drop(s);
         r?;

@@ -107,7 +107,7 @@ impl Inner {
             last_sequence: self.visible_seq.load(Ordering::Acquire),
             block_cache_hits: hits,
             block_cache_misses: misses,
-            background_error: s.bg_error.clone(),
+            background_error: s.background_error.clone(),
             levels,
         }
     }

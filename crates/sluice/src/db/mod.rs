@@ -82,7 +82,8 @@ pub struct Snapshot {
     /// The memtables and version the snapshot was taken on: reads through it never see a file
     /// installed later (see `ingest`), and flushed memtables stay readable.
     view: View,
-    /// Declared after `view`, so it is dropped after it: deletes what only this view kept.
+    /// Declared after `view`, so it is dropped after it (holding the last reference to the
+    /// view's version, it deletes what only that version kept).
     _pin: ReadPin,
 }
 
@@ -113,26 +114,44 @@ impl Drop for Snapshot {
     }
 }
 
+/// Everything guarded by the `state` lock. Held briefly, never across I/O.
 struct State {
+    /// The active memtable: only the write leader inserts into it.
     mem: Arc<MemTable>,
-    /// Immutable memtables, oldest first.
+    /// Immutable memtables, oldest first; each leaves in the critical section that installs
+    /// the version holding its table (invariant 2).
     imm: Vec<Arc<MemTable>>,
+    /// The current version. Replaced only by `log_and_apply`, after its edit is durable.
     version: Arc<Version>,
+    /// Every version handed out; a table any of them holds stays on disk (invariant 7).
     live_versions: Vec<Weak<Version>>,
+    /// The next file number; numbers are never reused (DESIGN.md invariant 9).
     next_file_number: u64,
+    /// WALs below this number are flushed and may be deleted (invariant 3).
     log_number: u64,
-    busy: HashSet<u64>,
-    pending_outputs: HashSet<u64>,
-    running_outputs: Vec<RunningOutput>,
+    /// Input files of running compactions: never picked twice.
+    compacting_files: HashSet<u64>,
+    /// Numbers of files being written or linked whose edit is not installed yet: the
+    /// obsolete-file scan never deletes them.
+    uninstalled_files: HashSet<u64>,
+    /// Key ranges and output levels of running compactions: an ingest never lands in one
+    /// (its placement treats the range as occupied, see `ingest_target_level`).
+    compaction_output_ranges: Vec<RunningOutput>,
+    /// A flush is running (one at a time, oldest memtable first).
     flush_running: bool,
+    /// Automatic compactions running.
     compactions_running: usize,
+    /// A manual compaction runs: no automatic compaction is picked.
     manual_compaction: bool,
     /// Ingests between reading the version and installing their edit; no compaction is
     /// picked meanwhile (it could write into an ingested range, see `ingest_begin_install`).
     ingests_installing: usize,
     /// Tables removed from the current version that an older, still-read version may hold.
-    obsolete: Vec<u64>,
-    bg_error: Option<String>,
+    obsolete_tables: Vec<u64>,
+    /// Set by the first failed background write or sync: the Db is read-only from then on
+    /// (invariant 5).
+    background_error: Option<String>,
+    /// Writes skipped the WAL since the last flush: closing flushes them.
     unlogged_writes: bool,
 }
 
@@ -154,10 +173,12 @@ struct Inner {
     table_cache: TableCache,
     block_cache: Arc<BlockCache>,
     counters: Counters,
-    /// `state.obsolete` is non-empty: readers letting go should try to delete tables.
+    /// `state.obsolete_tables` is non-empty: readers letting go should try to delete tables.
     obsolete_pending: AtomicBool,
     shutting_down: AtomicBool,
-    _lock: Box<dyn DirLock>,
+    /// The directory lock; released when the Db is closed or dropped, even if a reader's
+    /// pin briefly keeps `Inner` alive after that.
+    lock: Mutex<Option<Box<dyn DirLock>>>,
 }
 
 /// An open database. `Send + Sync`: share it between threads with `Arc`.
@@ -237,12 +258,13 @@ impl Db {
         // horizon with it) either sees this snapshot or started before its seqno existed.
         let mut m = self.inner.snapshots.lock();
         let (seqno, view) = self.inner.read_view();
+        let pinned_version = Arc::clone(&view.version);
         *m.entry(seqno).or_insert(0) += 1;
         Snapshot {
             seqno,
             registry: Arc::downgrade(&self.inner.snapshots),
             view,
-            _pin: self.inner.pin(),
+            _pin: self.inner.pin(pinned_version),
         }
     }
 
@@ -289,7 +311,7 @@ impl Db {
         let picker_opts = self.inner.picker_options();
         let mut s = self.inner.state.lock();
         loop {
-            if let Some(e) = &s.bg_error {
+            if let Some(e) = &s.background_error {
                 return Err(Error::InvalidArgument(format!(
                     "database is in read-only error state: {e}"
                 )));
@@ -297,7 +319,7 @@ impl Db {
             let idle = !s.flush_running
                 && s.imm.is_empty()
                 && s.compactions_running == 0
-                && picker::pick_compaction(&s.version, &picker_opts, &s.busy).is_none();
+                && picker::pick_compaction(&s.version, &picker_opts, &s.compacting_files).is_none();
             if idle {
                 return Ok(());
             }
@@ -317,7 +339,7 @@ impl Db {
         let mut result = Ok(());
         let needs_flush = {
             let s = self.inner.state.lock();
-            s.unlogged_writes && s.bg_error.is_none()
+            s.unlogged_writes && s.background_error.is_none()
         };
         if needs_flush && !self.inner.shutting_down.load(Ordering::Acquire) {
             result = self.inner.flush_and_wait();
@@ -330,6 +352,7 @@ impl Db {
         for h in self.workers.lock().drain(..) {
             let _ = h.join();
         }
+        self.inner.lock.lock().take();
         result
     }
 }
@@ -350,7 +373,7 @@ impl Inner {
     }
 
     fn read_only_error(&self, s: &State) -> Option<Error> {
-        s.bg_error.as_ref().map(|e| {
+        s.background_error.as_ref().map(|e| {
             Error::InvalidArgument(format!(
                 "database is in read-only error state after a background failure: {e}"
             ))

@@ -9,15 +9,31 @@ use crate::base::filenames::{classify, table_file_name, FileKind};
 
 use super::*;
 
-/// Held by every reader of a view (snapshot, iterator, point read) and dropped after the
-/// view's version: when the last reader of an obsolete table lets go, the table is deleted
-/// at once (invariant 7), not at the next background job or open.
+/// Held by every reader of a view (snapshot, iterator, point read), holding its own reference
+/// to the view's version and dropped after every other one the reader holds. The reader that
+/// lets go of a version last (`Arc::try_unwrap` succeeds for exactly one) deletes the obsolete
+/// tables only that version held, at once (invariant 7). Every other drop costs an atomic
+/// decrement: readers never contend for `state` to find out that nothing can be deleted.
 pub(crate) struct ReadPin {
-    pub(super) inner: Weak<Inner>,
+    inner: Weak<Inner>,
+    version: Option<Arc<Version>>,
+}
+
+impl ReadPin {
+    /// The pinned version.
+    pub(super) fn version(&self) -> &Arc<Version> {
+        self.version.as_ref().expect("present until drop")
+    }
 }
 
 impl Drop for ReadPin {
     fn drop(&mut self) {
+        let Some(v) = self.version.take() else {
+            return;
+        };
+        if Arc::try_unwrap(v).is_err() {
+            return;
+        }
         if let Some(inner) = self.inner.upgrade() {
             if inner.obsolete_pending.load(Ordering::Acquire) {
                 inner.purge_obsolete_tables();
@@ -27,10 +43,11 @@ impl Drop for ReadPin {
 }
 
 impl Inner {
-    /// A pin for a reader of a view (see [`ReadPin`]).
-    pub(super) fn pin(self: &Arc<Self>) -> ReadPin {
+    /// A pin owning a reader's reference to `version` (see [`ReadPin`]).
+    pub(super) fn pin(self: &Arc<Self>, version: Arc<Version>) -> ReadPin {
         ReadPin {
             inner: Arc::downgrade(self),
+            version: Some(version),
         }
     }
 
@@ -38,7 +55,9 @@ impl Inner {
     pub(super) fn purge_obsolete_tables(&self) {
         let dead: Vec<u64> = {
             let mut s = self.state.lock();
-            if s.obsolete.is_empty() {
+            // After a failed MANIFEST write the edit may be on disk anyway: nothing it names
+            // or removes is deleted until the next open reads what the MANIFEST holds.
+            if s.obsolete_tables.is_empty() || s.background_error.is_some() {
                 return;
             }
             s.live_versions.retain(|w| w.strong_count() > 0);
@@ -47,9 +66,9 @@ impl Inner {
                 live.extend(v.file_numbers());
             }
             let (dead, still): (Vec<u64>, Vec<u64>) =
-                s.obsolete.iter().partition(|n| !live.contains(n));
-            s.obsolete = still;
-            if s.obsolete.is_empty() {
+                s.obsolete_tables.iter().partition(|n| !live.contains(n));
+            s.obsolete_tables = still;
+            if s.obsolete_tables.is_empty() {
                 self.obsolete_pending.store(false, Ordering::Release);
             }
             dead
@@ -67,12 +86,15 @@ impl Inner {
         let manifest_number = self.manifest.lock().number;
         let (live, log_number, number_limit) = {
             let mut s = self.state.lock();
+            if s.background_error.is_some() {
+                return; // see purge_obsolete_tables
+            }
             s.live_versions.retain(|w| w.strong_count() > 0);
             let mut live: HashSet<u64> = s.version.file_numbers().collect();
             for v in s.live_versions.iter().filter_map(Weak::upgrade) {
                 live.extend(v.file_numbers());
             }
-            live.extend(s.pending_outputs.iter().copied());
+            live.extend(s.uninstalled_files.iter().copied());
             let min_wal = s.imm.first().map_or(s.mem.wal_number, |m| m.wal_number);
             // Files numbered from here on were allocated after this live set was taken.
             (live, s.log_number.min(min_wal), s.next_file_number)

@@ -40,7 +40,8 @@ impl Db {
         // A number may be on disk without the edit that names it (a crash between an ingest's
         // link and its edit, or a flush's table and its edit): never hand it out again.
         for name in fs.list(&dir).map_err(|e| Error::io(&dir, e))? {
-            if let Some(n) = number_in_name(&name) {
+            // A foreign name with an absurd number is not ours: never let it exhaust the space.
+            if let Some(n) = number_in_name(&name).filter(|&n| n < u64::MAX >> 8) {
                 rec.next_file_number = rec.next_file_number.max(n + 1);
             }
         }
@@ -57,15 +58,15 @@ impl Db {
                 version,
                 next_file_number: rec.next_file_number,
                 log_number: wal_number,
-                busy: HashSet::new(),
-                pending_outputs: HashSet::new(),
-                running_outputs: Vec::new(),
+                compacting_files: HashSet::new(),
+                uninstalled_files: HashSet::new(),
+                compaction_output_ranges: Vec::new(),
                 flush_running: false,
                 compactions_running: 0,
                 manual_compaction: false,
                 ingests_installing: 0,
-                obsolete: Vec::new(),
-                bg_error: None,
+                obsolete_tables: Vec::new(),
+                background_error: None,
                 unlogged_writes: false,
             }),
             bg_cv: Condvar::new(),
@@ -85,7 +86,7 @@ impl Db {
             counters: Counters::default(),
             obsolete_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
             dir,
             fs,
             opts,

@@ -57,9 +57,10 @@ impl Inner {
         user_key: &[u8],
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>> {
-        // Declared first, dropped last: after the version below.
-        let _pin = self.pin();
         let (seq, mem, imm, version) = self.sources(snapshot);
+        // The pin owns the reader's only reference to the version.
+        let pin = self.pin(version);
+        let version = pin.version();
         let mut max_tomb = 0u64;
         // Newest first: active memtable, immutable memtables, L0 newest first, then L1..L6.
         for m in std::iter::once(&mem).chain(imm.iter().rev()) {
@@ -178,9 +179,8 @@ impl Inner {
                 )));
             }
         }
-        pins.push(version as Arc<dyn std::any::Any + Send + Sync>);
-        // Last: dropped after the version (a Vec drops its elements in order).
-        pins.push(Arc::new(self.pin()) as Arc<dyn std::any::Any + Send + Sync>);
+        // The pin owns the iterator's reference to the version.
+        pins.push(Arc::new(self.pin(version)) as Arc<dyn std::any::Any + Send + Sync>);
         let agg = RangeDelAggregator::new(tombs, seq);
         Ok(DbIterator::new(
             MergingIter::new(children),

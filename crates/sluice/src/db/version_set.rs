@@ -52,7 +52,7 @@ impl Inner {
             .and_then(|_| m.writer.sync());
         if let Err(e) = written {
             let mut s = self.state.lock();
-            s.bg_error
+            s.background_error
                 .get_or_insert(format!("MANIFEST write failed: {e}"));
             return Err(Error::io(&path, e));
         }
@@ -63,12 +63,12 @@ impl Inner {
         // A trivial move deletes and re-adds the same number: that table stays.
         for (_, n) in &edit.deleted {
             if !edit.added.iter().any(|(_, f)| f.number == *n) {
-                s.obsolete.push(*n);
+                s.obsolete_tables.push(*n);
             }
         }
         s.version = v;
         also(&mut s);
-        if !s.obsolete.is_empty() {
+        if !s.obsolete_tables.is_empty() {
             self.obsolete_pending.store(true, Ordering::Release);
         }
         drop(s);

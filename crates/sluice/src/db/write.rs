@@ -133,7 +133,7 @@ impl Inner {
                 .and_then(|_| if sync { wal.sync() } else { Ok(()) });
             if let Err(e) = r {
                 let msg = format!("WAL write failed: {e}");
-                self.state.lock().bg_error.get_or_insert(msg);
+                self.state.lock().background_error.get_or_insert(msg);
                 return Err(Error::Io {
                     path: None,
                     source: e,
@@ -221,7 +221,7 @@ impl Inner {
         match switch() {
             Ok(_old) => {}
             Err(e) => {
-                s.bg_error
+                s.background_error
                     .get_or_insert(format!("cannot start WAL {}: {e}", path.display()));
                 return Err(Error::io(&path, e));
             }

@@ -369,6 +369,17 @@ impl FileSystem for MemFs {
         s.durable_names.extend(in_dir);
         Ok(())
     }
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.wait_sync_gate(path);
+        if self.shared.state.lock().faults.fail_syncs {
+            return Err(injected("fsync failed"));
+        }
+        let ino = self.inode(path)?;
+        let mut i = ino.lock();
+        i.synced_len = i.data.len();
+        self.shared.syncs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
     fn exists(&self, path: &Path) -> bool {
         let s = self.shared.state.lock();
         s.names.contains_key(path) || s.dirs.contains(path)

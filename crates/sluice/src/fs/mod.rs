@@ -45,6 +45,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Makes the directory's entries durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Makes an existing file's contents durable (e.g. a file hard-linked in, whose writer may
+    /// never have synced it).
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
     /// True if `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// Size of a file in bytes.
@@ -219,6 +222,9 @@ impl FileSystem for RealFs {
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         std::fs::File::open(dir)?.sync_all()
+    }
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::File::open(path)?.sync_all()
     }
     fn exists(&self, path: &Path) -> bool {
         path.exists()

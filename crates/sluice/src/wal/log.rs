@@ -6,14 +6,17 @@
 //! header is zero-filled.
 //!
 //! Recovery policy of [`LogReader`]:
-//! 1. A bad or incomplete fragment after which no complete valid record starts anywhere later
-//!    in the file is a *torn tail* — the unsynced end of a crashed write — and reading stops
-//!    cleanly. The search for a later record starts past the bad fragment's own bytes when its
-//!    header is intact (a torn record's payload may itself contain log-framed bytes, e.g. a
-//!    value that is a WAL), and a lone MIDDLE/LAST fragment at a block boundary (the rest of a
-//!    record begun before the damage) does not count as a record.
-//! 2. A bad fragment followed by a complete valid record is corruption in the middle:
-//!    [`Error::Corruption`] naming the file and offset.
+//! 1. Damage followed by a chain of complete, valid records that runs to the clean end of the
+//!    file is corruption in the middle: [`Error::Corruption`] naming the file and the damaged
+//!    record's offset. Records written after the damaged one form such a chain.
+//! 2. Any other damage is a *torn tail* — the unsynced end of a crashed write — and reading
+//!    stops cleanly before it. Log-framed bytes inside the torn record's own payload (a value
+//!    that is itself a log) do not reach the end of the file as a chain: they run into the
+//!    rest of that payload or into the tear. A lone MIDDLE/LAST fragment at a block boundary
+//!    (the rest of a record begun before the damage) is stepped over, not counted.
+//!
+//! Limit: corruption in the middle *and* a torn tail at the end at once is read as a torn tail
+//! at the first damage (as RocksDB's default point-in-time recovery would).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -128,10 +131,8 @@ pub struct LogReader<'a> {
 
 enum Frag<'a> {
     Ok(u8, &'a [u8]),
-    /// A bad fragment: the reason, and the first offset where a later record could begin
-    /// (past the fragment's own claimed bytes when its header is sane, so a payload that
-    /// happens to contain log-framed bytes is never taken for a record of its own).
-    Bad(String, usize),
+    /// A bad fragment, with the reason.
+    Bad(String),
     Eof,
 }
 
@@ -162,44 +163,45 @@ impl<'a> LogReader<'a> {
                 return Frag::Eof;
             }
             let at = self.pos;
-            let end_of_file = self.buf.len();
             let rest = &self.buf[at..];
             if rest.len() < HEADER_SIZE {
-                return Frag::Bad("truncated fragment header".into(), end_of_file);
+                return Frag::Bad("truncated fragment header".into());
             }
             let crc = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
             let len = u16::from_le_bytes([rest[4], rest[5]]) as usize;
             let ty = rest[6];
             if ty == 0 && len == 0 && crc == 0 {
-                return Frag::Bad("zero-filled region".into(), at + 1);
+                return Frag::Bad("zero-filled region".into());
             }
             if !(FULL..=LAST).contains(&ty) {
-                return Frag::Bad(format!("unknown fragment type {ty}"), at + 1);
+                return Frag::Bad(format!("unknown fragment type {ty}"));
             }
             if in_block + HEADER_SIZE + len > BLOCK_SIZE {
-                return Frag::Bad(
-                    format!("fragment length {len} crosses the block end"),
-                    at + 1,
-                );
+                return Frag::Bad(format!("fragment length {len} crosses the block end"));
             }
             if rest.len() < HEADER_SIZE + len {
                 // The file ends inside this fragment: nothing can follow it.
-                return Frag::Bad("truncated fragment".into(), end_of_file);
+                return Frag::Bad("truncated fragment".into());
             }
             let payload = &rest[HEADER_SIZE..HEADER_SIZE + len];
             let actual = crc32c::crc32c_append(crc32c::crc32c(&[ty]), payload);
             if unmask_crc(crc) != actual {
-                return Frag::Bad("fragment checksum mismatch".into(), at + HEADER_SIZE + len);
+                return Frag::Bad("fragment checksum mismatch".into());
             }
             self.pos += HEADER_SIZE + len;
             return Frag::Ok(ty, payload);
         }
     }
 
-    /// True if a complete, valid, non-empty record starts at `pos`. With `skip_orphans` (at a
-    /// block boundary, where the tail of a record begun before the damage may sit), MIDDLE and
-    /// LAST fragments are stepped over first.
-    fn complete_record_at(&self, pos: usize, skip_orphans: bool) -> bool {
+    /// True if a chain of complete, valid records starts at `pos` and runs to the clean end of
+    /// the file. With `skip_orphans` (at a block boundary, where the rest of a record begun
+    /// before the damage may sit), leading MIDDLE and LAST fragments are stepped over first.
+    ///
+    /// Requiring the chain to reach the end tells the two kinds of damage apart: records
+    /// written after a damaged one do reach it, while log-framed bytes inside a torn record's
+    /// own payload (a value that is itself a log) run into the rest of that payload or into
+    /// the tear.
+    fn records_to_end_at(&self, pos: usize, skip_orphans: bool) -> bool {
         let mut probe = LogReader {
             buf: self.buf,
             pos,
@@ -207,32 +209,44 @@ impl<'a> LogReader<'a> {
             end: None,
         };
         let mut in_record = false;
+        let mut records = 0usize;
+        let mut orphans_allowed = skip_orphans;
         loop {
             match probe.read_fragment() {
-                Frag::Ok(FULL, p) if !in_record => return !p.is_empty(),
-                Frag::Ok(FIRST, _) if !in_record => in_record = true,
-                Frag::Ok(MIDDLE, _) if in_record => {}
-                Frag::Ok(LAST, _) if in_record => return true,
-                Frag::Ok(MIDDLE | LAST, _) if skip_orphans => {}
-                _ => return false,
+                Frag::Eof => return records > 0 && !in_record,
+                Frag::Bad(..) => return false,
+                Frag::Ok(ty, p) => match (ty, in_record) {
+                    (FULL, false) if !p.is_empty() => records += 1,
+                    (FIRST, false) => in_record = true,
+                    (MIDDLE, true) => {}
+                    (LAST, true) => {
+                        in_record = false;
+                        records += 1;
+                    }
+                    (MIDDLE | LAST, false) if orphans_allowed => continue,
+                    _ => return false,
+                },
             }
+            orphans_allowed = false;
         }
     }
 
-    /// True if a complete valid record starts anywhere from `from` on: at any later byte of
-    /// that block, or at any later block boundary (where a fragment must begin).
+    /// True if a chain of valid records running to the end of the file starts anywhere after
+    /// `from`: at any later byte of that block, or at any later block boundary (where a
+    /// fragment must begin).
     fn valid_record_after(&self, from: usize) -> bool {
+        let from = from + 1;
         if from >= self.buf.len() {
             return false;
         }
         let block_end = ((from / BLOCK_SIZE + 1) * BLOCK_SIZE).min(self.buf.len());
         let last_start = block_end.saturating_sub(HEADER_SIZE - 1);
-        if (from..last_start).any(|p| self.complete_record_at(p, false)) {
+        if (from..last_start).any(|p| self.records_to_end_at(p, false)) {
             return true;
         }
         let mut b = block_end;
         while b + HEADER_SIZE <= self.buf.len() {
-            if self.complete_record_at(b, true) {
+            if self.records_to_end_at(b, true) {
                 return true;
             }
             b += BLOCK_SIZE;
@@ -240,17 +254,17 @@ impl<'a> LogReader<'a> {
         false
     }
 
-    /// Damage in the record starting at `at`; a later record could begin at `resume`.
+    /// Damage found at `at`, in the record starting at `record_start` (the offset reported).
     fn damaged(
         &mut self,
+        record_start: usize,
         at: usize,
-        resume: usize,
         reason: String,
     ) -> Result<Option<(u64, Vec<u8>)>> {
-        if self.valid_record_after(resume) {
-            return Err(Error::corruption(&self.path, at as u64, reason));
+        if self.valid_record_after(at) {
+            return Err(Error::corruption(&self.path, record_start as u64, reason));
         }
-        self.end = Some(LogEnd::TornTail(at as u64, reason));
+        self.end = Some(LogEnd::TornTail(record_start as u64, reason));
         self.pos = self.buf.len();
         Ok(None)
     }
@@ -277,9 +291,7 @@ impl<'a> LogReader<'a> {
                         }
                     };
                 }
-                Frag::Bad(reason, resume) => {
-                    return self.damaged(start.unwrap_or(at), resume, reason)
-                }
+                Frag::Bad(reason) => return self.damaged(start.unwrap_or(at), at, reason),
                 Frag::Ok(ty, payload) => match (ty, start) {
                     (FULL, None) => return Ok(Some((at as u64, payload.to_vec()))),
                     (FIRST, None) => {

@@ -1,6 +1,5 @@
 //! Small files: when every file is under `small_file_threshold`, one synced write batch.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
@@ -47,7 +46,8 @@ impl Inner {
                 disable_wal: false,
             },
         )?;
-        let seqno = self.visible_seq.load(Ordering::Acquire);
+        // The entries carry ordinary seqnos of the batch, not a global one.
+        let seqno = 0;
         Ok(files
             .iter()
             .map(|f| IngestedFile {

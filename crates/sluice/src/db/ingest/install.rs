@@ -196,7 +196,7 @@ impl Inner {
         let r = self.wal.lock().sync();
         r.map_err(|e| {
             let msg = format!("WAL sync failed: {e}");
-            self.state.lock().bg_error.get_or_insert(msg);
+            self.state.lock().background_error.get_or_insert(msg);
             Error::Io {
                 path: None,
                 source: e,
@@ -221,7 +221,7 @@ impl Inner {
             }
             let bottom = NUM_LEVELS - 1;
             let blocked = opts.ingest_behind
-                && s.running_outputs.iter().any(|r| {
+                && s.compaction_output_ranges.iter().any(|r| {
                     r.level == bottom
                         && files.iter().any(|f| {
                             r.lo.as_slice() <= f.largest.as_slice()
@@ -230,7 +230,7 @@ impl Inner {
                 });
             if !blocked {
                 s.ingests_installing += 1;
-                let snapshot = (Arc::clone(&s.version), s.running_outputs.clone());
+                let snapshot = (Arc::clone(&s.version), s.compaction_output_ranges.clone());
                 drop(s);
                 return Ok(InstallSlot {
                     manifest: m,

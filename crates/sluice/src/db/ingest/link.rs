@@ -19,7 +19,7 @@ impl Inner {
                     let mut s = self.state.lock();
                     let n = s.next_file_number;
                     s.next_file_number += 1;
-                    s.pending_outputs.insert(n);
+                    s.uninstalled_files.insert(n);
                     n
                 };
                 f.number = number;
@@ -28,10 +28,14 @@ impl Inner {
                     self.fs
                         .link_or_copy(&f.source, &dst)
                         .map_err(|e| Error::io(&dst, e))?;
+                    linked.push(dst.clone());
+                    // The caller may never have synced the file: its bytes must be durable
+                    // before an edit names it (invariant 4).
+                    self.fs.sync_file(&dst).map_err(|e| Error::io(&dst, e))?;
                 } else {
-                    copy_file(&*self.fs, &f.source, &dst)?;
+                    copy_file(&*self.fs, &f.source, &dst, f.size)?;
+                    linked.push(dst);
                 }
-                linked.push(dst);
             }
             self.fs
                 .sync_dir(&self.dir)
@@ -47,12 +51,12 @@ impl Inner {
     }
 }
 
-/// Copies `src` to the new file `dst` in 1 MiB pieces (memory stays bounded for any file
+/// Copies the first `len` bytes of `src` (its size when validated: a source that grows later
+/// cannot make the table disagree with its MANIFEST size) to the new file `dst` in 1 MiB pieces (memory stays bounded for any file
 /// size) and syncs it; on error `dst` is removed.
-fn copy_file(fs: &dyn crate::fs::FileSystem, src: &Path, dst: &Path) -> Result<()> {
+fn copy_file(fs: &dyn crate::fs::FileSystem, src: &Path, dst: &Path, len: u64) -> Result<()> {
     const CHUNK: u64 = 1 << 20;
     let input = fs.open(src).map_err(|e| Error::io(src, e))?;
-    let len = fs.file_size(src).map_err(|e| Error::io(src, e))?;
     let mut w = fs.create(dst).map_err(|e| Error::io(dst, e))?;
     let mut buf = vec![0u8; CHUNK.min(len) as usize];
     let r = (|| -> Result<()> {

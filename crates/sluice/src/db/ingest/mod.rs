@@ -11,7 +11,8 @@
 //! 5. Pick each file's target level ([`ingest_target_level`], pure) and the global seqno.
 //! 6. Install all files in one durable version edit; publish the seqno; release the latches.
 //!
-//! Small files (`small_file_threshold`) skip 2–6 and are applied as a write batch.
+//! When every file is small (`small_file_threshold`), steps 2–6 are replaced by one synced
+//! write batch (`batch.rs`): atomic, later files newer.
 //!
 //! Why no global write stall: the global seqno is allocated inside step 6 from the same counter
 //! writers use, and explicit snapshots pin the memtables and version they were taken on, so a
@@ -46,7 +47,8 @@ pub struct IngestOptions {
     pub allow_overlap: bool,
     /// When *every* file is smaller than this many bytes, they are applied as one write batch
     /// through the WAL and memtable (atomic, later files newer) instead of becoming tiny
-    /// tables; if any file is larger, all are ingested as tables. Default 0 (off).
+    /// tables; if any file is larger, or `ingest_behind` or `fail_if_not_bottommost` is set,
+    /// all are ingested as tables. Default 0 (off).
     pub small_file_threshold: u64,
     /// Put the files at the bottom level with seqno 0: existing keys win. Default `false`.
     pub ingest_behind: bool,
@@ -78,7 +80,8 @@ pub struct IngestedFile {
     pub source: PathBuf,
     /// Level it was placed at (`None` when applied as a write batch).
     pub level: Option<usize>,
-    /// Global seqno its entries are read at (0: their own seqno 0).
+    /// Global seqno its entries are read at (0: their own seqno 0, or applied as a write batch,
+    /// whose entries carry the batch's ordinary seqnos).
     pub seqno: u64,
     /// File number in the DB (0 when applied as a write batch).
     pub number: u64,
@@ -104,7 +107,7 @@ impl Inner {
     fn release_pending(&self, files: &[Prepared]) {
         let mut s = self.state.lock();
         for f in files {
-            s.pending_outputs.remove(&f.number);
+            s.uninstalled_files.remove(&f.number);
         }
     }
 
@@ -120,7 +123,10 @@ impl Inner {
         let mut big = self.ingest_validate(paths, opts)?;
         // All small: one write batch, atomic. Otherwise all are tables, in one edit: mixing
         // the two paths would make the ingest visible in two steps.
-        if !opts.ingest_behind && big.iter().all(|f| f.size < opts.small_file_threshold) {
+        // (`ingest_behind` and `fail_if_not_bottommost` are promises about levels, which a
+        // write batch does not keep.)
+        let batch_path = !opts.ingest_behind && !opts.fail_if_not_bottommost;
+        if batch_path && big.iter().all(|f| f.size < opts.small_file_threshold) {
             return self.ingest_as_batch(&big);
         }
         let mut report = Vec::new();
@@ -154,6 +160,12 @@ impl Inner {
     }
 
     fn remove_linked(&self, files: &[Prepared]) {
+        // A failed MANIFEST write may still have put the edit on disk: keep the files for the
+        // next open to judge (it deletes whatever no edit names).
+        if self.state.lock().background_error.is_some() {
+            self.release_pending(files);
+            return;
+        }
         for f in files {
             let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
         }
