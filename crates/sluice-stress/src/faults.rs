@@ -17,7 +17,7 @@ use sluice::Db;
 
 use crate::crash::{CrashModel, Loss};
 use crate::journal::Journal;
-use crate::report::{Anomaly, Stats, Summary};
+use crate::report::{Anomaly, Op, Stats, Summary};
 use crate::storage::{stress_options, Storage};
 use crate::stress::run_phase;
 use crate::workload::Ctx;
@@ -40,6 +40,10 @@ pub struct FaultsConfig {
     /// Each round runs this long (ms); faults are switched on between its first and last
     /// quarter (in four rounds of five; the fifth loses power without faults).
     pub round_ms: u64,
+    /// Operations left out of the mix.
+    pub disabled: Vec<Op>,
+    /// Check for leftover table files after each recovery.
+    pub check_leaks: bool,
 }
 
 /// A random fault, described for reports.
@@ -100,7 +104,6 @@ pub fn run_faults(cfg: &FaultsConfig) -> Summary {
     let mut summary = Summary::default();
     for seed in cfg.seed..cfg.seed + cfg.seeds {
         if let Err(a) = run_seed(cfg, seed, &summary.stats) {
-            eprintln!("{a}");
             summary.anomalies.push(*a);
             break;
         }
@@ -113,6 +116,7 @@ fn run_seed(cfg: &FaultsConfig, seed: u64, stats: &Stats) -> Result<(), Box<Anom
     let scratch = tempfile::tempdir().expect("tempdir");
     let mut fs = MemFs::new();
     let mut model = CrashModel::new(cfg.keys, cfg.zcap, Loss::PowerLoss);
+    model.check_leaks = cfg.check_leaks;
     for round in 0..cfg.rounds {
         let context = format!("seed {seed} round {round}");
         let storage = Arc::new(Storage::mem(fs.clone(), scratch.path()));
@@ -141,7 +145,7 @@ fn run_seed(cfg: &FaultsConfig, seed: u64, stats: &Stats) -> Result<(), Box<Anom
             faults_on: Arc::clone(&faults_on),
             deadline: Instant::now() + Duration::from_millis(cfg.round_ms),
             context: context.clone(),
-            ingest_behind: true,
+            disabled: cfg.disabled.clone(),
         });
         // The fault switch, at a random moment of the round (never in one round of five).
         let fault = (!rng.gen_bool(0.2)).then(|| pick_fault(&mut rng));

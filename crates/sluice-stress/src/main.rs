@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sluice_stress::crash::{child_main, run_crash, ChildArgs, CrashConfig};
+use sluice_stress::crash::{child_main, parse_names, run_crash, ChildArgs, CrashConfig};
 use sluice_stress::faults::{run_faults, FaultsConfig};
 use sluice_stress::stress::{run, RunConfig};
+use sluice_stress::Op;
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +43,9 @@ enum Cmd {
         /// Close and reopen every this many seconds.
         #[arg(long, default_value_t = 10.0)]
         reopen_every: f64,
+        /// Operations to leave out, comma-separated (e.g. `ingest_small,compact`).
+        #[arg(long, default_value = "")]
+        disable: String,
     },
     /// Kill a child running the workload with SIGKILL, reopen, verify; repeat.
     Crash {
@@ -66,6 +70,12 @@ enum Cmd {
         /// Longest time before a kill, in ms.
         #[arg(long, default_value_t = 2_000)]
         max_ms: u64,
+        /// Skip the check for leftover table files after recoveries.
+        #[arg(long)]
+        no_leak_check: bool,
+        /// Operations to leave out, comma-separated (e.g. `ingest_small,compact`).
+        #[arg(long, default_value = "")]
+        disable: String,
     },
     /// Faults on MemFs at a random moment, then power loss, reopen, verify.
     Faults {
@@ -87,6 +97,12 @@ enum Cmd {
         /// Length of a round in ms.
         #[arg(long, default_value_t = 1_500)]
         round_ms: u64,
+        /// Skip the check for leftover table files after recoveries.
+        #[arg(long)]
+        no_leak_check: bool,
+        /// Operations to leave out, comma-separated (e.g. `ingest_small,compact`).
+        #[arg(long, default_value = "")]
+        disable: String,
     },
     /// (internal) The crash mode's child process.
     #[command(hide = true)]
@@ -99,7 +115,16 @@ enum Cmd {
         round: u64,
         #[arg(long)]
         threads: usize,
+        #[arg(long, default_value = "")]
+        disable: String,
     },
+}
+
+fn ops(names: &str) -> Vec<Op> {
+    parse_names(names).unwrap_or_else(|e| {
+        eprintln!("--disable: {e}");
+        std::process::exit(2)
+    })
 }
 
 fn main() -> ExitCode {
@@ -112,6 +137,7 @@ fn main() -> ExitCode {
             dir,
             keys,
             reopen_every,
+            disable,
         } => {
             let s = run(&RunConfig {
                 seed,
@@ -121,6 +147,7 @@ fn main() -> ExitCode {
                 zcap: 20_000,
                 dir,
                 reopen_every,
+                disabled: ops(&disable),
             });
             let line = s.totals_line("run", seed, &format!("threads={threads} secs={secs}"));
             (s, line)
@@ -133,6 +160,8 @@ fn main() -> ExitCode {
             keys,
             min_ms,
             max_ms,
+            disable,
+            no_leak_check,
         } => {
             let bin = std::env::current_exe().expect("own path");
             let s = run_crash(&CrashConfig {
@@ -145,6 +174,8 @@ fn main() -> ExitCode {
                 threads,
                 min_ms,
                 max_ms: max_ms.max(min_ms),
+                disabled: ops(&disable),
+                check_leaks: !no_leak_check,
             });
             let line = s.totals_line("crash", seed, &format!("kills={kills} threads={threads}"));
             (s, line)
@@ -156,6 +187,8 @@ fn main() -> ExitCode {
             threads,
             keys,
             round_ms,
+            disable,
+            no_leak_check,
         } => {
             let s = run_faults(&FaultsConfig {
                 seed,
@@ -165,6 +198,8 @@ fn main() -> ExitCode {
                 keys,
                 zcap: 20_000,
                 round_ms,
+                disabled: ops(&disable),
+                check_leaks: !no_leak_check,
             });
             let line = s.totals_line("faults", seed, &format!("seeds={seeds} rounds={rounds}"));
             (s, line)
@@ -174,12 +209,14 @@ fn main() -> ExitCode {
             seed,
             round,
             threads,
+            disable,
         } => {
             let code = child_main(&ChildArgs {
                 dir,
                 seed,
                 round,
                 threads,
+                disabled: ops(&disable),
             });
             return ExitCode::from(code as u8);
         }
@@ -188,8 +225,14 @@ fn main() -> ExitCode {
     if summary.anomalies.is_empty() {
         ExitCode::SUCCESS
     } else {
-        for a in &summary.anomalies {
+        for a in summary.anomalies.iter().take(5) {
             eprintln!("{a}");
+        }
+        if summary.anomalies.len() > 5 {
+            eprintln!(
+                "({} more anomalies after the stop)",
+                summary.anomalies.len() - 5
+            );
         }
         ExitCode::FAILURE
     }

@@ -315,10 +315,20 @@ impl Oracle {
             return match del {
                 Some(h) => Ok(h.version),
                 None if unknown_below => Ok(lo),
-                None => Err(format!(
-                    "key absent, but no deletion among versions [{lo}, {upper}] \
-                     (committed before the read {lower}, seen before by this thread {seen})"
-                )),
+                None => {
+                    let older = s
+                        .hist
+                        .iter()
+                        .rev()
+                        .find(|h| h.version < lo && h.kind == Kind::Delete)
+                        .map_or(String::new(), |h| {
+                            format!("; stale read? the last older deletion is v{}", h.version)
+                        });
+                    Err(format!(
+                        "key absent, but no deletion among versions [{lo}, {upper}] \
+                         (committed before the read {lower}, seen before by this thread {seen}){older}"
+                    ))
+                }
             };
         };
         let Some((k, ver)) = parse_value(v) else {
@@ -329,6 +339,13 @@ impl Oracle {
         }
         if v != make_value(&key, ver).as_slice() {
             return Err(format!("value bytes of version {ver} are damaged"));
+        }
+        if let Some(h) = s.find(ver).filter(|h| h.kind == Kind::Hidden) {
+            return Err(format!(
+                "version {ver} is a superseded copy written by {} (an older file of the same \
+                 overlapping ingest): only the newest file's value may be visible",
+                h.op
+            ));
         }
         if ver < lo {
             return Err(format!(

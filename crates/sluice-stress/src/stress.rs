@@ -41,6 +41,8 @@ pub struct RunConfig {
     pub dir: Option<PathBuf>,
     /// Length of a phase (close + reopen between phases).
     pub reopen_every: f64,
+    /// Operations left out of the mix.
+    pub disabled: Vec<Op>,
 }
 
 impl Default for RunConfig {
@@ -53,6 +55,7 @@ impl Default for RunConfig {
             zcap: 20_000,
             dir: None,
             reopen_every: 5.0,
+            disabled: Vec::new(),
         }
     }
 }
@@ -116,7 +119,7 @@ pub fn run(cfg: &RunConfig) -> Summary {
             faults_on: Arc::new(AtomicBool::new(false)),
             deadline,
             context: format!("phase {phase}"),
-            ingest_behind: true,
+            disabled: cfg.disabled.clone(),
         });
         run_phase(&ctx, cfg.threads, phase, |_| Journal::off());
         if anomalies.lock().is_empty() {

@@ -54,14 +54,13 @@ pub struct Ctx {
     pub deadline: Instant,
     /// Where we are (phase or round), for reports.
     pub context: String,
-    /// Run the reserved-prefix ingest-behind operation.
-    pub ingest_behind: bool,
+    /// Operations left out of the mix (replaced by point reads), to bisect a failure.
+    pub disabled: Vec<Op>,
 }
 
 impl Ctx {
-    /// Records an anomaly and stops every worker.
+    /// Records an anomaly and stops every worker (the caller prints them).
     pub fn anomaly(&self, a: Anomaly) {
-        eprintln!("{a}");
         self.anomalies.lock().push(a);
         self.stop.store(true, Ordering::SeqCst);
     }
@@ -154,6 +153,9 @@ impl Worker {
                 }
                 r -= w;
             }
+            if self.ctx.disabled.contains(&op) {
+                op = Op::Get;
+            }
             self.step(op);
             self.ctx.stats.count(op);
         }
@@ -170,7 +172,7 @@ impl Worker {
             Op::Snapshot => self.take_snapshot(),
             Op::SnapshotReread => self.reread_snapshot(),
             Op::Ingest | Op::IngestOverlap | Op::IngestSmall => self.ingest(op),
-            Op::IngestBehind if self.ctx.ingest_behind => self.ingest_behind(),
+            Op::IngestBehind => self.ingest_behind(),
             Op::Flush => self.flush_or_compact(false),
             Op::Compact => self.flush_or_compact(true),
             _ => self.gets(),
@@ -967,7 +969,7 @@ pub fn run_seq(ctx: Arc<Ctx>, rng_seed: u64, mut journal: Journal, id: usize) {
     while ctx.running() {
         let i = o.seq_started.load(Ordering::SeqCst);
         if writing {
-            let ingest = rng.gen_bool(0.12);
+            let ingest = !ctx.disabled.contains(&Op::SeqIngest) && rng.gen_bool(0.12);
             let n = if ingest { rng.gen_range(1..=8) } else { 1 };
             let writes: Vec<(Key, u64, Kind)> =
                 (i..i + n).map(|j| (Key::S(j), 1, Kind::Put)).collect();

@@ -35,6 +35,7 @@ fn concurrent_stress_on_a_real_directory_with_reopens() {
         zcap: 20_000,
         dir: Some(dir.path().to_path_buf()),
         reopen_every: 13.0,
+        disabled: Vec::new(),
     });
     assert_clean(&s, &s.totals_line("run", seed, "threads=8 secs=40"));
     for op in [
@@ -74,6 +75,8 @@ fn twenty_sigkills_lose_no_acknowledged_write() {
         threads: 6,
         min_ms: 200,
         max_ms: 1_500,
+        disabled: Vec::new(),
+        check_leaks: true,
     });
     assert_clean(&s, &s.totals_line("crash", seed, "kills=20"));
     assert_eq!(s.stats.rounds.load(Ordering::Relaxed), 20);
@@ -91,6 +94,8 @@ fn faults_then_power_loss_over_several_seeds() {
         keys: 2_000,
         zcap: 20_000,
         round_ms: 1_500,
+        disabled: Vec::new(),
+        check_leaks: true,
     });
     assert_clean(&s, &s.totals_line("faults", seed, "seeds=5 rounds=3"));
     assert_eq!(s.stats.rounds.load(Ordering::Relaxed), 15);

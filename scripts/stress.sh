@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Long stress run: builds sluice-stress in release, then alternates its three modes for H hours
+# (concurrent stress on a real directory, SIGKILL crash rounds, MemFs faults + power loss), in
+# chunks of at most 10 minutes, each chunk with the next seed. Prints every chunk's TOTALS line
+# and, at the end, one line with the sums (ops, kills, fault rounds, anomalies). Exits 1 if any
+# chunk found an anomaly; the failing chunk's output (seed, operation, key, history) is kept in
+# the log directory.
+#
+#   scripts/stress.sh --hours 2 [--seed 100] [--threads 8] [--bin path] [--log dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+hours=1
+seed=$(date +%s)
+threads=8
+bin=""
+log=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hours) hours=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --log) log=$2; shift 2 ;;
+    *) echo "usage: $0 --hours H [--seed S] [--threads N] [--bin PATH] [--log DIR]" >&2; exit 2 ;;
+  esac
+done
+
+if [ -z "$bin" ]; then
+  cargo build --release -q -p sluice-stress
+  bin="$PWD/target/release/sluice-stress"
+fi
+log=${log:-$(mktemp -d /tmp/sluice-stress-log.XXXXXX)}
+mkdir -p "$log"
+total=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
+start=$(date +%s)
+echo "stress: ${hours}h from seed $seed, logs in $log"
+
+ops=0; kills=0; faults=0; anomalies=0; chunks=0; failed_seeds=""
+mode_index=0
+modes=(run crash faults)
+while :; do
+  now=$(date +%s)
+  left=$(( total - (now - start) ))
+  [ "$left" -ge 20 ] || break
+  chunk=$(( left < 600 ? left : 600 ))
+  mode=${modes[$(( mode_index % 3 ))]}
+  mode_index=$(( mode_index + 1 ))
+  work=$(mktemp -d /tmp/sluice-stress-work.XXXXXX)
+  out="$log/$mode-seed$seed.log"
+  case "$mode" in
+    run)
+      # Phases of 60 s with a close + reopen between them.
+      args=(run --seed "$seed" --threads "$threads" --secs "$chunk" --dir "$work" --reopen-every 60) ;;
+    crash)
+      # A kill every 0.2-2 s plus recovery and verification: about 2.5 s per kill.
+      args=(crash --seed "$seed" --threads "$threads" --kills $(( chunk * 2 / 5 + 1 )) --dir "$work") ;;
+    faults)
+      # Rounds of 1.5 s (plus recovery); 5 rounds per seed.
+      args=(faults --seed "$seed" --seeds $(( chunk / 10 + 1 )) --rounds 5 --threads 4) ;;
+  esac
+  set +e
+  "$bin" "${args[@]}" >"$out" 2>&1
+  rc=$?
+  set -e
+  rm -rf "$work"
+  line=$(grep '^TOTALS' "$out" || echo "TOTALS mode=$mode seed=$seed ops=0 rounds=0 faults=0 anomalies=1 (no totals: exit $rc)")
+  echo "$line"
+  field() { echo "$line" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }' | head -1; }
+  ops=$(( ops + $(field ops || echo 0) ))
+  n_anom=$(field anomalies); n_anom=${n_anom:-1}
+  if [ "$rc" -ne 0 ] && [ "$n_anom" -eq 0 ]; then n_anom=1; fi
+  anomalies=$(( anomalies + n_anom ))
+  if [ "$mode" = crash ]; then kills=$(( kills + $(field rounds || echo 0) )); fi
+  if [ "$mode" = faults ]; then faults=$(( faults + $(field faults || echo 0) )); fi
+  if [ "$n_anom" -gt 0 ]; then
+    failed_seeds="$failed_seeds $mode:$seed"
+    sed -n '/^ANOMALY/,$p' "$out" | head -40
+  fi
+  chunks=$(( chunks + 1 ))
+  seed=$(( seed + 1 ))
+done
+
+elapsed=$(( $(date +%s) - start ))
+echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
+[ "$anomalies" -eq 0 ]
