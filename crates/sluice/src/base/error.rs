@@ -40,6 +40,9 @@ pub enum Error {
     },
     /// The feature exists in the format but this build does not support it.
     NotSupported(String),
+    /// A background write or sync failed earlier; the Db refuses writes from then on (reads
+    /// still work). Reopen it to recover: the next open trusts only what is on disk.
+    Poisoned(String),
 }
 
 impl Error {
@@ -96,6 +99,10 @@ impl fmt::Display for Error {
                 escape_bytes(previous)
             ),
             Error::NotSupported(m) => write!(f, "not supported: {m}"),
+            Error::Poisoned(m) => write!(
+                f,
+                "database is read-only after a background failure (reopen it): {m}"
+            ),
         }
     }
 }
@@ -137,5 +144,6 @@ pub(crate) fn clone_error(e: &Error) -> Error {
             key: key.clone(),
         },
         Error::NotSupported(m) => Error::NotSupported(m.clone()),
+        Error::Poisoned(m) => Error::Poisoned(m.clone()),
     }
 }

@@ -312,9 +312,7 @@ impl Db {
         let mut s = self.inner.state.lock();
         loop {
             if let Some(e) = &s.background_error {
-                return Err(Error::InvalidArgument(format!(
-                    "database is in read-only error state: {e}"
-                )));
+                return Err(Error::Poisoned(e.clone()));
             }
             let idle = !s.flush_running
                 && s.imm.is_empty()
@@ -373,11 +371,7 @@ impl Inner {
     }
 
     fn read_only_error(&self, s: &State) -> Option<Error> {
-        s.background_error.as_ref().map(|e| {
-            Error::InvalidArgument(format!(
-                "database is in read-only error state after a background failure: {e}"
-            ))
-        })
+        s.background_error.clone().map(Error::Poisoned)
     }
 
     // ---------------------------------------------------------------- write path
