@@ -17,6 +17,7 @@ pub mod fuzz;
 pub mod properties;
 pub mod table;
 pub mod table_builder;
+pub mod table_iter;
 pub mod writer;
 pub mod xxph3;
 
