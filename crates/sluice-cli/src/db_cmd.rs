@@ -95,19 +95,19 @@ fn write_synced_and_close(db: Db, b: WriteBatch) -> CmdResult {
 #[derive(Args)]
 pub struct ScanArgs {
     #[command(flatten)]
-    db: DbArg,
-    /// First key (inclusive).
+    pub(crate) db: DbArg,
+    /// First key (inclusive); with --table, first key values `V,...` (inclusive).
     #[arg(long)]
-    start: Option<String>,
-    /// Last key (exclusive).
+    pub(crate) start: Option<String>,
+    /// Last key (exclusive); with --table, key values `V,...` (exclusive).
     #[arg(long)]
-    end: Option<String>,
+    pub(crate) end: Option<String>,
     /// Only keys with this prefix.
     #[arg(long)]
     prefix: Option<String>,
     /// At most this many entries.
     #[arg(long)]
-    limit: Option<u64>,
+    pub(crate) limit: Option<u64>,
 }
 
 fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {

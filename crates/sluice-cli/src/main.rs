@@ -1,6 +1,7 @@
 //! `sluice`: the command-line tool for Sluice databases and SST files.
 
 mod db_cmd;
+mod import_cmd;
 mod sst_cmd;
 
 use std::process::ExitCode;
@@ -29,12 +30,22 @@ enum Command {
         /// The value.
         value: String,
     },
-    /// Print a key's value (exit 1 if absent).
+    /// Print a key's value, or with --table a row by primary key (exit 1 if absent).
     Get {
         #[command(flatten)]
         db: db_cmd::DbArg,
-        /// The key.
-        key: String,
+        /// The key (raw mode).
+        #[arg(required_unless_present = "pk")]
+        key: Option<String>,
+        /// Table of the row.
+        #[arg(long, requires = "pk")]
+        table: Option<String>,
+        /// Primary key values `V[,V...]` (a table row; --table may be left out with one table).
+        #[arg(long)]
+        pk: Option<String>,
+        /// Output format of the row (default json).
+        #[arg(long, value_enum, requires = "pk")]
+        format: Option<import_cmd::OutArg>,
     },
     /// Delete a key (synced).
     Delete {
@@ -43,8 +54,21 @@ enum Command {
         /// The key.
         key: String,
     },
-    /// Print keys and values in order.
-    Scan(db_cmd::ScanArgs),
+    /// Print keys and values in order, or with --table a table's rows.
+    Scan {
+        #[command(flatten)]
+        raw: db_cmd::ScanArgs,
+        #[command(flatten)]
+        table: import_cmd::TableScanArgs,
+    },
+    /// Import CSV/TSV/JSON-lines files into a table described by a SQL schema.
+    Import(import_cmd::ImportArgs),
+    /// List the tables of a Db.
+    Tables {
+        /// The database directory.
+        #[arg(long)]
+        db: std::path::PathBuf,
+    },
     /// Per-level files and bytes, amplification, compactions, stalls.
     Stats {
         #[command(flatten)]
@@ -85,9 +109,24 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sst(c) => sst_cmd::run(c),
         Command::Put { db, key, value } => db_cmd::put(db, key, value),
-        Command::Get { db, key } => db_cmd::get(db, key),
+        Command::Get {
+            db,
+            key,
+            table,
+            pk,
+            format,
+        } => match (pk, key) {
+            (Some(pk), _) => import_cmd::get(db.db, table, pk, format),
+            (None, Some(key)) => db_cmd::get(db, key),
+            (None, None) => unreachable!("clap requires a key or --pk"),
+        },
         Command::Delete { db, key } => db_cmd::delete(db, key),
-        Command::Scan(a) => db_cmd::scan(a),
+        Command::Scan { raw, table } if table.table.is_some() => {
+            import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit)
+        }
+        Command::Scan { raw, .. } => db_cmd::scan(raw),
+        Command::Import(a) => import_cmd::import(a),
+        Command::Tables { db } => import_cmd::tables(db),
         Command::Stats { db, json } => db_cmd::stats(db, json),
         Command::Manifest(db_cmd::ManifestCommand::Dump { db }) => db_cmd::manifest_dump(db),
         Command::Ingest {

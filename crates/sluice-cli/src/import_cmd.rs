@@ -1,0 +1,355 @@
+//! Table commands: `sluice import`, `sluice tables`, and the table forms of `scan` and `get`.
+//! Argument parsing and printing only; the work is `sluice_import`'s.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use sluice_import::{
+    open_db, Format, Import, ImportOptions, OnDuplicate, OutputFormat, ProgressMode, TableReader,
+};
+
+type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// Input formats on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    /// RFC 4180 CSV.
+    Csv,
+    /// Tab-separated, backslash escapes.
+    Tsv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// `--on-duplicate`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnDuplicateArg {
+    /// Fail (or reject the row under --max-errors).
+    Error,
+    /// Keep the first row; an existing row wins.
+    First,
+    /// Keep the last row; the input replaces an existing row.
+    Last,
+}
+
+/// Output formats of table scans.
+#[derive(Clone, Copy, ValueEnum, Default)]
+pub enum OutArg {
+    /// CSV with a header line.
+    #[default]
+    Csv,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Arguments of `sluice import`.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The database directory (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// SQL file with CREATE TABLE / CREATE INDEX statements.
+    #[arg(long)]
+    schema: PathBuf,
+    /// Table to load (default: the schema's only table).
+    #[arg(long)]
+    table: Option<String>,
+    /// Input format (default: from the file extension; .gz/.zst are decompressed).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// The first line of each file names the columns.
+    #[arg(long)]
+    header: bool,
+    /// Field delimiter (one character; `\t` for tab).
+    #[arg(long)]
+    delimiter: Option<String>,
+    /// CSV quote character (`none` disables quoting).
+    #[arg(long)]
+    quote: Option<String>,
+    /// This string in a field means NULL.
+    #[arg(long)]
+    null: Option<String>,
+    /// Parse workers (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Memory budget, e.g. 512M, 2G (default: a quarter of RAM).
+    #[arg(long)]
+    memory: Option<String>,
+    /// Directory for spilled runs (default: inside the Db directory).
+    #[arg(long)]
+    tmp_dir: Option<PathBuf>,
+    /// Bad rows tolerated (they go to --rejects) before the import fails.
+    #[arg(long, default_value_t = 0)]
+    max_errors: u64,
+    /// File for rejected rows: `# file:line: reason` then the record.
+    #[arg(long)]
+    rejects: Option<PathBuf>,
+    /// Rows whose primary key is taken by an earlier row or an existing one.
+    #[arg(long, value_enum, default_value = "error")]
+    on_duplicate: OnDuplicateArg,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+    /// Input files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+fn one_byte(what: &str, s: &str) -> Result<u8, String> {
+    let s = match s {
+        "\\t" | "tab" => "\t",
+        other => other,
+    };
+    match s.as_bytes() {
+        [b] => Ok(*b),
+        _ => Err(format!("--{what} must be one ASCII character, got {s:?}")),
+    }
+}
+
+/// `512M`, `2G`, `1048576` → bytes.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_lowercase();
+            let m: u64 = match unit.trim_end_matches("ib").trim_end_matches('b') {
+                "" => 1,
+                "k" => 1 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                "t" => 1 << 40,
+                _ => return Err(format!("--memory {s:?}: unknown unit")),
+            };
+            (&t[..i], m)
+        }
+        None => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("--memory {s:?} is not a size"))?;
+    Ok((n * mul as f64) as u64)
+}
+
+/// `sluice import`.
+pub fn import(a: ImportArgs) -> CmdResult {
+    let schema =
+        std::fs::read_to_string(&a.schema).map_err(|e| format!("{}: {e}", a.schema.display()))?;
+    let defaults = ImportOptions::default();
+    let opts = ImportOptions {
+        table: a.table,
+        format: a.format.map(|f| match f {
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Tsv => Format::Tsv,
+            FormatArg::Jsonl => Format::Jsonl,
+        }),
+        header: a.header,
+        delimiter: a
+            .delimiter
+            .as_deref()
+            .map(|d| one_byte("delimiter", d))
+            .transpose()?,
+        quote: match a.quote.as_deref() {
+            None => defaults.quote,
+            Some("none") => None,
+            Some(q) => Some(one_byte("quote", q)?),
+        },
+        null: a.null,
+        threads: a.threads.unwrap_or(defaults.threads),
+        memory: a
+            .memory
+            .as_deref()
+            .map(parse_size)
+            .transpose()?
+            .unwrap_or(defaults.memory),
+        tmp_dir: a.tmp_dir,
+        max_errors: a.max_errors,
+        rejects: a.rejects,
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => OnDuplicate::Error,
+            OnDuplicateArg::First => OnDuplicate::First,
+            OnDuplicateArg::Last => OnDuplicate::Last,
+        },
+        progress: if a.quiet || a.json {
+            ProgressMode::Off
+        } else {
+            ProgressMode::Auto
+        },
+        ..defaults
+    };
+    let import = Import::new(&schema, a.files, opts).map_err(|e| match e {
+        sluice_import::ImportError::Schema(s) => format!("{}: {s}", a.schema.display()),
+        other => other.to_string(),
+    })?;
+    let db = open_db(&a.db, true)?;
+    let s = import.run(&db)?;
+    db.close()?;
+    if a.json {
+        println!("{}", serde_json::to_string(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mb = s.bytes as f64 / 1e6;
+    println!(
+        "imported {} rows into {}{} ({:.1} MB in {:.2} s: {:.0} rows/s)",
+        s.rows,
+        s.table,
+        if s.created { " (new table)" } else { "" },
+        mb,
+        s.total_secs,
+        s.rows as f64 / s.total_secs.max(1e-9)
+    );
+    println!(
+        "  phases: parse+sort {:.2} s, merge {:.2} s, ingest {:.2} s; runs spilled {}; sorted input streamed: {}",
+        s.parse_sort_secs,
+        s.merge_secs,
+        s.ingest_secs,
+        s.runs_spilled,
+        if s.streamed_indexes.is_empty() {
+            "none".to_string()
+        } else {
+            s.streamed_indexes.join(", ")
+        }
+    );
+    println!(
+        "  rejected {}, duplicates dropped {}",
+        s.rejected, s.duplicates_dropped
+    );
+    for f in &s.files {
+        println!(
+            "  file {:<20} L{}  {} entries  {} bytes",
+            f.index,
+            f.level.map_or("-".into(), |l| l.to_string()),
+            f.entries,
+            f.bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice tables`.
+pub fn tables(db: PathBuf) -> CmdResult {
+    let db = open_db(&db, false)?;
+    for t in TableReader::tables(&db)? {
+        let cols: Vec<String> = t
+            .visible_columns()
+            .map(|(_, c)| {
+                format!(
+                    "{} {}{}",
+                    c.name,
+                    c.ty,
+                    if c.not_null { " NOT NULL" } else { "" }
+                )
+            })
+            .collect();
+        let pk: Vec<&str> = t
+            .primary_key
+            .iter()
+            .map(|&i| t.columns[i].name.as_str())
+            .collect();
+        println!("{} (id {}): {}", t.name, t.id, cols.join(", "));
+        println!("  primary key ({})", pk.join(", "));
+        for i in &t.indexes {
+            let c: Vec<&str> = i
+                .columns
+                .iter()
+                .map(|&c| t.columns[c].name.as_str())
+                .collect();
+            println!(
+                "  {}index {} ({})",
+                if i.unique { "unique " } else { "" },
+                i.name,
+                c.join(", ")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Table options of `sluice scan`.
+#[derive(Args, Default)]
+pub struct TableScanArgs {
+    /// Scan this table's rows instead of raw keys.
+    #[arg(long)]
+    pub table: Option<String>,
+    /// In the order of this index (default: primary key).
+    #[arg(long, requires = "table")]
+    pub index: Option<String>,
+    /// Output format of rows.
+    #[arg(long, value_enum, requires = "table")]
+    pub format: Option<OutArg>,
+}
+
+/// `sluice scan --table T`.
+pub fn scan(
+    db: PathBuf,
+    t: TableScanArgs,
+    start: Option<String>,
+    end: Option<String>,
+    limit: Option<u64>,
+) -> CmdResult {
+    let db = open_db(&db, false)?;
+    let reader = TableReader::open(&db, t.table.as_deref())?;
+    let fmt = match t.format.unwrap_or_default() {
+        OutArg::Csv => OutputFormat::Csv,
+        OutArg::Json => OutputFormat::Json,
+    };
+    let start = start.as_deref().map(sluice_import::query::split_values);
+    let end = end.as_deref().map(sluice_import::query::split_values);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if fmt == OutputFormat::Csv {
+        writeln!(out, "{}", reader.csv_header())?;
+    }
+    reader.scan(
+        t.index.as_deref(),
+        start.as_deref(),
+        end.as_deref(),
+        limit,
+        |row| {
+            writeln!(out, "{}", reader.format_row(row, fmt))
+                .map_err(|e| sluice_import::ImportError::io(std::path::Path::new("<stdout>"), e))
+        },
+    )?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent.
+pub fn get(db: PathBuf, table: Option<String>, pk: String, format: Option<OutArg>) -> CmdResult {
+    let db = open_db(&db, false)?;
+    let reader = TableReader::open(&db, table.as_deref())?;
+    let pk = sluice_import::query::split_values(&pk);
+    match reader.get(&pk)? {
+        Some(row) => {
+            match format.unwrap_or(OutArg::Json) {
+                OutArg::Json => println!("{}", reader.format_row(&row, OutputFormat::Json)),
+                OutArg::Csv => {
+                    println!("{}", reader.csv_header());
+                    println!("{}", reader.format_row(&row, OutputFormat::Csv));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            eprintln!("not found");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64M").unwrap(), 64 << 20);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("12Q").is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! `sluice-import`: load CSV, TSV and JSON-lines files described by a SQL schema into a Sluice
+//! Db through sorted SSTables and **one** atomic ingest, and read tables back by key.
+//!
+//! Data flow (see [`pipeline`] for the numbered steps):
+//! ```text
+//! files (.gz/.zst) → chunker (record-aligned, quote-aware) → parse workers (typed values →
+//! order-preserving keys + row values, sorted per chunk) → in input order: straight to final
+//! SSTs while the input is sorted, else sort buffers under the memory budget → spilled runs
+//! (plain SSTs) → k-way merge (duplicates, unique indexes) → final SSTs, one set per index,
+//! + a catalog SST → one Db::ingest → visible
+//! ```
+//!
+//! Key layout ([`keycode`]): `table_id u32 BE ‖ index_id u32 BE ‖ memcomparable columns`.
+//! Table 0 is the catalog ([`catalog`]); index 1 of a table is its primary key (value: the row,
+//! [`row`]); secondary indexes are 2.. (key: index columns then primary key columns; empty
+//! value).
+//!
+//! ```no_run
+//! use sluice_import::{open_db, Import, ImportOptions, TableReader};
+//! let db = open_db("/tmp/db", true)?;
+//! let schema = "CREATE TABLE t (id INT PRIMARY KEY, name TEXT); CREATE INDEX by_name ON t (name);";
+//! let import = Import::new(schema, vec!["t.csv".into()], ImportOptions::default())?;
+//! let summary = import.run(&db)?;
+//! let reader = TableReader::open(&db, Some("t"))?;
+//! let row = reader.get(&["42".to_string()])?;
+//! # Ok::<(), sluice_import::ImportError>(())
+//! ```
+
+pub mod catalog;
+#[doc(hidden)]
+pub mod fuzz;
+pub mod input;
+pub mod keycode;
+pub mod merge;
+pub mod parse;
+pub mod pipeline;
+pub mod progress;
+pub mod query;
+pub mod row;
+pub mod schema;
+pub mod types;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use input::Format;
+pub use pipeline::{
+    default_memory, open_db, remove_leftovers, FileSummary, Import, ImportOptions, OnDuplicate,
+    Summary,
+};
+pub use progress::ProgressMode;
+pub use query::{OutputFormat, TableReader};
+pub use schema::{parse_schema, SchemaError, TableDef};
+
+/// Everything an import, scan or get can fail with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The schema does not parse or is not supported.
+    Schema(SchemaError),
+    /// A wrong option, table or index name, or a table defined differently than stored.
+    Usage(String),
+    /// The stored catalog is unreadable.
+    Catalog(String),
+    /// A bad row (or bad file structure): `file:line: column c: "v" is not a T`.
+    BadInput(String),
+    /// More bad rows than `--max-errors`.
+    TooManyErrors {
+        /// Bad rows seen.
+        count: u64,
+        /// The last one.
+        last: String,
+    },
+    /// An I/O error on a file of the import.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The engine failed.
+    Db(sluice::Error),
+}
+
+impl ImportError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportError::Schema(e) => write!(f, "schema: {e}"),
+            ImportError::Usage(s) | ImportError::Catalog(s) | ImportError::BadInput(s) => {
+                f.write_str(s)
+            }
+            ImportError::TooManyErrors { count, last } => {
+                write!(
+                    f,
+                    "{count} bad rows, more than --max-errors allows; the last: {last}"
+                )
+            }
+            ImportError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ImportError::Db(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+impl From<sluice::Error> for ImportError {
+    fn from(e: sluice::Error) -> Self {
+        ImportError::Db(e)
+    }
+}

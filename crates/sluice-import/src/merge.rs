@@ -1,0 +1,332 @@
+//! Sorted sources and their k-way merge: in-memory chunk lists, spilled runs (plain SSTs:
+//! no filter, no compression), streamed
+//! final files turned back into runs, and pending deletions. A run key is the entry key followed
+//! by its 8-byte source position (see [`write_run`]).
+//!
+//! Invariant: the merge yields entries ordered by (key, source position), so equal keys come
+//! out together and in input order; a deletion sorts after every put of its key.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice::{
+    CompressionType, InternalIterator, IterBounds, SstFileInfo, SstWriter, Table, TableIter,
+    TableOptions, TableReadOptions,
+};
+
+use crate::parse::Entries;
+
+/// Source position of a deletion (after every put of the same key).
+pub const DELETION_SRC: u64 = u64::MAX;
+
+/// A sorted stream of `(key, src, value)`.
+pub trait Source {
+    /// True while positioned on an entry.
+    fn valid(&self) -> bool;
+    /// Current key.
+    fn key(&self) -> &[u8];
+    /// Current source position (`DELETION_SRC` for a deletion).
+    fn src(&self) -> u64;
+    /// Current value.
+    fn value(&self) -> &[u8];
+    /// Advances.
+    fn next(&mut self) -> sluice::Result<()>;
+}
+
+/// An in-memory sorted list.
+pub struct MemSource {
+    e: Entries,
+    i: usize,
+}
+
+impl MemSource {
+    /// Over a sorted list.
+    pub fn new(e: Entries) -> Self {
+        MemSource { e, i: 0 }
+    }
+}
+
+impl Source for MemSource {
+    fn valid(&self) -> bool {
+        self.i < self.e.items.len()
+    }
+    fn key(&self) -> &[u8] {
+        self.e.key(self.i)
+    }
+    fn src(&self) -> u64 {
+        self.e.items[self.i].3
+    }
+    fn value(&self) -> &[u8] {
+        self.e.value(self.i)
+    }
+    fn next(&mut self) -> sluice::Result<()> {
+        self.i += 1;
+        Ok(())
+    }
+}
+
+/// Sorted keys to delete.
+pub struct DeletionSource {
+    keys: Vec<Vec<u8>>,
+    i: usize,
+}
+
+impl DeletionSource {
+    /// Sorts and dedups `keys`.
+    pub fn new(mut keys: Vec<Vec<u8>>) -> Self {
+        keys.sort_unstable();
+        keys.dedup();
+        DeletionSource { keys, i: 0 }
+    }
+}
+
+impl Source for DeletionSource {
+    fn valid(&self) -> bool {
+        self.i < self.keys.len()
+    }
+    fn key(&self) -> &[u8] {
+        &self.keys[self.i]
+    }
+    fn src(&self) -> u64 {
+        DELETION_SRC
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn next(&mut self) -> sluice::Result<()> {
+        self.i += 1;
+        Ok(())
+    }
+}
+
+/// A run file (or a streamed final file read back as a run).
+pub struct RunSource {
+    it: TableIter,
+    /// Values carry an 8-byte source position prefix.
+    with_src: bool,
+    _table: Arc<Table>,
+}
+
+impl RunSource {
+    /// Opens a run. `with_src`: the file was written by [`RunWriter`].
+    pub fn open(path: &Path, with_src: bool) -> sluice::Result<Self> {
+        let table = Table::open_path(path, &TableReadOptions::new())?;
+        let mut it = table.iter(IterBounds::default());
+        it.seek_to_first();
+        it.status()?;
+        Ok(RunSource {
+            it,
+            with_src,
+            _table: table,
+        })
+    }
+}
+
+impl Source for RunSource {
+    fn valid(&self) -> bool {
+        self.it.valid()
+    }
+    fn key(&self) -> &[u8] {
+        let k = sluice::key::user_key(self.it.key());
+        if self.with_src {
+            &k[..k.len().saturating_sub(8)]
+        } else {
+            k
+        }
+    }
+    fn src(&self) -> u64 {
+        if self.with_src {
+            let k = sluice::key::user_key(self.it.key());
+            k.get(k.len().saturating_sub(8)..)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_be_bytes)
+        } else {
+            0
+        }
+    }
+    fn value(&self) -> &[u8] {
+        self.it.value()
+    }
+    fn next(&mut self) -> sluice::Result<()> {
+        self.it.next();
+        self.it.status()
+    }
+}
+
+/// K-way merge over sources (a binary heap of source indexes).
+pub struct Merger {
+    sources: Vec<Box<dyn Source>>,
+    heap: Vec<usize>,
+}
+
+impl Merger {
+    /// Merges `sources`.
+    pub fn new(sources: Vec<Box<dyn Source>>) -> Self {
+        let heap: Vec<usize> = (0..sources.len()).filter(|&i| sources[i].valid()).collect();
+        let mut m = Merger { sources, heap };
+        for i in (0..m.heap.len() / 2).rev() {
+            m.sift_down(i);
+        }
+        m
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.sources[a], &self.sources[b]);
+        (x.key(), x.src()) < (y.key(), y.src())
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.less(self.heap[l], self.heap[m]) {
+                m = l;
+            }
+            if r < n && self.less(self.heap[r], self.heap[m]) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.heap.swap(i, m);
+            i = m;
+        }
+    }
+
+    /// The smallest current entry, if any.
+    pub fn peek(&self) -> Option<&dyn Source> {
+        self.heap.first().map(|&i| &*self.sources[i])
+    }
+
+    /// Advances past the smallest entry.
+    pub fn advance(&mut self) -> sluice::Result<()> {
+        let Some(&top) = self.heap.first() else {
+            return Ok(());
+        };
+        self.sources[top].next()?;
+        if !self.sources[top].valid() {
+            let last = self.heap.len() - 1;
+            self.heap.swap(0, last);
+            self.heap.pop();
+        }
+        if !self.heap.is_empty() {
+            self.sift_down(0);
+        }
+        Ok(())
+    }
+}
+
+/// Options of spilled runs: no filter, no compression.
+pub fn run_table_options() -> TableOptions {
+    TableOptions {
+        compression: CompressionType::None,
+        bloom_bits_per_key: None,
+        block_size: 64 << 10,
+        ..TableOptions::default()
+    }
+}
+
+/// Writes one run. A run key is the entry's key followed by its 8-byte big-endian source
+/// position: keys of one index are prefix-free (every column encoding is), so this keeps the
+/// (key, src) order and makes duplicate keys distinct, as an SST needs.
+pub fn write_run(path: &Path, mut merger: Merger) -> sluice::Result<Option<PathBuf>> {
+    let mut w = SstWriter::create(path, run_table_options())?;
+    let mut key = Vec::new();
+    while let Some(s) = merger.peek() {
+        key.clear();
+        key.extend_from_slice(s.key());
+        key.extend_from_slice(&s.src().to_be_bytes());
+        w.put(&key, s.value())?;
+        merger.advance()?;
+    }
+    if w.entries() == 0 {
+        drop(w);
+        return Ok(None);
+    }
+    w.finish()?;
+    Ok(Some(path.to_path_buf()))
+}
+
+/// Writes final SSTs of one index, cut at a target size.
+pub struct FinalWriter {
+    dir: PathBuf,
+    name: String,
+    target: u64,
+    opts: TableOptions,
+    cur: Option<SstWriter>,
+    /// Finished files.
+    pub files: Vec<SstFileInfo>,
+    counter: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl FinalWriter {
+    /// Files go to `dir` as `{name}-{n}.sst`.
+    pub fn new(
+        dir: &Path,
+        name: String,
+        target: u64,
+        opts: TableOptions,
+        counter: Arc<std::sync::atomic::AtomicU64>,
+    ) -> Self {
+        FinalWriter {
+            dir: dir.to_path_buf(),
+            name,
+            target,
+            opts,
+            cur: None,
+            files: Vec::new(),
+            counter,
+        }
+    }
+
+    fn writer(&mut self) -> sluice::Result<&mut SstWriter> {
+        if self.cur.is_none() {
+            let n = self
+                .counter
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let p = self.dir.join(format!("{}-{n:06}.sst", self.name));
+            self.cur = Some(SstWriter::create(p, self.opts.clone())?);
+        }
+        Ok(self.cur.as_mut().expect("just created"))
+    }
+
+    /// Adds `key → value` (keys strictly increasing).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> sluice::Result<()> {
+        self.writer()?.put(key, value)?;
+        self.maybe_cut()
+    }
+
+    /// Adds a deletion of `key`.
+    pub fn delete(&mut self, key: &[u8]) -> sluice::Result<()> {
+        self.writer()?.delete(key)?;
+        self.maybe_cut()
+    }
+
+    fn maybe_cut(&mut self) -> sluice::Result<()> {
+        if self
+            .cur
+            .as_ref()
+            .is_some_and(|w| w.estimated_file_size() >= self.target)
+        {
+            self.finish_current()?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the open file, if any.
+    pub fn finish_current(&mut self) -> sluice::Result<()> {
+        if let Some(w) = self.cur.take() {
+            if w.entries() > 0 {
+                self.files.push(w.finish()?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes and returns every file.
+    pub fn finish(mut self) -> sluice::Result<Vec<SstFileInfo>> {
+        self.finish_current()?;
+        Ok(std::mem::take(&mut self.files))
+    }
+}

@@ -1,0 +1,524 @@
+//! Parse workers: a record-aligned chunk → typed values → the KVs of the primary index and of
+//! each secondary index, sorted per index ([`ChunkOutput`]).
+//!
+//! Invariants:
+//! 1. A bad record never stops the chunk: it becomes a [`Reject`] (file, line, column, value,
+//!    the original record text) and the pipeline decides, in input order, whether the import
+//!    goes on (`--max-errors`).
+//! 2. Each [`Entries`] list is sorted by (key, source position), so equal keys of one chunk are
+//!    adjacent and in input order.
+//! 3. No allocation per field: values borrow from the chunk (CSV, TSV without escapes) and keys
+//!    and rows are appended to one arena per index.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::input::Format;
+use crate::keycode::{encode_prefix, encode_value};
+use crate::row::encode_row;
+use crate::schema::{TableDef, PRIMARY_INDEX_ID};
+use crate::types::{parse_value, ColumnType, Value};
+
+/// Bits of a source position that hold the line; the file index sits above them.
+pub const LINE_BITS: u32 = 44;
+
+/// A source position: file index and line, ordered as in the input.
+pub fn src_pos(file: usize, line: u64) -> u64 {
+    ((file as u64) << LINE_BITS) | (line & ((1 << LINE_BITS) - 1))
+}
+
+/// How input fields map to the table's columns, for one file.
+#[derive(Debug, Clone)]
+pub struct FieldMap {
+    /// For each input field, the column it fills (`None`: a header name we do not know is an
+    /// error before this is built, so `None` never occurs in practice).
+    pub fields: Vec<usize>,
+}
+
+/// Settings shared by every worker.
+#[derive(Debug)]
+pub struct ParseConfig {
+    /// The table.
+    pub table: TableDef,
+    /// Input format.
+    pub format: Format,
+    /// Field delimiter (CSV/TSV).
+    pub delimiter: u8,
+    /// Quote character (CSV); `None` disables quoting.
+    pub quote: Option<u8>,
+    /// The string that means NULL (in addition to an empty field for non-text columns).
+    pub null: Option<Vec<u8>>,
+    /// Input file names, for messages.
+    pub files: Vec<String>,
+    /// First hidden row id (rows get `rowid_base + input offset`).
+    pub rowid_base: i64,
+}
+
+/// One chunk to parse.
+#[derive(Debug)]
+pub struct Chunk {
+    /// Sequence number, in input order.
+    pub seq: u64,
+    /// Index of its file.
+    pub file: usize,
+    /// Whole records.
+    pub data: Vec<u8>,
+    /// Line of `data[0]`.
+    pub first_line: u64,
+    /// Offset of `data[0]` in all inputs together (for row ids).
+    pub offset: u64,
+    /// Field → column map of its file.
+    pub map: Arc<FieldMap>,
+}
+
+/// A bad record.
+#[derive(Debug, Clone)]
+pub struct Reject {
+    /// Source position (for ordering).
+    pub src: u64,
+    /// `file:line: column c: "v" is not a T`.
+    pub message: String,
+    /// The record as it appeared in the input.
+    pub record: Vec<u8>,
+}
+
+/// Sorted KVs of one index from one chunk (or any sorted source built in memory).
+#[derive(Debug, Default)]
+pub struct Entries {
+    /// Keys and values, back to back.
+    pub arena: Vec<u8>,
+    /// `(offset in arena, key length, value length, source position)`.
+    pub items: Vec<(usize, u32, u32, u64)>,
+}
+
+impl Entries {
+    /// Adds the KV just appended to the arena from `start` (key `klen` bytes, then value).
+    fn push(&mut self, start: usize, klen: usize, src: u64) {
+        let vlen = self.arena.len() - start - klen;
+        self.items.push((start, klen as u32, vlen as u32, src));
+    }
+
+    /// Key of item `i`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        let (o, k, _, _) = self.items[i];
+        &self.arena[o..o + k as usize]
+    }
+
+    /// Value of item `i`.
+    pub fn value(&self, i: usize) -> &[u8] {
+        let (o, k, v, _) = self.items[i];
+        &self.arena[o + k as usize..o + k as usize + v as usize]
+    }
+
+    /// Bytes this list holds in memory.
+    pub fn memory(&self) -> usize {
+        self.arena.capacity()
+            + self.items.capacity() * std::mem::size_of::<(usize, u32, u32, u64)>()
+    }
+
+    fn sort(&mut self) {
+        let arena = &self.arena;
+        self.items.sort_unstable_by(|a, b| {
+            arena[a.0..a.0 + a.1 as usize]
+                .cmp(&arena[b.0..b.0 + b.1 as usize])
+                .then(a.3.cmp(&b.3))
+        });
+    }
+
+    /// True when no two adjacent keys are equal.
+    pub fn distinct(&self) -> bool {
+        (1..self.items.len()).all(|i| self.key(i - 1) != self.key(i))
+    }
+}
+
+/// What a worker returns for a chunk.
+#[derive(Debug)]
+pub struct ChunkOutput {
+    /// The chunk's sequence number.
+    pub seq: u64,
+    /// Per index (primary first, then secondaries in schema order): sorted KVs.
+    pub indexes: Vec<Entries>,
+    /// Bad records, in input order.
+    pub rejects: Vec<Reject>,
+    /// Good records.
+    pub rows: u64,
+    /// Input bytes of the chunk.
+    pub bytes: u64,
+}
+
+/// Parses and encodes one chunk. Never panics on the chunk's bytes.
+pub fn parse_chunk(cfg: &ParseConfig, chunk: Chunk) -> ChunkOutput {
+    let n_idx = 1 + cfg.table.indexes.len();
+    let mut out = ChunkOutput {
+        seq: chunk.seq,
+        indexes: (0..n_idx).map(|_| Entries::default()).collect(),
+        rejects: Vec::new(),
+        rows: 0,
+        bytes: chunk.data.len() as u64,
+    };
+    // Rough presizing: keys + rows are about the size of the input.
+    out.indexes[0]
+        .arena
+        .reserve(chunk.data.len() + chunk.data.len() / 4);
+    let mut enc = Encoder::new(cfg);
+    match cfg.format {
+        Format::Csv => parse_csv(cfg, &chunk, &mut enc, &mut out),
+        Format::Tsv => parse_tsv(cfg, &chunk, &mut enc, &mut out),
+        Format::Jsonl => parse_jsonl(cfg, &chunk, &mut enc, &mut out),
+    }
+    for e in &mut out.indexes {
+        e.sort();
+    }
+    out
+}
+
+/// A record's problem before it has a position.
+struct RowError {
+    column: Option<String>,
+    message: String,
+}
+
+fn row_error(column: Option<&str>, message: impl Into<String>) -> RowError {
+    RowError {
+        column: column.map(str::to_string),
+        message: message.into(),
+    }
+}
+
+/// Turns fields into values and values into KVs.
+struct Encoder<'c> {
+    cfg: &'c ParseConfig,
+    key: Vec<u8>,
+    pk_suffix: Vec<u8>,
+}
+
+impl<'c> Encoder<'c> {
+    fn new(cfg: &'c ParseConfig) -> Self {
+        Encoder {
+            cfg,
+            key: Vec::with_capacity(64),
+            pk_suffix: Vec::with_capacity(64),
+        }
+    }
+
+    /// Parses one field of column `col`.
+    fn field<'a>(&self, col: usize, raw: &'a [u8]) -> Result<Value<'a>, RowError> {
+        let c = &self.cfg.table.columns[col];
+        let is_null = self.cfg.null.as_deref() == Some(raw) || (raw.is_empty() && !c.ty.is_text());
+        if is_null {
+            return Ok(Value::Null);
+        }
+        parse_value(&c.ty, raw).map_err(|e| row_error(Some(&c.name), e.to_string()))
+    }
+
+    /// Checks NOT NULL, fills the row id and appends every index's KV.
+    fn emit(
+        &mut self,
+        values: &mut [Value<'_>],
+        offset: u64,
+        src: u64,
+        out: &mut ChunkOutput,
+    ) -> Result<(), RowError> {
+        let t = &self.cfg.table;
+        if t.has_rowid() {
+            values[t.primary_key[0]] =
+                Value::Int(self.cfg.rowid_base.saturating_add(offset as i64));
+        }
+        for (i, c) in t.columns.iter().enumerate() {
+            if c.not_null && matches!(values[i], Value::Null) {
+                return Err(row_error(Some(&c.name), "NULL in a NOT NULL column"));
+            }
+        }
+        // Primary: prefix ‖ pk columns → row.
+        self.pk_suffix.clear();
+        for &i in &t.primary_key {
+            encode_value(&mut self.pk_suffix, &values[i]);
+        }
+        let e = &mut out.indexes[0];
+        let start = e.arena.len();
+        encode_prefix(&mut e.arena, t.id, PRIMARY_INDEX_ID);
+        e.arena.extend_from_slice(&self.pk_suffix);
+        let klen = e.arena.len() - start;
+        encode_row(&mut e.arena, t.version, values);
+        e.push(start, klen, src);
+        // Secondary: prefix ‖ index columns ‖ pk columns → empty.
+        for (n, idx) in t.indexes.iter().enumerate() {
+            self.key.clear();
+            encode_prefix(&mut self.key, t.id, idx.id);
+            for &i in &idx.columns {
+                encode_value(&mut self.key, &values[i]);
+            }
+            self.key.extend_from_slice(&self.pk_suffix);
+            let e = &mut out.indexes[1 + n];
+            let start = e.arena.len();
+            e.arena.extend_from_slice(&self.key);
+            e.push(start, self.key.len(), src);
+        }
+        out.rows += 1;
+        Ok(())
+    }
+}
+
+fn reject(cfg: &ParseConfig, chunk: &Chunk, line: u64, e: RowError, record: &[u8]) -> Reject {
+    let file = &cfg.files[chunk.file];
+    let message = match e.column {
+        Some(c) => format!("{file}:{line}: column {c}: {}", e.message),
+        None => format!("{file}:{line}: {}", e.message),
+    };
+    let mut record = record.to_vec();
+    while record.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
+        record.pop();
+    }
+    Reject {
+        src: src_pos(chunk.file, line),
+        message,
+        record,
+    }
+}
+
+fn expected_fields(map: &FieldMap, found: usize) -> RowError {
+    row_error(
+        None,
+        format!("expected {} fields, found {found}", map.fields.len()),
+    )
+}
+
+fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(cfg.delimiter)
+        .quote(cfg.quote.unwrap_or(b'"'))
+        .quoting(cfg.quote.is_some())
+        .double_quote(true)
+        .from_reader(chunk.data.as_slice());
+    let mut rec = csv::ByteRecord::new();
+    let ncols = cfg.table.columns.len();
+    loop {
+        let start = rdr.position().byte() as usize;
+        match rdr.read_byte_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                let line = chunk.first_line + e.position().map_or(0, |p| p.line() - 1);
+                let end = rdr.position().byte() as usize;
+                let raw = chunk.data.get(start..end).unwrap_or(&[]);
+                out.rejects.push(reject(
+                    cfg,
+                    chunk,
+                    line,
+                    row_error(None, e.to_string()),
+                    raw,
+                ));
+                continue;
+            }
+        }
+        let pos = rec.position().cloned().unwrap_or_else(csv::Position::new);
+        let line = chunk.first_line + pos.line().saturating_sub(1);
+        let src = src_pos(chunk.file, line);
+        let end = rdr.position().byte() as usize;
+        let result = (|| {
+            if rec.len() != chunk.map.fields.len() {
+                return Err(expected_fields(&chunk.map, rec.len()));
+            }
+            let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+            for (f, raw) in rec.iter().enumerate() {
+                let col = chunk.map.fields[f];
+                values[col] = enc.field(col, raw)?;
+            }
+            enc.emit(&mut values, chunk.offset + pos.byte(), src, out)
+        })();
+        if let Err(e) = result {
+            let raw = chunk.data.get(pos.byte() as usize..end).unwrap_or(&[]);
+            out.rejects.push(reject(cfg, chunk, line, e, raw));
+        }
+    }
+}
+
+/// Undoes TSV backslash escapes into `out`; returns false on an unknown escape.
+fn tsv_unescape(b: &[u8], out: &mut Vec<u8>) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            let c = match b.get(i + 1) {
+                Some(b't') => b'\t',
+                Some(b'n') => b'\n',
+                Some(b'r') => b'\r',
+                Some(b'0') => 0,
+                Some(b'\\') => b'\\',
+                Some(b'b') => 8,
+                Some(b'f') => 12,
+                Some(b'\'') => b'\'',
+                Some(b'"') => b'"',
+                _ => return false,
+            };
+            out.push(c);
+            i += 2;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    true
+}
+
+fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
+    let ncols = cfg.table.columns.len();
+    let null: &[u8] = cfg.null.as_deref().unwrap_or(b"\\N");
+    let mut line_no = chunk.first_line;
+    let mut pos = 0usize;
+    let mut scratch: Vec<u8> = Vec::new();
+    let mut bounds: Vec<(usize, usize, bool)> = Vec::new();
+    let data = &chunk.data;
+    while pos < data.len() {
+        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |p| pos + p + 1);
+        let mut rec = &data[pos..end];
+        while let Some((&c, r)) = rec.split_last() {
+            if c == b'\n' || c == b'\r' {
+                rec = r;
+            } else {
+                break;
+            }
+        }
+        let line = line_no;
+        let src = src_pos(chunk.file, line);
+        let offset = chunk.offset + pos as u64;
+        let raw_record = &data[pos..end];
+        pos = end;
+        line_no += 1;
+        if rec.is_empty() {
+            continue;
+        }
+        // Unescape every field into scratch first, then borrow values from it.
+        scratch.clear();
+        bounds.clear();
+        let mut bad = None;
+        for (f, field) in rec.split(|c| *c == cfg.delimiter).enumerate() {
+            if field == null {
+                bounds.push((0, 0, true));
+                continue;
+            }
+            let s = scratch.len();
+            if !tsv_unescape(field, &mut scratch) && bad.is_none() {
+                let col = chunk
+                    .map
+                    .fields
+                    .get(f)
+                    .map(|c| cfg.table.columns[*c].name.as_str());
+                bad = Some(row_error(
+                    col,
+                    format!(
+                        "{:?}: unknown backslash escape",
+                        String::from_utf8_lossy(field)
+                    ),
+                ));
+            }
+            bounds.push((s, scratch.len(), false));
+        }
+        let result = (|| {
+            if let Some(e) = bad {
+                return Err(e);
+            }
+            if bounds.len() != chunk.map.fields.len() {
+                return Err(expected_fields(&chunk.map, bounds.len()));
+            }
+            let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+            for (f, &(s, e, is_null)) in bounds.iter().enumerate() {
+                let col = chunk.map.fields[f];
+                if !is_null {
+                    values[col] = enc.field(col, &scratch[s..e])?;
+                }
+            }
+            enc.emit(&mut values, offset, src, out)
+        })();
+        if let Err(e) = result {
+            out.rejects.push(reject(cfg, chunk, line, e, raw_record));
+        }
+    }
+}
+
+fn json_value<'a>(
+    enc: &Encoder<'_>,
+    col: usize,
+    v: &'a serde_json::Value,
+    text: &'a mut String,
+) -> Result<Value<'a>, RowError> {
+    let c = &enc.cfg.table.columns[col];
+    match v {
+        serde_json::Value::Null => Ok(Value::Null),
+        serde_json::Value::Bool(b) if c.ty == ColumnType::Bool => Ok(Value::Bool(*b)),
+        serde_json::Value::String(s) => {
+            if c.ty.is_text() {
+                parse_value(&c.ty, s.as_bytes())
+                    .map(|v| match v {
+                        Value::Text(_) => Value::Text(Cow::Borrowed(s.as_str())),
+                        other => other,
+                    })
+                    .map_err(|e| row_error(Some(&c.name), e.to_string()))
+            } else {
+                enc.field(col, s.as_bytes())
+            }
+        }
+        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => {
+            *text = v.to_string();
+            enc.field(col, text.as_bytes())
+        }
+        other => Err(row_error(
+            Some(&c.name),
+            format!("{other} is not a {} (nested JSON is not supported)", c.ty),
+        )),
+    }
+}
+
+fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
+    let ncols = cfg.table.columns.len();
+    let mut line_no = chunk.first_line;
+    let mut pos = 0usize;
+    let data = &chunk.data;
+    let mut texts: Vec<String> = vec![String::new(); ncols];
+    while pos < data.len() {
+        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |p| pos + p + 1);
+        let rec = &data[pos..end];
+        let line = line_no;
+        let src = src_pos(chunk.file, line);
+        let offset = chunk.offset + pos as u64;
+        pos = end;
+        line_no += 1;
+        if rec.iter().all(|c| c.is_ascii_whitespace()) {
+            continue;
+        }
+        let result = (|| {
+            let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(rec)
+                .map_err(|e| row_error(None, format!("not a JSON object: {e}")))?;
+            for k in obj.keys() {
+                match cfg.table.column(k) {
+                    Some(i) if !cfg.table.columns[i].hidden => {}
+                    _ => {
+                        return Err(row_error(
+                            None,
+                            format!("key {k:?} is not a column of {}", cfg.table.name),
+                        ))
+                    }
+                }
+            }
+            let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+            for ((col, c), text) in cfg.table.columns.iter().enumerate().zip(texts.iter_mut()) {
+                if c.hidden {
+                    continue;
+                }
+                let v = obj.get(&c.name).or_else(|| {
+                    obj.iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(&c.name))
+                        .map(|e| e.1)
+                });
+                if let Some(v) = v {
+                    values[col] = json_value(enc, col, v, text)?.into_owned();
+                }
+            }
+            enc.emit(&mut values, offset, src, out)
+        })();
+        if let Err(e) = result {
+            out.rejects.push(reject(cfg, chunk, line, e, rec));
+        }
+    }
+}

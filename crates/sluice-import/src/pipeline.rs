@@ -1,0 +1,1251 @@
+//! The import pipeline ([`Import::run`]), as numbered steps; each step is one function, and any
+//! failure before step 6 leaves the Db exactly as it was (only the import's temporary
+//! directory is touched, and it is removed on every exit path; a killed import leaves a
+//! `sluice-import-*` directory that [`remove_leftovers`] deletes at the next open).
+//!
+//! 1. [`bind_table`](Import::bind_table): the schema's table against the Db's catalog (same
+//!    id and identical definition for an existing table; the next free id for a new one).
+//! 2. [`prepare`](Import::prepare): temporary directory, whether the table already has rows,
+//!    the first hidden row id.
+//! 3. [`parse_and_sort`](Import::parse_and_sort): a reader thread cuts each file into
+//!    record-aligned chunks; `threads` workers parse, encode and sort each chunk; this thread
+//!    takes chunk outputs back *in input order* and, per index, either streams them straight
+//!    into final SSTs (while every chunk sorts after the previous one: sorted input) or buffers
+//!    them under the memory budget, spilling sorted runs when it is full.
+//! 4. [`merge`](Import::merge): per index, primary first, a k-way merge of runs and buffers into
+//!    final SSTs cut at the target size, resolving duplicates (`--on-duplicate`) and checking
+//!    unique indexes; rows dropped from the primary index take their secondary entries with them.
+//! 5. [`write_catalog`](Import::write_catalog): the table definition in an SST of its own.
+//! 6. [`ingest`](Import::ingest): every file in **one** `Db::ingest` (hard links): the import is
+//!    visible entirely or not at all.
+//!
+//! Memory: the budget covers chunks in flight (`2 × threads + 2` chunks of `memory / 64` bytes,
+//! about 2.5× their size once encoded) and the sort buffers (the rest); merge and writers use a
+//! few MiB on top (read blocks of each run, one SST builder per index).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use sluice::{Db, IngestOptions, ReadOptions, SstFileInfo, SstWriter, TableOptions};
+
+use crate::catalog;
+use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format};
+use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
+use crate::merge::{
+    write_run, DeletionSource, FinalWriter, MemSource, Merger, RunSource, Source, DELETION_SRC,
+};
+use crate::parse::{parse_chunk, Chunk, ChunkOutput, Entries, FieldMap, ParseConfig, LINE_BITS};
+use crate::progress::{Counters, Phase, ProgressMode, Reporter};
+use crate::row::decode_row;
+use crate::schema::{parse_schema, TableDef, PRIMARY_INDEX_ID};
+use crate::types::{format_text, ColumnType, Value};
+use crate::ImportError;
+
+/// What to do with a row whose primary key is already taken (by an earlier row of the input or
+/// by a row already in the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnDuplicate {
+    /// Refuse it (a bad row: the import fails unless `max_errors` allows rejecting it).
+    #[default]
+    Error,
+    /// Keep the first row (an existing row wins over the input).
+    First,
+    /// Keep the last row (the input replaces an existing row).
+    Last,
+}
+
+/// Options of an import. Defaults in brackets.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Table to load [the schema's only table].
+    pub table: Option<String>,
+    /// Input format [from each file's extension: `.tsv` TSV, `.jsonl`/`.ndjson` JSON lines,
+    /// else CSV].
+    pub format: Option<Format>,
+    /// The first record of each file names the columns [false]. Ignored for JSON lines.
+    pub header: bool,
+    /// Field delimiter [`,` for CSV, tab for TSV].
+    pub delimiter: Option<u8>,
+    /// CSV quote character [`"`]; `None` disables quoting.
+    pub quote: Option<u8>,
+    /// A field equal to this string is NULL [none for CSV, `\N` for TSV]. An empty unquoted
+    /// field is NULL for non-text columns in any case.
+    pub null: Option<String>,
+    /// Parse workers [all cores].
+    pub threads: usize,
+    /// Memory budget in bytes for chunks in flight and sort buffers [a quarter of RAM].
+    pub memory: u64,
+    /// Where spilled runs and final files are written [a directory inside the Db directory].
+    pub tmp_dir: Option<PathBuf>,
+    /// Bad rows tolerated before the import fails [0].
+    pub max_errors: u64,
+    /// Where rejected rows go (`# file:line: reason` then the record) [nowhere].
+    pub rejects: Option<PathBuf>,
+    /// Duplicate primary keys [error].
+    pub on_duplicate: OnDuplicate,
+    /// Target size of final SST files in bytes [64 MiB].
+    pub target_file_size: u64,
+    /// Progress display [auto].
+    pub progress: ProgressMode,
+    /// Chunk size in bytes [memory / 64, clamped to 64 KiB..4 MiB]; tests set it small.
+    pub chunk_size: Option<usize>,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            table: None,
+            format: None,
+            header: false,
+            delimiter: None,
+            quote: Some(b'"'),
+            null: None,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            memory: default_memory(),
+            tmp_dir: None,
+            max_errors: 0,
+            rejects: None,
+            on_duplicate: OnDuplicate::Error,
+            target_file_size: 64 << 20,
+            progress: ProgressMode::Auto,
+            chunk_size: None,
+        }
+    }
+}
+
+/// A quarter of physical memory (from `/proc/meminfo`), or 1 GiB when unknown.
+pub fn default_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(1 << 30, |kb| kb * 1024 / 4)
+}
+
+/// Where one ingested file went.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileSummary {
+    /// `primary`, an index name, or `catalog`.
+    pub index: String,
+    /// Level it was placed at.
+    pub level: Option<usize>,
+    /// Entries.
+    pub entries: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Table loaded.
+    pub table: String,
+    /// Whether the import created the table.
+    pub created: bool,
+    /// Rows now in the import (after duplicates were resolved).
+    pub rows: u64,
+    /// Rows rejected as bad (`--max-errors`).
+    pub rejected: u64,
+    /// Rows dropped by `--on-duplicate first|last`.
+    pub duplicates_dropped: u64,
+    /// Raw input bytes read.
+    pub bytes: u64,
+    /// Sorted runs spilled.
+    pub runs_spilled: u64,
+    /// Indexes whose input was already in key order and went straight to final files.
+    pub streamed_indexes: Vec<String>,
+    /// Seconds in parse+sort.
+    pub parse_sort_secs: f64,
+    /// Seconds in the merge.
+    pub merge_secs: f64,
+    /// Seconds in the ingest.
+    pub ingest_secs: f64,
+    /// Seconds in all.
+    pub total_secs: f64,
+    /// Files ingested.
+    pub files: Vec<FileSummary>,
+}
+
+/// An import: a schema, input files and options; [`Import::run`] loads them into a Db.
+///
+/// ```no_run
+/// use sluice_import::{Import, ImportOptions};
+/// let db = sluice_import::open_db("/tmp/db", true)?;
+/// let import = Import::new(
+///     "CREATE TABLE t (id INT PRIMARY KEY, name TEXT);",
+///     vec!["t.csv".into()],
+///     ImportOptions { header: true, ..ImportOptions::default() },
+/// )?;
+/// let summary = import.run(&db)?;
+/// println!("{} rows", summary.rows);
+/// # Ok::<(), sluice_import::ImportError>(())
+/// ```
+#[derive(Debug)]
+pub struct Import {
+    tables: Vec<TableDef>,
+    files: Vec<PathBuf>,
+    opts: ImportOptions,
+}
+
+/// Live temporary directories of this process (never removed as leftovers).
+fn live_dirs() -> &'static Mutex<HashSet<PathBuf>> {
+    static LIVE: std::sync::OnceLock<Mutex<HashSet<PathBuf>>> = std::sync::OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// Name prefix of import temporary directories.
+pub const TMP_PREFIX: &str = "sluice-import-";
+
+/// Removes `sluice-import-*` directories an earlier, killed import left in `dir` (the Db
+/// directory): the Db lock held by the caller proves no other process is importing into it.
+pub fn remove_leftovers(dir: &Path) -> usize {
+    let live = live_dirs().lock().map(|l| l.clone()).unwrap_or_default();
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let is_ours = e.file_name().to_string_lossy().starts_with(TMP_PREFIX);
+            if is_ours && p.is_dir() && !live.contains(&p) && std::fs::remove_dir_all(&p).is_ok() {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Opens (or creates) a Db and removes what a killed import left in it.
+pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
+    let db = Db::open(
+        dir.as_ref(),
+        sluice::Options {
+            create_if_missing: create,
+            ..sluice::Options::default()
+        },
+    )?;
+    remove_leftovers(dir.as_ref());
+    Ok(db)
+}
+
+/// The import's temporary directory, removed on drop.
+struct TmpDir {
+    path: PathBuf,
+}
+
+impl TmpDir {
+    fn create(parent: &Path) -> Result<TmpDir, ImportError> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "{TMP_PREFIX}{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = parent.join(name);
+        std::fs::create_dir_all(&path).map_err(|e| ImportError::io(&path, e))?;
+        if let Ok(mut l) = live_dirs().lock() {
+            l.insert(path.clone());
+        }
+        Ok(TmpDir { path })
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        if let Ok(mut l) = live_dirs().lock() {
+            l.remove(&self.path);
+        }
+    }
+}
+
+/// Per-run state shared by the steps.
+struct Plan {
+    table: TableDef,
+    created: bool,
+    tmp: TmpDir,
+    existing_rows: bool,
+    rowid_base: i64,
+    format: Format,
+    chunk_size: usize,
+    in_flight: usize,
+    sort_budget: usize,
+    file_names: Vec<String>,
+}
+
+/// One index's place in parse+sort and merge.
+struct IndexState {
+    name: String,
+    /// Position in [`TableDef::indexes`] + 1 (0: primary).
+    slot: usize,
+    unique_cols: Option<usize>,
+    streaming: bool,
+    last_key: Option<Vec<u8>>,
+    writer: Option<FinalWriter>,
+    /// Run files and whether their keys carry a source position.
+    runs: Vec<(PathBuf, bool)>,
+    mem: Vec<Entries>,
+    mem_bytes: usize,
+    streamed_all: bool,
+    finals: Vec<SstFileInfo>,
+}
+
+/// Shared state of the emit functions (duplicates, suppressions, rejects).
+struct EmitCtx<'a> {
+    db: &'a Db,
+    table: &'a TableDef,
+    opts: &'a ImportOptions,
+    files: &'a [String],
+    existing_rows: bool,
+    /// Per secondary slot: keys to drop (count), from rows the primary index dropped.
+    suppress: Vec<HashMap<Vec<u8>, u32>>,
+    /// Per secondary slot: keys of replaced existing rows to delete.
+    deletions: Vec<Vec<Vec<u8>>>,
+    rejects: Option<std::io::BufWriter<std::fs::File>>,
+    rejected: u64,
+    dropped: u64,
+    rows: u64,
+    first_error: Option<String>,
+    /// Per slot: the last unique-prefix written.
+    last_unique: Vec<Option<Vec<u8>>>,
+}
+
+impl Import {
+    /// Parses the schema; checks the files and options.
+    pub fn new(
+        schema_sql: &str,
+        files: Vec<PathBuf>,
+        opts: ImportOptions,
+    ) -> Result<Import, ImportError> {
+        let tables = parse_schema(schema_sql).map_err(ImportError::Schema)?;
+        if opts.threads == 0 {
+            return Err(ImportError::Usage("--threads must be at least 1".into()));
+        }
+        if opts.memory < (8 << 20) {
+            return Err(ImportError::Usage("--memory must be at least 8 MiB".into()));
+        }
+        if files.is_empty() {
+            return Err(ImportError::Usage("no input files".into()));
+        }
+        for f in &files {
+            if !f.is_file() {
+                return Err(ImportError::Usage(format!("{}: no such file", f.display())));
+            }
+        }
+        Ok(Import {
+            tables,
+            files,
+            opts,
+        })
+    }
+
+    /// Runs the import into `db` (see the module documentation for the steps).
+    pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
+        let t0 = Instant::now();
+        let counters = Arc::new(Counters::default());
+        let total: u64 = self
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        counters.bytes_total.store(total, Ordering::Relaxed);
+        let reporter = Reporter::start(self.opts.progress, Arc::clone(&counters));
+        // Steps 1 and 2.
+        let (table, created) = self.bind_table(db)?;
+        let plan = self.prepare(db, table, created)?;
+        let mut ctx = EmitCtx::new(db, &plan, &self.opts)?;
+        let mut indexes = self.index_states(&plan);
+        // Step 3.
+        let runs_spilled = self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
+        let t_parse = t0.elapsed().as_secs_f64();
+        // Step 4.
+        counters.set_phase(Phase::Merge);
+        self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
+        let t_merge = t0.elapsed().as_secs_f64() - t_parse;
+        if let Some(w) = ctx.rejects.as_mut() {
+            w.flush()
+                .map_err(|e| ImportError::io(Path::new("rejects"), e))?;
+        }
+        // Step 5.
+        counters.set_phase(Phase::Ingest);
+        let catalog_file = self.write_catalog(&plan)?;
+        // Step 6.
+        let files = self.ingest(db, &indexes, catalog_file)?;
+        counters.set_phase(Phase::Done);
+        drop(reporter);
+        let t_total = t0.elapsed().as_secs_f64();
+        Ok(Summary {
+            table: plan.table.name.clone(),
+            created: plan.created,
+            rows: ctx.rows,
+            rejected: ctx.rejected,
+            duplicates_dropped: ctx.dropped,
+            bytes: counters.bytes_read.load(Ordering::Relaxed),
+            runs_spilled,
+            streamed_indexes: indexes
+                .iter()
+                .filter(|i| i.streamed_all)
+                .map(|i| i.name.clone())
+                .collect(),
+            parse_sort_secs: t_parse,
+            merge_secs: t_merge,
+            ingest_secs: t_total - t_parse - t_merge,
+            total_secs: t_total,
+            files,
+        })
+    }
+
+    /// Step 1.
+    fn bind_table(&self, db: &Db) -> Result<(TableDef, bool), ImportError> {
+        let def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
+        let existing = catalog::load(db)?;
+        catalog::bind(&existing, def)
+    }
+
+    /// Step 2.
+    fn prepare(&self, db: &Db, table: TableDef, created: bool) -> Result<Plan, ImportError> {
+        let parent = self
+            .opts
+            .tmp_dir
+            .clone()
+            .unwrap_or_else(|| db.path().to_path_buf());
+        let tmp = TmpDir::create(&parent)?;
+        let p = prefix(table.id, PRIMARY_INDEX_ID);
+        let mut it = db.iter(ReadOptions {
+            snapshot: None,
+            lower_bound: Some(p.clone()),
+            upper_bound: prefix_successor(&p),
+        })?;
+        it.seek_to_first();
+        let existing_rows = it.valid();
+        let mut rowid_base = 0i64;
+        if existing_rows && table.has_rowid() {
+            it.seek_to_last();
+            if it.valid() {
+                let mut k = &it.key()[8..];
+                if let Ok(Value::Int(v)) = decode_column(&mut k, &ColumnType::BigInt) {
+                    rowid_base = v.saturating_add(1);
+                }
+            }
+        }
+        it.status()?;
+        drop(it);
+        let format = self
+            .opts
+            .format
+            .unwrap_or_else(|| Format::from_path(&self.files[0]));
+        let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
+        let chunk_size = self
+            .opts
+            .chunk_size
+            .unwrap_or((memory / 64).clamp(64 << 10, 4 << 20));
+        let in_flight = 2 * self.opts.threads + 2;
+        let reserved = in_flight * chunk_size * 5 / 2 + (4 << 20);
+        let sort_budget = memory.saturating_sub(reserved).max(memory / 4);
+        Ok(Plan {
+            table,
+            created,
+            tmp,
+            existing_rows,
+            rowid_base,
+            format,
+            chunk_size,
+            in_flight,
+            sort_budget,
+            file_names: self.files.iter().map(|f| f.display().to_string()).collect(),
+        })
+    }
+
+    fn index_states(&self, plan: &Plan) -> Vec<IndexState> {
+        let t = &plan.table;
+        // Secondary entries of replaced rows become deletions, merged in step 4: such
+        // indexes cannot stream.
+        let can_stream_secondary =
+            !(plan.existing_rows && self.opts.on_duplicate == OnDuplicate::Last);
+        let mut v = vec![IndexState::new("primary".into(), 0, None, true)];
+        for (n, idx) in t.indexes.iter().enumerate() {
+            let unique = idx.unique.then_some(idx.columns.len());
+            v.push(IndexState::new(
+                idx.name.clone(),
+                n + 1,
+                unique,
+                can_stream_secondary,
+            ));
+        }
+        v
+    }
+
+    fn final_options(&self) -> TableOptions {
+        TableOptions::default()
+    }
+
+    /// Step 3. Returns the number of runs spilled.
+    fn parse_and_sort(
+        &self,
+        plan: &Plan,
+        counters: &Arc<Counters>,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+    ) -> Result<u64, ImportError> {
+        let cfg = ParseConfig {
+            table: plan.table.clone(),
+            format: plan.format,
+            delimiter: self.opts.delimiter.unwrap_or(match plan.format {
+                Format::Tsv => b'\t',
+                _ => b',',
+            }),
+            quote: self.opts.quote,
+            null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
+            files: plan.file_names.clone(),
+            rowid_base: plan.rowid_base,
+        };
+        let abort = AtomicBool::new(false);
+        let file_counter = Arc::new(AtomicU64::new(0));
+        let mut runs = 0u64;
+        let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(self.opts.threads);
+        let chunk_rx = Mutex::new(chunk_rx);
+        std::thread::scope(|s| -> Result<(), ImportError> {
+            let (out_tx, out_rx) = mpsc::channel::<Result<ChunkOutput, ImportError>>();
+            let (permit_tx, permit_rx) = mpsc::sync_channel::<()>(plan.in_flight);
+            for _ in 0..plan.in_flight {
+                let _ = permit_tx.send(());
+            }
+            {
+                let out_tx = out_tx.clone();
+                let (cfg, abort, counters) = (&cfg, &abort, counters);
+                s.spawn(move || {
+                    if let Err(e) =
+                        self.read_files(plan, cfg, chunk_tx, &permit_rx, abort, counters)
+                    {
+                        let _ = out_tx.send(Err(e));
+                    }
+                });
+            }
+            for _ in 0..self.opts.threads {
+                let out_tx = out_tx.clone();
+                let (cfg, chunk_rx) = (&cfg, &chunk_rx);
+                s.spawn(move || loop {
+                    let next = chunk_rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok(chunk)) = next else {
+                        return;
+                    };
+                    if out_tx.send(Ok(parse_chunk(cfg, chunk))).is_err() {
+                        return;
+                    }
+                });
+            }
+            drop(out_tx);
+            let result = (|| {
+                let mut pending: BTreeMap<u64, ChunkOutput> = BTreeMap::new();
+                let mut next = 0u64;
+                for msg in &out_rx {
+                    let out = msg?;
+                    pending.insert(out.seq, out);
+                    while let Some(out) = pending.remove(&next) {
+                        next += 1;
+                        counters.rows.fetch_add(out.rows, Ordering::Relaxed);
+                        self.take_chunk(plan, ctx, indexes, out, &file_counter, &mut runs)?;
+                        let _ = permit_tx.send(());
+                    }
+                }
+                Ok(())
+            })();
+            if result.is_err() {
+                abort.store(true, Ordering::Relaxed);
+            }
+            drop(permit_tx);
+            drop(out_rx);
+            result
+        })?;
+        Ok(runs)
+    }
+
+    /// The reader thread: every file, chunk by chunk, in order.
+    fn read_files(
+        &self,
+        plan: &Plan,
+        cfg: &ParseConfig,
+        tx: mpsc::SyncSender<Chunk>,
+        permits: &mpsc::Receiver<()>,
+        abort: &AtomicBool,
+        counters: &Counters,
+    ) -> Result<(), ImportError> {
+        let mut seq = 0u64;
+        let mut global = 0u64;
+        for (fi, path) in self.files.iter().enumerate() {
+            let name = &plan.file_names[fi];
+            let r = open_input(path, Arc::clone(&counters.bytes_read))
+                .map_err(|e| ImportError::io(path, e))?;
+            let bounds = match plan.format {
+                Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),
+                _ => Boundaries::Lines { lines: 0 },
+            };
+            let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
+            let scan_err = |e: crate::input::ChunkError| match e {
+                crate::input::ChunkError::Io(e) => ImportError::io(path, e),
+                crate::input::ChunkError::Scan(s) => ImportError::BadInput(format!(
+                    "{name}:{}: field {}: {}",
+                    s.line, s.field, s.reason
+                )),
+            };
+            let map = if self.opts.header && plan.format != Format::Jsonl {
+                match chunker.next_chunk(true).map_err(scan_err)? {
+                    Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
+                    None => default_map(&plan.table),
+                }
+            } else {
+                default_map(&plan.table)
+            };
+            let map = Arc::new(map);
+            let mut file_len = 0u64;
+            loop {
+                if abort.load(Ordering::Relaxed) || permits.recv().is_err() {
+                    return Ok(());
+                }
+                let Some(raw) = chunker.next_chunk(false).map_err(scan_err)? else {
+                    break;
+                };
+                file_len = raw.file_offset + raw.data.len() as u64;
+                let chunk = Chunk {
+                    seq,
+                    file: fi,
+                    data: raw.data,
+                    first_line: raw.first_line,
+                    offset: global + raw.file_offset,
+                    map: Arc::clone(&map),
+                };
+                seq += 1;
+                if tx.send(chunk).is_err() {
+                    return Ok(());
+                }
+            }
+            global += file_len + 1;
+        }
+        Ok(())
+    }
+
+    /// Takes one chunk output, in input order.
+    fn take_chunk(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+        out: ChunkOutput,
+        file_counter: &Arc<AtomicU64>,
+        runs: &mut u64,
+    ) -> Result<(), ImportError> {
+        for r in out.rejects {
+            ctx.reject(&r.message, &r.record)?;
+        }
+        ctx.rows += out.rows;
+        for (slot, entries) in out.indexes.into_iter().enumerate() {
+            let primary_streaming = indexes[0].streaming;
+            let st = &mut indexes[slot];
+            if entries.items.is_empty() {
+                continue;
+            }
+            // Sorted input: this chunk's keys all follow the last key written.
+            let in_order = st.streaming
+                && (slot == 0 || primary_streaming)
+                && entries.distinct()
+                && st
+                    .last_key
+                    .as_deref()
+                    .is_none_or(|last| entries.key(0) > last);
+            if in_order {
+                if st.writer.is_none() {
+                    st.writer = Some(FinalWriter::new(
+                        &plan.tmp.path,
+                        format!("final-{slot}"),
+                        self.opts.target_file_size,
+                        self.final_options(),
+                        Arc::clone(file_counter),
+                    ));
+                }
+                let w = st.writer.as_mut().expect("just set");
+                for i in 0..entries.items.len() {
+                    let (k, v, src) = (entries.key(i), entries.value(i), entries.items[i].3);
+                    if slot == 0 {
+                        ctx.emit_primary(w, k, &[(src, v.to_vec())])?;
+                    } else {
+                        ctx.emit_secondary(w, slot, st.unique_cols, k, 1, false)?;
+                    }
+                }
+                st.last_key = Some(entries.key(entries.items.len() - 1).to_vec());
+                continue;
+            }
+            if st.streaming {
+                st.stop_streaming()?;
+                if slot == 0 {
+                    // Secondary entries may only stream while the primary does (duplicates
+                    // found later must be able to take their secondary entries with them).
+                    for other in indexes.iter_mut().skip(1) {
+                        other.stop_streaming()?;
+                    }
+                }
+            }
+            let st = &mut indexes[slot];
+            st.mem_bytes += entries.memory();
+            st.mem.push(entries);
+        }
+        let buffered: usize = indexes.iter().map(|i| i.mem_bytes).sum();
+        if buffered > plan.sort_budget {
+            for st in indexes.iter_mut() {
+                if st.mem.is_empty() {
+                    continue;
+                }
+                let sources: Vec<Box<dyn Source>> = std::mem::take(&mut st.mem)
+                    .into_iter()
+                    .map(|e| Box::new(MemSource::new(e)) as Box<dyn Source>)
+                    .collect();
+                st.mem_bytes = 0;
+                let n = file_counter.fetch_add(1, Ordering::Relaxed);
+                let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
+                if let Some(p) = write_run(&path, Merger::new(sources))? {
+                    st.runs.push((p, true));
+                    *runs += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4.
+    fn merge(
+        &self,
+        plan: &Plan,
+        counters: &Counters,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+    ) -> Result<(), ImportError> {
+        let file_counter = Arc::new(AtomicU64::new(1 << 20));
+        for (slot, st) in indexes.iter_mut().enumerate() {
+            if st.streaming {
+                if let Some(w) = st.writer.take() {
+                    st.finals = w.finish()?;
+                }
+                st.streamed_all = true;
+                continue;
+            }
+            let mut sources: Vec<Box<dyn Source>> = Vec::new();
+            for (p, with_src) in &st.runs {
+                sources.push(Box::new(RunSource::open(p, *with_src)?));
+            }
+            for e in std::mem::take(&mut st.mem) {
+                sources.push(Box::new(MemSource::new(e)));
+            }
+            if slot > 0 {
+                let dels = std::mem::take(&mut ctx.deletions[slot]);
+                if !dels.is_empty() {
+                    sources.push(Box::new(DeletionSource::new(dels)));
+                }
+            }
+            let mut w = FinalWriter::new(
+                &plan.tmp.path,
+                format!("final-{slot}"),
+                self.opts.target_file_size,
+                self.final_options(),
+                Arc::clone(&file_counter),
+            );
+            let mut m = Merger::new(sources);
+            let mut key = Vec::new();
+            let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
+            while let Some(s) = m.peek() {
+                key.clear();
+                key.extend_from_slice(s.key());
+                group.clear();
+                let mut deletion = false;
+                while let Some(s) = m.peek() {
+                    if s.key() != key.as_slice() {
+                        break;
+                    }
+                    if s.src() == DELETION_SRC {
+                        deletion = true;
+                    } else {
+                        group.push((
+                            s.src(),
+                            if slot == 0 {
+                                s.value().to_vec()
+                            } else {
+                                Vec::new()
+                            },
+                        ));
+                    }
+                    m.advance()?;
+                }
+                if slot == 0 {
+                    ctx.emit_primary(&mut w, &key, &group)?;
+                } else {
+                    ctx.emit_secondary(
+                        &mut w,
+                        slot,
+                        st.unique_cols,
+                        &key,
+                        group.len() as u32,
+                        deletion,
+                    )?;
+                }
+                counters.merged.fetch_add(1, Ordering::Relaxed);
+            }
+            drop(m);
+            st.finals = w.finish()?;
+            for (p, _) in st.runs.drain(..) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 5: the catalog entry in a file of its own (only when the table is new).
+    fn write_catalog(&self, plan: &Plan) -> Result<Option<SstFileInfo>, ImportError> {
+        if !plan.created {
+            return Ok(None);
+        }
+        let path = plan.tmp.path.join("catalog.sst");
+        let mut w = SstWriter::create(&path, self.final_options())?;
+        w.put(
+            &catalog::table_key(&plan.table.name),
+            &catalog::table_value(&plan.table),
+        )?;
+        Ok(Some(w.finish()?))
+    }
+
+    /// Step 6: one atomic ingest of every file, handed over by hard link.
+    fn ingest(
+        &self,
+        db: &Db,
+        indexes: &[IndexState],
+        catalog_file: Option<SstFileInfo>,
+    ) -> Result<Vec<FileSummary>, ImportError> {
+        let mut paths = Vec::new();
+        let mut names = Vec::new();
+        for st in indexes {
+            for f in &st.finals {
+                paths.push(f.path.clone());
+                names.push((st.name.clone(), f.entries, f.file_size));
+            }
+        }
+        if let Some(c) = catalog_file {
+            paths.push(c.path.clone());
+            names.push(("catalog".to_string(), c.entries, c.file_size));
+        }
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placed = db.ingest(
+            &paths,
+            &IngestOptions {
+                link_files: true,
+                verify_checksums: false,
+                ..IngestOptions::default()
+            },
+        )?;
+        Ok(names
+            .into_iter()
+            .zip(placed)
+            .map(|((index, entries, bytes), p)| FileSummary {
+                index,
+                level: p.level,
+                entries,
+                bytes,
+            })
+            .collect())
+    }
+}
+
+fn default_map(t: &TableDef) -> FieldMap {
+    FieldMap {
+        fields: t.visible_columns().map(|(i, _)| i).collect(),
+    }
+}
+
+fn header_map(
+    t: &TableDef,
+    cfg: &ParseConfig,
+    file: &str,
+    data: &[u8],
+) -> Result<FieldMap, ImportError> {
+    let mut line = data;
+    while let Some((&c, r)) = line.split_last() {
+        if c == b'\n' || c == b'\r' {
+            line = r;
+        } else {
+            break;
+        }
+    }
+    let names: Vec<String> = match cfg.format {
+        Format::Csv => {
+            let mut rdr = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .delimiter(cfg.delimiter)
+                .quote(cfg.quote.unwrap_or(b'"'))
+                .quoting(cfg.quote.is_some())
+                .from_reader(line);
+            let mut rec = csv::ByteRecord::new();
+            let _ = rdr.read_byte_record(&mut rec);
+            rec.iter()
+                .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                .collect()
+        }
+        _ => line
+            .split(|c| *c == cfg.delimiter)
+            .map(|f| String::from_utf8_lossy(f).trim().to_string())
+            .collect(),
+    };
+    let mut fields = Vec::new();
+    for n in &names {
+        match t.column(n) {
+            Some(i) if !t.columns[i].hidden && !fields.contains(&i) => fields.push(i),
+            _ => {
+                return Err(ImportError::BadInput(format!(
+                    "{file}:1: header names column {n:?}, which table {} does not have (or names twice)",
+                    t.name
+                )))
+            }
+        }
+    }
+    for (i, c) in t.visible_columns() {
+        if c.not_null && !fields.contains(&i) {
+            return Err(ImportError::BadInput(format!(
+                "{file}:1: header lacks NOT NULL column {}",
+                c.name
+            )));
+        }
+    }
+    Ok(FieldMap { fields })
+}
+
+impl IndexState {
+    fn new(name: String, slot: usize, unique_cols: Option<usize>, streaming: bool) -> Self {
+        IndexState {
+            name,
+            slot,
+            unique_cols,
+            streaming,
+            last_key: None,
+            writer: None,
+            runs: Vec::new(),
+            mem: Vec::new(),
+            mem_bytes: 0,
+            streamed_all: false,
+            finals: Vec::new(),
+        }
+    }
+
+    /// Input out of order: what was streamed becomes a run of the merge.
+    fn stop_streaming(&mut self) -> Result<(), ImportError> {
+        if !self.streaming {
+            return Ok(());
+        }
+        self.streaming = false;
+        if let Some(w) = self.writer.take() {
+            for f in w.finish()? {
+                self.runs.push((f.path, false));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> EmitCtx<'a> {
+    fn new(db: &'a Db, plan: &'a Plan, opts: &'a ImportOptions) -> Result<Self, ImportError> {
+        let n = 1 + plan.table.indexes.len();
+        let rejects = match &opts.rejects {
+            Some(p) => Some(std::io::BufWriter::new(
+                std::fs::File::create(p).map_err(|e| ImportError::io(p, e))?,
+            )),
+            None => None,
+        };
+        Ok(EmitCtx {
+            db,
+            table: &plan.table,
+            opts,
+            files: &plan.file_names,
+            existing_rows: plan.existing_rows,
+            suppress: vec![HashMap::new(); n],
+            deletions: vec![Vec::new(); n],
+            rejects,
+            rejected: 0,
+            dropped: 0,
+            rows: 0,
+            first_error: None,
+            last_unique: vec![None; n],
+        })
+    }
+
+    /// Counts a bad row; fails once more than `max_errors` were seen.
+    fn reject(&mut self, message: &str, record: &[u8]) -> Result<(), ImportError> {
+        self.rejected += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(message.to_string());
+        }
+        if self.rejected > self.opts.max_errors {
+            return Err(if self.opts.max_errors == 0 {
+                ImportError::BadInput(message.to_string())
+            } else {
+                ImportError::TooManyErrors {
+                    count: self.rejected,
+                    last: message.to_string(),
+                }
+            });
+        }
+        if let Some(w) = self.rejects.as_mut() {
+            let r = writeln!(w, "# {message}")
+                .and_then(|_| w.write_all(record))
+                .and_then(|_| w.write_all(b"\n"));
+            r.map_err(|e| ImportError::io(Path::new("rejects"), e))?;
+        }
+        Ok(())
+    }
+
+    fn where_(&self, src: u64) -> String {
+        if src == 0 {
+            return "an earlier row".into();
+        }
+        let file = (src >> LINE_BITS) as usize;
+        let line = src & ((1 << LINE_BITS) - 1);
+        format!(
+            "{}:{line}",
+            self.files.get(file).map_or("?", |s| s.as_str())
+        )
+    }
+
+    fn types(&self) -> Vec<ColumnType> {
+        self.table.columns.iter().map(|c| c.ty).collect()
+    }
+
+    /// `(v1, v2)` of a primary key.
+    fn show_pk(&self, key: &[u8]) -> String {
+        let mut k = key.get(8..).unwrap_or(&[]);
+        let mut parts = Vec::new();
+        for &i in &self.table.primary_key {
+            let ty = &self.table.columns[i].ty;
+            match decode_column(&mut k, ty) {
+                Ok(v) => {
+                    let mut s = String::new();
+                    format_text(&v, ty, &mut s);
+                    parts.push(s);
+                }
+                Err(_) => parts.push("?".into()),
+            }
+        }
+        format!("({})", parts.join(", "))
+    }
+
+    /// The row as a CSV record (for the rejects file).
+    fn row_record(&self, value: &[u8]) -> Vec<u8> {
+        let Ok(vals) = decode_row(value, &self.types()) else {
+            return Vec::new();
+        };
+        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+        let fields: Vec<String> = self
+            .table
+            .visible_columns()
+            .map(|(i, c)| {
+                let mut s = String::new();
+                format_text(&vals[i], &c.ty, &mut s);
+                s
+            })
+            .collect();
+        let _ = w.write_record(&fields);
+        let mut out = w.into_inner().unwrap_or_default();
+        while out.last() == Some(&b'\n') {
+            out.pop();
+        }
+        out
+    }
+
+    /// The secondary keys of a row (by slot), given its primary key.
+    fn secondary_keys(&self, pk_key: &[u8], value: &[u8]) -> Vec<Vec<u8>> {
+        let Ok(vals) = decode_row(value, &self.types()) else {
+            return Vec::new();
+        };
+        let pk_suffix = pk_key.get(8..).unwrap_or(&[]);
+        self.table
+            .indexes
+            .iter()
+            .map(|idx| {
+                let mut k = Vec::new();
+                encode_prefix(&mut k, self.table.id, idx.id);
+                for &i in &idx.columns {
+                    encode_value(&mut k, &vals[i]);
+                }
+                k.extend_from_slice(pk_suffix);
+                k
+            })
+            .collect()
+    }
+
+    fn suppress_row(&mut self, key: &[u8], value: &[u8]) {
+        for (n, k) in self.secondary_keys(key, value).into_iter().enumerate() {
+            *self.suppress[n + 1].entry(k).or_insert(0) += 1;
+        }
+    }
+
+    /// One primary key with its rows from the input (in input order).
+    fn emit_primary(
+        &mut self,
+        w: &mut FinalWriter,
+        key: &[u8],
+        group: &[(u64, Vec<u8>)],
+    ) -> Result<(), ImportError> {
+        let Some(first) = group.first() else {
+            return Ok(());
+        };
+        let keep = match self.opts.on_duplicate {
+            OnDuplicate::Error | OnDuplicate::First => 0,
+            OnDuplicate::Last => group.len() - 1,
+        };
+        for (i, (src, value)) in group.iter().enumerate() {
+            if i == keep {
+                continue;
+            }
+            self.suppress_row(key, value);
+            self.rows -= 1;
+            if self.opts.on_duplicate == OnDuplicate::Error {
+                let msg = format!(
+                    "{}: duplicate primary key {} (also at {})",
+                    self.where_(*src),
+                    self.show_pk(key),
+                    self.where_(first.0)
+                );
+                let rec = self.row_record(value);
+                self.reject(&msg, &rec)?;
+            } else {
+                self.dropped += 1;
+            }
+        }
+        let (src, value) = &group[keep];
+        if self.existing_rows {
+            if let Some(old) = self.db.get(key)? {
+                match self.opts.on_duplicate {
+                    OnDuplicate::Error => {
+                        self.suppress_row(key, value);
+                        self.rows -= 1;
+                        let msg = format!(
+                            "{}: duplicate primary key {}: already in table {}",
+                            self.where_(*src),
+                            self.show_pk(key),
+                            self.table.name
+                        );
+                        let rec = self.row_record(value);
+                        return self.reject(&msg, &rec);
+                    }
+                    OnDuplicate::First => {
+                        self.suppress_row(key, value);
+                        self.rows -= 1;
+                        self.dropped += 1;
+                        return Ok(());
+                    }
+                    OnDuplicate::Last => {
+                        let new_keys = self.secondary_keys(key, value);
+                        for (n, k) in self.secondary_keys(key, &old).into_iter().enumerate() {
+                            if new_keys.get(n) != Some(&k) {
+                                self.deletions[n + 1].push(k);
+                            }
+                        }
+                        self.dropped += 1;
+                    }
+                }
+            }
+        }
+        w.put(key, value)?;
+        Ok(())
+    }
+
+    /// Length of the unique part (prefix + index columns) of a secondary key, or `None` when
+    /// one of those columns is NULL (exempt from uniqueness).
+    fn unique_prefix<'k>(&self, slot: usize, key: &'k [u8]) -> Option<&'k [u8]> {
+        let idx = &self.table.indexes[slot - 1];
+        let mut k = key.get(8..)?;
+        for &i in &idx.columns {
+            match decode_column(&mut k, &self.table.columns[i].ty) {
+                Ok(Value::Null) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+        Some(&key[..key.len() - k.len()])
+    }
+
+    /// One secondary key: `count` rows of the input carry it; `deletion`: an existing row did.
+    fn emit_secondary(
+        &mut self,
+        w: &mut FinalWriter,
+        slot: usize,
+        unique: Option<usize>,
+        key: &[u8],
+        mut count: u32,
+        deletion: bool,
+    ) -> Result<(), ImportError> {
+        if let Some(s) = self.suppress[slot].get_mut(key) {
+            let take = (*s).min(count);
+            *s -= take;
+            count -= take;
+            if *s == 0 {
+                self.suppress[slot].remove(key);
+            }
+        }
+        if count == 0 {
+            if deletion {
+                w.delete(key)?;
+            }
+            return Ok(());
+        }
+        if unique.is_some() {
+            if let Some(p) = self.unique_prefix(slot, key) {
+                let idx_name = &self.table.indexes[slot - 1].name;
+                if self.last_unique[slot].as_deref() == Some(p) {
+                    return Err(ImportError::BadInput(format!(
+                        "unique index {idx_name}: two rows share the value of primary key {}",
+                        self.show_pk_of_secondary(key, p.len())
+                    )));
+                }
+                if self.existing_rows {
+                    self.check_unique_existing(slot, p, key)?;
+                }
+                self.last_unique[slot] = Some(p.to_vec());
+            }
+        }
+        w.put(key, &[])?;
+        Ok(())
+    }
+
+    fn show_pk_of_secondary(&self, key: &[u8], prefix_len: usize) -> String {
+        let mut pk = prefix(self.table.id, PRIMARY_INDEX_ID);
+        pk.extend_from_slice(&key[prefix_len..]);
+        self.show_pk(&pk)
+    }
+
+    fn check_unique_existing(&self, slot: usize, p: &[u8], key: &[u8]) -> Result<(), ImportError> {
+        let mut it = self.db.iter(ReadOptions {
+            snapshot: None,
+            lower_bound: Some(p.to_vec()),
+            upper_bound: prefix_successor(p),
+        })?;
+        it.seek_to_first();
+        while it.valid() {
+            let k = it.key();
+            if k != key && !self.deletions[slot].iter().any(|d| d.as_slice() == k) {
+                return Err(ImportError::BadInput(format!(
+                    "unique index {}: the row with primary key {} repeats the value of existing row {}",
+                    self.table.indexes[slot - 1].name,
+                    self.show_pk_of_secondary(key, p.len()),
+                    self.show_pk_of_secondary(k, p.len())
+                )));
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+//! Reading tables back: point lookups by primary key and range scans over the primary key or a
+//! secondary index, rows printed as CSV or JSON lines.
+//!
+//! A scan reads at one snapshot: index entries and the rows they point to are from the same
+//! state of the Db.
+
+use sluice::{Db, ReadOptions, Snapshot};
+
+use crate::catalog;
+use crate::keycode::{decode_column, encode_value, prefix, prefix_successor};
+use crate::row::{decode_row, row_version};
+use crate::schema::{TableDef, PRIMARY_INDEX_ID};
+use crate::types::{format_json, format_text, parse_value, ColumnType, Value};
+use crate::ImportError;
+
+/// How rows are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// CSV with a header line; NULL is an empty field.
+    #[default]
+    Csv,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Reads one table.
+pub struct TableReader<'a> {
+    db: &'a Db,
+    /// The table.
+    pub table: TableDef,
+    types: Vec<ColumnType>,
+}
+
+/// Splits `a,b,"c,d"` into values (CSV quoting).
+pub fn split_values(s: &str) -> Vec<String> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(s.as_bytes());
+    let mut rec = csv::StringRecord::new();
+    match rdr.read_record(&mut rec) {
+        Ok(true) => rec.iter().map(str::to_string).collect(),
+        _ => vec![s.to_string()],
+    }
+}
+
+impl<'a> TableReader<'a> {
+    /// The table `name` (or the only one) of the Db's catalog.
+    pub fn open(db: &'a Db, name: Option<&str>) -> Result<Self, ImportError> {
+        let tables = catalog::load(db)?;
+        let table = catalog::choose(&tables, name)?;
+        let types = table.columns.iter().map(|c| c.ty).collect();
+        Ok(TableReader { db, table, types })
+    }
+
+    /// Every table in the catalog.
+    pub fn tables(db: &Db) -> Result<Vec<TableDef>, ImportError> {
+        catalog::load(db)
+    }
+
+    /// Encodes `values` as (a prefix of) the key columns `cols`.
+    fn encode_values(
+        &self,
+        cols: &[usize],
+        values: &[String],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ImportError> {
+        if values.len() > cols.len() {
+            return Err(ImportError::Usage(format!(
+                "{} values given, the key has {} columns",
+                values.len(),
+                cols.len()
+            )));
+        }
+        for (v, &c) in values.iter().zip(cols) {
+            let col = &self.table.columns[c];
+            let val = if v.is_empty() && !col.ty.is_text() {
+                Value::Null
+            } else {
+                parse_value(&col.ty, v.as_bytes())
+                    .map_err(|e| ImportError::Usage(format!("column {}: {e}", col.name)))?
+            };
+            encode_value(out, &val);
+        }
+        Ok(())
+    }
+
+    /// The row with primary key `pk` (its columns in order), if any.
+    pub fn get(&self, pk: &[String]) -> Result<Option<Vec<Value<'static>>>, ImportError> {
+        if pk.len() != self.table.primary_key.len() {
+            return Err(ImportError::Usage(format!(
+                "the primary key of {} has {} columns, {} given",
+                self.table.name,
+                self.table.primary_key.len(),
+                pk.len()
+            )));
+        }
+        let mut key = prefix(self.table.id, PRIMARY_INDEX_ID);
+        self.encode_values(&self.table.primary_key, pk, &mut key)?;
+        match self.db.get(&key)? {
+            Some(v) => Ok(Some(self.decode(&key, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn decode(&self, key: &[u8], v: &[u8]) -> Result<Vec<Value<'static>>, ImportError> {
+        if row_version(v) != Some(self.table.version) {
+            return Err(ImportError::Catalog(format!(
+                "row {} has schema version {:?}, table {} is at {}",
+                key.escape_ascii(),
+                row_version(v),
+                self.table.name,
+                self.table.version
+            )));
+        }
+        decode_row(v, &self.types).map_err(|_| {
+            ImportError::Catalog(format!("row {} does not decode", key.escape_ascii()))
+        })
+    }
+
+    /// Rows in the order of `index` (`None`: primary key), from `start` (inclusive) to `end`
+    /// (exclusive) — each a prefix of the index's columns — at most `limit` of them; `f` gets
+    /// each row. Returns the number of rows.
+    pub fn scan(
+        &self,
+        index: Option<&str>,
+        start: Option<&[String]>,
+        end: Option<&[String]>,
+        limit: Option<u64>,
+        mut f: impl FnMut(&[Value<'static>]) -> Result<(), ImportError>,
+    ) -> Result<u64, ImportError> {
+        let (index_id, cols) = match index {
+            None => (PRIMARY_INDEX_ID, self.table.primary_key.clone()),
+            Some(n) if n.eq_ignore_ascii_case("primary") => {
+                (PRIMARY_INDEX_ID, self.table.primary_key.clone())
+            }
+            Some(n) => {
+                let idx = self.table.index(n).ok_or_else(|| {
+                    ImportError::Usage(format!(
+                        "table {} has no index {n} (indexes: primary{})",
+                        self.table.name,
+                        self.table
+                            .indexes
+                            .iter()
+                            .map(|i| format!(", {}", i.name))
+                            .collect::<String>()
+                    ))
+                })?;
+                (idx.id, idx.columns.clone())
+            }
+        };
+        let p = prefix(self.table.id, index_id);
+        let mut lower = p.clone();
+        if let Some(s) = start {
+            self.encode_values(&cols, s, &mut lower)?;
+        }
+        let upper = match end {
+            Some(e) => {
+                let mut u = p.clone();
+                self.encode_values(&cols, e, &mut u)?;
+                Some(u)
+            }
+            None => prefix_successor(&p),
+        };
+        let snap: Snapshot = self.db.snapshot();
+        let mut it = self.db.iter(ReadOptions {
+            snapshot: Some(&snap),
+            lower_bound: Some(lower),
+            upper_bound: upper,
+        })?;
+        it.seek_to_first();
+        let mut n = 0u64;
+        let ropts = ReadOptions {
+            snapshot: Some(&snap),
+            lower_bound: None,
+            upper_bound: None,
+        };
+        while it.valid() && limit.is_none_or(|l| n < l) {
+            let row = if index_id == PRIMARY_INDEX_ID {
+                self.decode(it.key(), it.value())?
+            } else {
+                let mut k = &it.key()[8..];
+                for &c in &cols {
+                    decode_column(&mut k, &self.types[c]).map_err(|_| {
+                        ImportError::Catalog(format!(
+                            "index key {} does not decode",
+                            it.key().escape_ascii()
+                        ))
+                    })?;
+                }
+                let mut pk = prefix(self.table.id, PRIMARY_INDEX_ID);
+                pk.extend_from_slice(k);
+                match self.db.get_opt(&pk, &ropts)? {
+                    Some(v) => self.decode(&pk, &v)?,
+                    None => {
+                        return Err(ImportError::Catalog(format!(
+                            "index entry {} points to a missing row",
+                            it.key().escape_ascii()
+                        )))
+                    }
+                }
+            };
+            f(&row)?;
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(n)
+    }
+
+    /// The header line of CSV output.
+    pub fn csv_header(&self) -> String {
+        let names: Vec<&str> = self
+            .table
+            .visible_columns()
+            .map(|(_, c)| c.name.as_str())
+            .collect();
+        csv_line(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    /// One row as a CSV line or a JSON object (no trailing newline).
+    pub fn format_row(&self, row: &[Value<'_>], fmt: OutputFormat) -> String {
+        match fmt {
+            OutputFormat::Csv => csv_line(
+                self.table
+                    .visible_columns()
+                    .map(|(i, c)| {
+                        let mut s = String::new();
+                        format_text(&row[i], &c.ty, &mut s);
+                        s
+                    })
+                    .collect(),
+            ),
+            OutputFormat::Json => {
+                let mut s = String::from("{");
+                for (n, (i, c)) in self.table.visible_columns().enumerate() {
+                    if n > 0 {
+                        s.push(',');
+                    }
+                    s.push_str(&serde_json::to_string(&c.name).unwrap_or_default());
+                    s.push(':');
+                    format_json(&row[i], &c.ty, &mut s);
+                }
+                s.push('}');
+                s
+            }
+        }
+    }
+}
+
+fn csv_line(fields: Vec<String>) -> String {
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    let _ = w.write_record(&fields);
+    let mut out = String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default();
+    while out.ends_with('\n') || out.ends_with('\r') {
+        out.pop();
+    }
+    out
+}

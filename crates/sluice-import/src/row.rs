@@ -1,0 +1,138 @@
+//! Row values: `version byte, NULL bitmap (one bit per column), the non-NULL values in column
+//! order`. Integers, DECIMAL, DATE and TIMESTAMP as zigzag LEB128 varints, DOUBLE as 8 bytes
+//! little-endian, BOOLEAN as one byte, TEXT/BYTES as a varint length and the bytes.
+//!
+//! Invariant: [`decode_row`] returns exactly the values [`encode_row`] was given, and never
+//! panics on other bytes (malformed input is an error).
+
+use std::borrow::Cow;
+
+use crate::keycode::MalformedKey;
+use crate::types::{ColumnType, Value};
+
+fn put_varint(out: &mut Vec<u8>, mut v: u128) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &mut &[u8]) -> Result<u128, MalformedKey> {
+    let mut v: u128 = 0;
+    for i in 0..19 {
+        let (&c, rest) = b.split_first().ok_or(MalformedKey)?;
+        *b = rest;
+        v |= u128::from(c & 0x7f) << (7 * i);
+        if c < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err(MalformedKey)
+}
+
+fn zigzag(v: i128) -> u128 {
+    ((v << 1) ^ (v >> 127)) as u128
+}
+
+fn unzigzag(v: u128) -> i128 {
+    ((v >> 1) as i128) ^ -((v & 1) as i128)
+}
+
+/// Appends the row value of `values` (one per column) under schema `version`.
+pub fn encode_row(out: &mut Vec<u8>, version: u8, values: &[Value<'_>]) {
+    out.push(version);
+    let start = out.len();
+    out.resize(start + values.len().div_ceil(8), 0);
+    for (i, v) in values.iter().enumerate() {
+        if matches!(v, Value::Null) {
+            out[start + i / 8] |= 1 << (i % 8);
+        }
+    }
+    for v in values {
+        match v {
+            Value::Null => {}
+            Value::Int(i) => put_varint(out, zigzag(i128::from(*i))),
+            Value::Date(d) => put_varint(out, zigzag(i128::from(*d))),
+            Value::Timestamp(t) => put_varint(out, zigzag(i128::from(*t))),
+            Value::Decimal(d) => put_varint(out, zigzag(*d)),
+            Value::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
+            Value::Bool(b) => out.push(u8::from(*b)),
+            Value::Text(s) => {
+                put_varint(out, s.len() as u128);
+                out.extend_from_slice(s.as_bytes());
+            }
+            Value::Bytes(b) => {
+                put_varint(out, b.len() as u128);
+                out.extend_from_slice(b);
+            }
+        }
+    }
+}
+
+/// The schema version of a row value.
+pub fn row_version(b: &[u8]) -> Option<u8> {
+    b.first().copied()
+}
+
+/// Decodes a row value of a table whose columns have `types`.
+pub fn decode_row(b: &[u8], types: &[ColumnType]) -> Result<Vec<Value<'static>>, MalformedKey> {
+    let mut b = b.get(1..).ok_or(MalformedKey)?;
+    let nb = types.len().div_ceil(8);
+    if b.len() < nb {
+        return Err(MalformedKey);
+    }
+    let (bitmap, rest) = b.split_at(nb);
+    b = rest;
+    let mut out = Vec::with_capacity(types.len());
+    for (i, ty) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            out.push(Value::Null);
+            continue;
+        }
+        let int = |b: &mut &[u8]| -> Result<i128, MalformedKey> { Ok(unzigzag(get_varint(b)?)) };
+        let v = match ty {
+            ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
+                Value::Int(i64::try_from(int(&mut b)?).map_err(|_| MalformedKey)?)
+            }
+            ColumnType::Date => Value::Date(i32::try_from(int(&mut b)?).map_err(|_| MalformedKey)?),
+            ColumnType::Timestamp => {
+                Value::Timestamp(i64::try_from(int(&mut b)?).map_err(|_| MalformedKey)?)
+            }
+            ColumnType::Decimal { .. } => Value::Decimal(int(&mut b)?),
+            ColumnType::Double => {
+                if b.len() < 8 {
+                    return Err(MalformedKey);
+                }
+                let (h, t) = b.split_at(8);
+                b = t;
+                Value::Double(f64::from_le_bytes(h.try_into().map_err(|_| MalformedKey)?))
+            }
+            ColumnType::Bool => {
+                let (&c, t) = b.split_first().ok_or(MalformedKey)?;
+                b = t;
+                Value::Bool(c != 0)
+            }
+            ColumnType::Text { .. } | ColumnType::Bytes => {
+                let n = usize::try_from(get_varint(&mut b)?).map_err(|_| MalformedKey)?;
+                if b.len() < n {
+                    return Err(MalformedKey);
+                }
+                let (h, t) = b.split_at(n);
+                b = t;
+                if matches!(ty, ColumnType::Bytes) {
+                    Value::Bytes(Cow::Owned(h.to_vec()))
+                } else {
+                    Value::Text(Cow::Owned(
+                        String::from_utf8(h.to_vec()).map_err(|_| MalformedKey)?,
+                    ))
+                }
+            }
+        };
+        out.push(v);
+    }
+    if !b.is_empty() {
+        return Err(MalformedKey);
+    }
+    Ok(out)
+}
