@@ -91,6 +91,94 @@ fn stripe(snapshots: &[u64], seqno: u64) -> usize {
     snapshots.partition_point(|&s| s < seqno)
 }
 
+/// Why an entry is dropped (or not): the rules of the module docs, one per variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Written to the output.
+    Keep,
+    /// Rule 1: a newer version of the key is in the same stripe.
+    Shadowed,
+    /// Rule 2: a newer range deletion in the same stripe covers it.
+    Covered,
+    /// Rule 3: a point deletion in the oldest stripe where nothing deeper holds the key.
+    BottommostDeletion,
+}
+
+/// The drop rules as a pure, streaming decision over internal keys in order (Pebble's
+/// compaction iterator, without the I/O): feed every entry to [`DropRules::decide`].
+pub struct DropRules<'a> {
+    snapshots: &'a [u64],
+    bottommost: &'a dyn Fn(&[u8], &[u8]) -> bool,
+    tombstones: Vec<RangeTombstone>,
+    /// One aggregator per stripe, bounded by the stripe's snapshot.
+    aggs: HashMap<usize, RangeDelAggregator>,
+    cur_user: Vec<u8>,
+    have_user: bool,
+    prev_stripe: Option<usize>,
+    cur_bottommost: bool,
+}
+
+impl<'a> DropRules<'a> {
+    /// Rules for one merge of inputs holding `tombstones`.
+    pub fn new(policy: &'a DropPolicy<'a>, tombstones: Vec<RangeTombstone>) -> Self {
+        DropRules {
+            snapshots: &policy.snapshots,
+            bottommost: policy.bottommost,
+            tombstones,
+            aggs: HashMap::new(),
+            cur_user: Vec::new(),
+            have_user: false,
+            prev_stripe: None,
+            cur_bottommost: false,
+        }
+    }
+
+    /// The range deletions to write: all but those in the oldest stripe where nothing deeper
+    /// overlaps them (rule 3).
+    pub fn kept_tombstones(&self) -> Vec<RangeTombstone> {
+        self.tombstones
+            .iter()
+            .filter(|t| {
+                !(stripe(self.snapshots, t.seqno) == 0 && (self.bottommost)(&t.start, &t.end))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The decision for the next entry of the merged stream.
+    pub fn decide(&mut self, p: &key::ParsedKey<'_>) -> Decision {
+        if !self.have_user || p.user_key != self.cur_user.as_slice() {
+            self.cur_user.clear();
+            self.cur_user.extend_from_slice(p.user_key);
+            self.have_user = true;
+            self.prev_stripe = None;
+            self.cur_bottommost = (self.bottommost)(p.user_key, p.user_key);
+        }
+        let s = stripe(self.snapshots, p.seqno);
+        let shadowed = self.prev_stripe == Some(s);
+        self.prev_stripe = Some(s);
+        if shadowed {
+            return Decision::Shadowed;
+        }
+        if !self.tombstones.is_empty() {
+            let (snaps, tombs) = (self.snapshots, &self.tombstones);
+            let agg = self.aggs.entry(s).or_insert_with(|| {
+                let bound = snaps.get(s).copied().unwrap_or(MAX_SEQNO);
+                RangeDelAggregator::new(tombs.iter().cloned(), bound)
+            });
+            if agg.covers(p.user_key, p.seqno) {
+                return Decision::Covered;
+            }
+        }
+        if p.kind == ValueKind::Deletion && s == 0 && self.cur_bottommost {
+            return Decision::BottommostDeletion;
+        }
+        Decision::Keep
+    }
+}
+
+/// The merge, in steps: decide each entry ([`DropRules`]), cut outputs between user keys at
+/// the target size, write the kept range deletions clipped to each output.
 fn merge_inner(
     input: &mut dyn InternalIterator,
     tombstones: Vec<RangeTombstone>,
@@ -98,24 +186,12 @@ fn merge_inner(
     out: &mut OutputSpec<'_>,
     created: &mut Vec<PathBuf>,
 ) -> Result<(Vec<FileMeta>, MergeStats)> {
-    let snaps = &policy.snapshots;
-    // Range deletions that survive: drop those in the oldest stripe at the bottommost level.
-    let kept_tombs: Vec<RangeTombstone> = tombstones
-        .iter()
-        .filter(|t| !(stripe(snaps, t.seqno) == 0 && (policy.bottommost)(&t.start, &t.end)))
-        .cloned()
-        .collect();
-    // One aggregator per stripe, bounded by the stripe's snapshot (see module docs).
-    let mut aggs: HashMap<usize, RangeDelAggregator> = HashMap::new();
-
+    let mut rules = DropRules::new(policy, tombstones);
+    let kept_tombs = rules.kept_tombstones();
     let mut stats = MergeStats::default();
-    let mut outputs: Vec<OpenOutput> = Vec::new();
+    let mut current: Option<OpenOutput> = None;
     let mut finished: Vec<FileMeta> = Vec::new();
-    let mut cur_user: Vec<u8> = Vec::new();
-    let mut have_user = false;
-    let mut prev_stripe: Option<usize> = None;
-    let mut cur_bottommost = false;
-
+    let mut last_user: Option<Vec<u8>> = None;
     input.seek_to_first();
     while input.valid() {
         stats.entries_in += 1;
@@ -126,66 +202,55 @@ fn merge_inner(
                 crate::base::error::escape_bytes(ikey)
             ))
         })?;
-        let new_user = !have_user || p.user_key != cur_user.as_slice();
-        if new_user {
-            cur_user.clear();
-            cur_user.extend_from_slice(p.user_key);
-            have_user = true;
-            prev_stripe = None;
-            cur_bottommost = (policy.bottommost)(p.user_key, p.user_key);
-        }
-        let s = stripe(snaps, p.seqno);
-        let shadowed = prev_stripe == Some(s);
-        prev_stripe = Some(s);
-        let covered = !shadowed
-            && !tombstones.is_empty()
-            && aggs
-                .entry(s)
-                .or_insert_with(|| {
-                    let bound = snaps.get(s).copied().unwrap_or(MAX_SEQNO);
-                    RangeDelAggregator::new(tombstones.iter().cloned(), bound)
-                })
-                .covers(p.user_key, p.seqno);
-        let obsolete_delete = p.kind == ValueKind::Deletion && s == 0 && cur_bottommost;
-        if shadowed || covered || obsolete_delete {
+        if rules.decide(&p) != Decision::Keep {
             input.next();
             continue;
         }
+        let new_user = last_user.as_deref() != Some(p.user_key);
+        if new_user {
+            last_user = Some(p.user_key.to_vec());
+        }
         // Cut a new output only at a user-key boundary.
-        let need_new = match outputs.last() {
-            None => true,
-            Some(o) => new_user && o.builder.estimated_file_size() >= out.target_file_size,
-        };
-        if need_new {
-            if let Some(prev) = outputs.pop() {
+        let full = current
+            .as_ref()
+            .is_none_or(|o| new_user && o.builder.estimated_file_size() >= out.target_file_size);
+        if full {
+            if let Some(prev) = current.take() {
                 finished.push(finish_output(prev, Some(p.user_key), &kept_tombs, out.fs)?);
             }
             let lower = finished.last().map(|_| p.user_key.to_vec());
-            let o = open_output(out, lower, created)?;
-            outputs.push(o);
+            current = Some(open_output(out, lower, created)?);
         }
-        let o = outputs.last_mut().expect("output open");
-        if o.builder.num_entries() == 0 {
-            o.smallest = ikey.to_vec();
-        }
-        o.builder.add(ikey, input.value())?;
-        o.largest.clear();
-        o.largest.extend_from_slice(ikey);
-        o.smallest_seqno = o.smallest_seqno.min(p.seqno);
-        o.largest_seqno = o.largest_seqno.max(p.seqno);
+        current
+            .as_mut()
+            .expect("output open")
+            .add(ikey, input.value(), p.seqno)?;
         stats.entries_out += 1;
         input.next();
     }
     input.status()?;
-    if outputs.is_empty() && !kept_tombs.is_empty() {
-        let o = open_output(out, None, created)?;
-        outputs.push(o);
+    if current.is_none() && finished.is_empty() && !kept_tombs.is_empty() {
+        current = Some(open_output(out, None, created)?);
     }
-    if let Some(last) = outputs.pop() {
+    if let Some(last) = current.take() {
         finished.push(finish_output(last, None, &kept_tombs, out.fs)?);
     }
     stats.bytes_out = finished.iter().map(|f| f.size).sum();
     Ok((finished, stats))
+}
+
+impl OpenOutput {
+    fn add(&mut self, ikey: &[u8], value: &[u8], seqno: u64) -> Result<()> {
+        if self.builder.num_entries() == 0 {
+            self.smallest = ikey.to_vec();
+        }
+        self.builder.add(ikey, value)?;
+        self.largest.clear();
+        self.largest.extend_from_slice(ikey);
+        self.smallest_seqno = self.smallest_seqno.min(seqno);
+        self.largest_seqno = self.largest_seqno.max(seqno);
+        Ok(())
+    }
 }
 
 fn open_output(

@@ -13,3 +13,6 @@ pub struct RunningOutput {
     /// Largest user key of the inputs.
     pub hi: Vec<u8>,
 }
+
+#[cfg(test)]
+mod golden;
