@@ -315,8 +315,8 @@ struct EmitCtx<'a> {
     dropped: u64,
     rows: u64,
     first_error: Option<String>,
-    /// Per slot: the last unique-prefix written.
-    last_unique: Vec<Option<Vec<u8>>>,
+    /// Per slot: the last unique prefix written and its row's source position.
+    last_unique: Vec<Option<(Vec<u8>, u64)>>,
 }
 
 impl Import {
@@ -678,7 +678,7 @@ impl Import {
                     if slot == 0 {
                         ctx.emit_primary(w, k, &[(src, v.to_vec())])?;
                     } else {
-                        ctx.emit_secondary(w, slot, st.unique_cols, k, 1, false)?;
+                        ctx.emit_secondary(w, slot, st.unique_cols, k, &[src], false)?;
                     }
                 }
                 st.last_key = Some(entries.key(entries.items.len() - 1).to_vec());
@@ -786,14 +786,8 @@ impl Import {
                 if slot == 0 {
                     ctx.emit_primary(&mut w, &key, &group)?;
                 } else {
-                    ctx.emit_secondary(
-                        &mut w,
-                        slot,
-                        st.unique_cols,
-                        &key,
-                        group.len() as u32,
-                        deletion,
-                    )?;
+                    let srcs: Vec<u64> = group.iter().map(|g| g.0).collect();
+                    ctx.emit_secondary(&mut w, slot, st.unique_cols, &key, &srcs, deletion)?;
                 }
                 counters.merged.fetch_add(1, Ordering::Relaxed);
             }
@@ -1177,16 +1171,17 @@ impl<'a> EmitCtx<'a> {
         Some(&key[..key.len() - k.len()])
     }
 
-    /// One secondary key: `count` rows of the input carry it; `deletion`: an existing row did.
+    /// One secondary key: the rows at `srcs` carry it; `deletion`: an existing row did.
     fn emit_secondary(
         &mut self,
         w: &mut FinalWriter,
         slot: usize,
         unique: Option<usize>,
         key: &[u8],
-        mut count: u32,
+        srcs: &[u64],
         deletion: bool,
     ) -> Result<(), ImportError> {
+        let mut count = srcs.len() as u32;
         if let Some(s) = self.suppress[slot].get_mut(key) {
             let take = (*s).min(count);
             *s -= take;
@@ -1204,16 +1199,21 @@ impl<'a> EmitCtx<'a> {
         if unique.is_some() {
             if let Some(p) = self.unique_prefix(slot, key) {
                 let idx_name = &self.table.indexes[slot - 1].name;
-                if self.last_unique[slot].as_deref() == Some(p) {
-                    return Err(ImportError::BadInput(format!(
-                        "unique index {idx_name}: two rows share the value of primary key {}",
-                        self.show_pk_of_secondary(key, p.len())
-                    )));
+                let src = srcs.last().copied().unwrap_or(0);
+                if let Some((last, last_src)) = &self.last_unique[slot] {
+                    if last.as_slice() == p {
+                        return Err(ImportError::BadInput(format!(
+                            "{}: {} violates unique index {idx_name} (also at {})",
+                            self.where_(src),
+                            self.show_unique_value(slot, p),
+                            self.where_(*last_src)
+                        )));
+                    }
                 }
                 if self.existing_rows {
-                    self.check_unique_existing(slot, p, key)?;
+                    self.check_unique_existing(slot, p, key, src)?;
                 }
-                self.last_unique[slot] = Some(p.to_vec());
+                self.last_unique[slot] = Some((p.to_vec(), src));
             }
         }
         w.put(key, &[])?;
@@ -1226,7 +1226,35 @@ impl<'a> EmitCtx<'a> {
         self.show_pk(&pk)
     }
 
-    fn check_unique_existing(&self, slot: usize, p: &[u8], key: &[u8]) -> Result<(), ImportError> {
+    /// `column email: "a@x"` (or `columns (a, b): ("x", "y")`) of a unique prefix.
+    fn show_unique_value(&self, slot: usize, p: &[u8]) -> String {
+        let idx = &self.table.indexes[slot - 1];
+        let mut k = p.get(8..).unwrap_or(&[]);
+        let mut names = Vec::new();
+        let mut vals = Vec::new();
+        for &i in &idx.columns {
+            let c = &self.table.columns[i];
+            names.push(c.name.clone());
+            let mut s = String::new();
+            if let Ok(v) = decode_column(&mut k, &c.ty) {
+                format_text(&v, &c.ty, &mut s);
+            }
+            vals.push(format!("{s:?}"));
+        }
+        if names.len() == 1 {
+            format!("column {}: {}", names[0], vals[0])
+        } else {
+            format!("columns ({}): ({})", names.join(", "), vals.join(", "))
+        }
+    }
+
+    fn check_unique_existing(
+        &self,
+        slot: usize,
+        p: &[u8],
+        key: &[u8],
+        src: u64,
+    ) -> Result<(), ImportError> {
         let mut it = self.db.iter(ReadOptions {
             snapshot: None,
             lower_bound: Some(p.to_vec()),
@@ -1237,9 +1265,10 @@ impl<'a> EmitCtx<'a> {
             let k = it.key();
             if k != key && !self.deletions[slot].iter().any(|d| d.as_slice() == k) {
                 return Err(ImportError::BadInput(format!(
-                    "unique index {}: the row with primary key {} repeats the value of existing row {}",
+                    "{}: {} violates unique index {}: existing row {} has it",
+                    self.where_(src),
+                    self.show_unique_value(slot, p),
                     self.table.indexes[slot - 1].name,
-                    self.show_pk_of_secondary(key, p.len()),
                     self.show_pk_of_secondary(k, p.len())
                 )));
             }

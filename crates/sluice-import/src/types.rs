@@ -505,7 +505,9 @@ pub fn format_text(v: &Value<'_>, ty: &ColumnType, out: &mut String) {
             let _ = write!(out, "{i}");
         }
         Value::Double(d) => {
-            let _ = write!(out, "{d}");
+            // Shortest text that reads back as the same double; exponent form when large.
+            let s = format!("{d:?}");
+            out.push_str(s.strip_suffix(".0").unwrap_or(&s));
         }
         Value::Decimal(d) => {
             let scale = match ty {

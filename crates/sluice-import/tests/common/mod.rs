@@ -1,0 +1,88 @@
+//! Helpers shared by the import tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use sluice::{Db, ReadOptions};
+use sluice_import::{Import, ImportError, ImportOptions, ProgressMode, Summary, TableReader};
+
+/// Options for tests: quiet, small chunks so even small inputs make several chunks.
+pub fn opts() -> ImportOptions {
+    ImportOptions {
+        progress: ProgressMode::Off,
+        threads: 2,
+        memory: 16 << 20,
+        chunk_size: Some(64),
+        ..ImportOptions::default()
+    }
+}
+
+/// Writes `content` to `dir/name`.
+pub fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+/// Runs an import.
+pub fn import(
+    db: &Db,
+    schema: &str,
+    files: Vec<PathBuf>,
+    o: ImportOptions,
+) -> Result<Summary, ImportError> {
+    Import::new(schema, files, o)?.run(db)
+}
+
+/// Every raw KV in the Db.
+pub fn dump(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db
+        .iter(ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+        })
+        .unwrap();
+    it.seek_to_first();
+    let mut v = Vec::new();
+    while it.valid() {
+        v.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    v
+}
+
+/// All rows of a table as CSV lines (primary key order, or `index` order).
+pub fn rows(db: &Db, table: &str, index: Option<&str>) -> Vec<String> {
+    let r = TableReader::open(db, Some(table)).unwrap();
+    let mut out = Vec::new();
+    r.scan(index, None, None, None, |row| {
+        out.push(r.format_row(row, sluice_import::OutputFormat::Csv));
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+/// Same rows as JSON lines.
+pub fn json_rows(db: &Db, table: &str) -> Vec<String> {
+    let r = TableReader::open(db, Some(table)).unwrap();
+    let mut out = Vec::new();
+    r.scan(None, None, None, None, |row| {
+        out.push(r.format_row(row, sluice_import::OutputFormat::Json));
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+/// Names in `dir` that an import may have left behind.
+pub fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(sluice_import::pipeline::TMP_PREFIX))
+        .collect()
+}

@@ -1,0 +1,443 @@
+//! Imports end to end: every type and NULL, formats, CSV edge cases, compressed inputs,
+//! duplicates (across chunks, against existing rows), unique indexes, spills, catalog checks.
+
+mod common;
+
+use std::io::Write as _;
+
+use common::*;
+use sluice_import::{open_db, Format, ImportOptions, OnDuplicate, TableReader};
+
+const ALL_TYPES: &str = "CREATE TABLE t (
+    id BIGINT PRIMARY KEY,
+    s SMALLINT, i INT, d DOUBLE, m DECIMAL(10,2), b BOOLEAN, x TEXT, v VARCHAR(5),
+    y BYTES, dt DATE, ts TIMESTAMP
+);
+CREATE INDEX by_x ON t (x);";
+
+#[test]
+fn every_type_and_null_round_trips_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "1,-32768,2147483647,-1.5e300,-12345678.99,true,\"héllo, \"\"world\"\"\",abcde,\\x00ff41,2024-02-29,2024-02-29 23:59:59.123456\n\
+               2,,,,,,,,,,\n\
+               3,7,-7,0,0.1,f,,ä,,1900-01-01,1970-01-01T00:00:00+01:00\n";
+    let tsv = "1\t-32768\t2147483647\t-1.5e300\t-12345678.99\ttrue\théllo, \"world\"\tabcde\t\\\\x00ff41\t2024-02-29\t2024-02-29 23:59:59.123456\n\
+               2\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n\
+               3\t7\t-7\t0\t0.1\tf\t\tä\t\t1900-01-01\t1970-01-01T00:00:00+01:00\n";
+    let jsonl = r#"{"id":1,"s":-32768,"i":2147483647,"d":-1.5e300,"m":"-12345678.99","b":true,"x":"héllo, \"world\"","v":"abcde","y":"\\x00ff41","dt":"2024-02-29","ts":"2024-02-29 23:59:59.123456"}
+{"id":2,"s":null}
+{"id":3,"s":7,"i":-7,"d":0,"m":0.1,"b":false,"x":"","v":"ä","y":"","dt":"1900-01-01","ts":"1970-01-01T00:00:00+01:00"}
+"#;
+    let expected = vec![
+        "1,-32768,2147483647,-1.5e300,-12345678.99,true,\"héllo, \"\"world\"\"\",abcde,\\x00ff41,2024-02-29,2024-02-29T23:59:59.123456Z",
+        "2,,,,,,,,\\x,,",
+        "3,7,-7,0,0.10,false,,ä,\\x,1900-01-01,1969-12-31T23:00:00Z",
+    ];
+    for (name, content) in [("a.csv", csv), ("a.tsv", tsv), ("a.jsonl", jsonl)] {
+        let db = open_db(dir.path().join(name.replace('.', "_")), true).unwrap();
+        let f = write(dir.path(), name, content.as_bytes());
+        let s = import(&db, ALL_TYPES, vec![f], opts()).unwrap();
+        assert_eq!(s.rows, 3, "{name}");
+        let got = rows(&db, "t", None);
+        // Row 2: text columns are NULL in TSV (\\N) and JSON (missing); in CSV an empty field is
+        // an empty string for TEXT/BYTES (NULL only for other types).
+        let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        if name != "a.csv" {
+            want[1] = want[1].replace(",\\x,", ",,");
+        }
+        assert_eq!(got, want, "{name}");
+        let j = json_rows(&db, "t");
+        assert!(j[0].contains("\"m\":-12345678.99"), "{}", j[0]);
+        assert!(j[1].contains("\"x\":"), "{}", j[1]);
+        if name != "a.csv" {
+            assert!(j[1].contains("\"x\":null"), "{name}: {}", j[1]);
+        }
+        assert!(j[2].contains("\"ts\":\"1969-12-31T23:00:00Z\""), "{}", j[2]);
+        // Secondary index order: NULL first, then "", then text.
+        let by_x = rows(&db, "t", Some("by_x"));
+        assert_eq!(by_x.len(), 3);
+        if name != "a.csv" {
+            assert!(by_x[0].starts_with("2,"), "{by_x:?}");
+        }
+    }
+}
+
+#[test]
+fn csv_edge_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE e (id INT PRIMARY KEY, a TEXT, b TEXT, n INT)";
+    // BOM, header, CRLF, quotes, embedded delimiter and newlines, trailing empty fields.
+    let content = b"\xEF\xBB\xBFid,a,b,n\r\n1,\"x,y\",\"line1\r\nline2\",\r\n2,\"he said \"\"hi\"\"\",,\r\n3,,\"\",7\r\n4,plain,\"\n\",";
+    let f = write(dir.path(), "e.csv", content);
+    let s = import(
+        &db,
+        schema,
+        vec![f],
+        ImportOptions {
+            header: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.rows, 4);
+    let r = TableReader::open(&db, None).unwrap();
+    let get = |id: &str| {
+        let row = r.get(&[id.to_string()]).unwrap().unwrap();
+        r.format_row(&row, sluice_import::OutputFormat::Json)
+    };
+    assert_eq!(
+        get("1"),
+        r#"{"id":1,"a":"x,y","b":"line1\r\nline2","n":null}"#
+    );
+    assert_eq!(get("2"), r#"{"id":2,"a":"he said \"hi\"","b":"","n":null}"#);
+    assert_eq!(get("3"), r#"{"id":3,"a":"","b":"","n":7}"#);
+    assert_eq!(get("4"), r#"{"id":4,"a":"plain","b":"\n","n":null}"#);
+}
+
+#[test]
+fn compressed_inputs_and_header_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE c (k TEXT, v INT NOT NULL, PRIMARY KEY (k))";
+    let body = "v,k\n1,a\n2,b\n";
+    let gz = dir.path().join("x.csv.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
+    e.write_all(body.as_bytes()).unwrap();
+    e.finish().unwrap();
+    let zst = dir.path().join("y.csv.zst");
+    std::fs::write(&zst, zstd::encode_all("v,k\n3,c\n".as_bytes(), 3).unwrap()).unwrap();
+    let s = import(
+        &db,
+        schema,
+        vec![gz, zst],
+        ImportOptions {
+            header: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.rows, 3);
+    assert_eq!(rows(&db, "c", None), vec!["a,1", "b,2", "c,3"]);
+}
+
+#[test]
+fn hidden_row_id_in_input_order_and_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE h (name TEXT, n INT); CREATE INDEX by_n ON h (n);";
+    let f = write(dir.path(), "h.csv", b"z,3\ny,1\nx,2\n");
+    import(&db, schema, vec![f.clone()], opts()).unwrap();
+    assert_eq!(rows(&db, "h", None), vec!["z,3", "y,1", "x,2"]);
+    // A second import appends after the existing rows.
+    import(&db, schema, vec![f], opts()).unwrap();
+    assert_eq!(
+        rows(&db, "h", None),
+        vec!["z,3", "y,1", "x,2", "z,3", "y,1", "x,2"]
+    );
+    assert_eq!(
+        rows(&db, "h", Some("by_n")),
+        vec!["y,1", "y,1", "x,2", "x,2", "z,3", "z,3"]
+    );
+}
+
+fn many_rows(n: usize, dup_of: Option<(usize, usize)>) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..n {
+        let id = match dup_of {
+            Some((at, of)) if i == at => of,
+            _ => i,
+        };
+        // Keys out of input order so nothing streams.
+        s.push_str(&format!("{},{}\n", (id * 7919) % 100_003, i));
+    }
+    s.into_bytes()
+}
+
+#[test]
+fn duplicate_across_chunks_is_found_with_both_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let before = dump(&db);
+    let schema = "CREATE TABLE d (id INT PRIMARY KEY, n INT)";
+    // Row 900 (line 901) repeats row 3's key; chunks are 64 bytes, so they are far apart.
+    let f = write(dir.path(), "d.csv", &many_rows(1000, Some((900, 3))));
+    let e = import(&db, schema, vec![f.clone()], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("d.csv:901: duplicate primary key"), "{e}");
+    assert!(e.contains("d.csv:4"), "{e}");
+    assert_eq!(dump(&db), before);
+    assert!(leftovers(&dir.path().join("db")).is_empty());
+    // first / last keep one of them.
+    for (mode, n) in [(OnDuplicate::First, "3"), (OnDuplicate::Last, "900")] {
+        let db2 = open_db(dir.path().join(format!("db{n}")), true).unwrap();
+        let s = import(
+            &db2,
+            schema,
+            vec![f.clone()],
+            ImportOptions {
+                on_duplicate: mode,
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert_eq!((s.rows, s.duplicates_dropped), (999, 1));
+        let r = TableReader::open(&db2, None).unwrap();
+        let key = ((3 * 7919) % 100_003).to_string();
+        let row = r.get(&[key]).unwrap().unwrap();
+        assert_eq!(
+            r.format_row(&row, sluice_import::OutputFormat::Csv)
+                .split(',')
+                .nth(1),
+            Some(n)
+        );
+    }
+}
+
+#[test]
+fn spills_and_merges_under_a_small_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE s (id INT PRIMARY KEY, n INT); CREATE INDEX by_n ON s (n);";
+    let n = 100_003;
+    let mut content = String::new();
+    for i in 0..n {
+        content.push_str(&format!("{},{}\n", (i * 7919) % n, i % 1000));
+    }
+    let f = write(dir.path(), "s.csv", content.as_bytes());
+    let s = import(
+        &db,
+        schema,
+        vec![f],
+        ImportOptions {
+            memory: 8 << 20,
+            chunk_size: Some(16 << 10),
+            target_file_size: 256 << 10,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.rows, n as u64);
+    assert!(s.runs_spilled > 0, "{s:?}");
+    assert!(s.files.len() > 3, "{s:?}");
+    let got = rows(&db, "s", None);
+    assert_eq!(got.len(), n);
+    for (i, line) in got.iter().enumerate() {
+        assert!(line.starts_with(&format!("{i},")), "{line}");
+    }
+    let by_n = rows(&db, "s", Some("by_n"));
+    let ns: Vec<u32> = by_n
+        .iter()
+        .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(ns.windows(2).all(|w| w[0] <= w[1]));
+    assert!(leftovers(&dir.path().join("db")).is_empty());
+}
+
+#[test]
+fn sorted_input_streams_straight_to_final_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE o (id INT PRIMARY KEY, n INT); CREATE INDEX by_n ON o (n);";
+    let mut content = String::new();
+    for i in 0..20_000 {
+        content.push_str(&format!("{i},{}\n", 20_000 - i));
+    }
+    let f = write(dir.path(), "o.csv", content.as_bytes());
+    let s = import(&db, schema, vec![f], opts()).unwrap();
+    assert_eq!(s.streamed_indexes, vec!["primary".to_string()]);
+    assert_eq!(s.runs_spilled, 0);
+    assert_eq!(rows(&db, "o", Some("by_n"))[0], "19999,1");
+}
+
+#[test]
+fn duplicates_against_existing_rows_keep_indexes_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema =
+        "CREATE TABLE p (id INT PRIMARY KEY, color TEXT); CREATE INDEX by_color ON p (color);";
+    let first = write(dir.path(), "1.csv", b"1,red\n2,green\n3,blue\n");
+    let second = write(dir.path(), "2.csv", b"2,yellow\n4,red\n");
+    for mode in [OnDuplicate::Error, OnDuplicate::First, OnDuplicate::Last] {
+        let db = open_db(dir.path().join(format!("{mode:?}")), true).unwrap();
+        import(&db, schema, vec![first.clone()], opts()).unwrap();
+        let before = dump(&db);
+        let r = import(
+            &db,
+            schema,
+            vec![second.clone()],
+            ImportOptions {
+                on_duplicate: mode,
+                ..opts()
+            },
+        );
+        match mode {
+            OnDuplicate::Error => {
+                let e = r.unwrap_err().to_string();
+                assert!(
+                    e.contains("2.csv:1: duplicate primary key (2): already in table p"),
+                    "{e}"
+                );
+                assert_eq!(dump(&db), before);
+            }
+            OnDuplicate::First => {
+                r.unwrap();
+                assert_eq!(
+                    rows(&db, "p", None),
+                    vec!["1,red", "2,green", "3,blue", "4,red"]
+                );
+                assert_eq!(
+                    rows(&db, "p", Some("by_color")),
+                    vec!["3,blue", "2,green", "1,red", "4,red"]
+                );
+            }
+            OnDuplicate::Last => {
+                r.unwrap();
+                assert_eq!(
+                    rows(&db, "p", None),
+                    vec!["1,red", "2,yellow", "3,blue", "4,red"]
+                );
+                assert_eq!(
+                    rows(&db, "p", Some("by_color")),
+                    vec!["3,blue", "1,red", "4,red", "2,yellow"]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn unique_index_violation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let before = dump(&db);
+    let schema = "CREATE TABLE u (id INT PRIMARY KEY, email TEXT); CREATE UNIQUE INDEX by_email ON u (email);";
+    let f = write(dir.path(), "u.csv", b"1,a@x\n2,\n3,\n4,b@x\n5,a@x\n");
+    let nulls = || ImportOptions {
+        null: Some(String::new()),
+        ..opts()
+    };
+    let e = import(&db, schema, vec![f], nulls())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("u.csv:5: column email: \"a@x\" violates unique index by_email (also at"),
+        "{e}"
+    );
+    assert!(e.contains("u.csv:1)"), "{e}");
+    assert_eq!(dump(&db), before);
+    // NULLs do not collide; a later import colliding with a stored row is refused.
+    let ok = write(dir.path(), "ok.csv", b"1,a@x\n2,\n3,\n");
+    import(&db, schema, vec![ok], nulls()).unwrap();
+    let before = dump(&db);
+    let clash = write(dir.path(), "clash.csv", b"9,a@x\n");
+    let e = import(&db, schema, vec![clash], nulls())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "clash.csv:1: column email: \"a@x\" violates unique index by_email: existing row (1)"
+        ),
+        "{e}"
+    );
+    assert_eq!(dump(&db), before);
+}
+
+#[test]
+fn changed_definition_and_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let f = write(dir.path(), "a.csv", b"1,x\n");
+    import(
+        &db,
+        "CREATE TABLE a (id INT PRIMARY KEY, t TEXT)",
+        vec![f.clone()],
+        opts(),
+    )
+    .unwrap();
+    let e = import(
+        &db,
+        "CREATE TABLE a (id BIGINT PRIMARY KEY, t TEXT)",
+        vec![f.clone()],
+        opts(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("column 1: stored as id INT NOT NULL, schema says id BIGINT NOT NULL"),
+        "{e}"
+    );
+    import(
+        &db,
+        "CREATE TABLE b (id INT PRIMARY KEY, t TEXT)",
+        vec![f],
+        opts(),
+    )
+    .unwrap();
+    let tables = TableReader::tables(&db).unwrap();
+    assert_eq!(
+        tables
+            .iter()
+            .map(|t| (t.name.as_str(), t.id))
+            .collect::<Vec<_>>(),
+        vec![("a", 1), ("b", 2)]
+    );
+    // Survives a reopen.
+    drop(db);
+    let db = open_db(dir.path().join("db"), false).unwrap();
+    assert_eq!(rows(&db, "b", None), vec!["1,x"]);
+}
+
+#[test]
+fn max_errors_writes_rejects_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE r (id INT PRIMARY KEY, score DOUBLE)";
+    let f = write(dir.path(), "r.csv", b"1,1.5\n2,notanumber\n3,2\n3,9\n");
+    let rej = dir.path().join("rejects.txt");
+    let s = import(
+        &db,
+        schema,
+        vec![f],
+        ImportOptions {
+            max_errors: 2,
+            rejects: Some(rej.clone()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!((s.rows, s.rejected), (2, 2));
+    let text = std::fs::read_to_string(rej).unwrap();
+    assert!(
+        text.contains("r.csv:2: column score: \"notanumber\" is not a DOUBLE\n2,notanumber\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("r.csv:4: duplicate primary key (3)"),
+        "{text}"
+    );
+    assert_eq!(rows(&db, "r", None), vec!["1,1.5", "3,2"]);
+}
+
+#[test]
+fn explicit_format_and_delimiter() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let f = write(dir.path(), "data.txt", b"1;'a;b'\n2;c\n");
+    import(
+        &db,
+        "CREATE TABLE x (id INT PRIMARY KEY, t TEXT)",
+        vec![f],
+        ImportOptions {
+            format: Some(Format::Csv),
+            delimiter: Some(b';'),
+            quote: Some(b'\''),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(rows(&db, "x", None), vec!["1,a;b", "2,c"]);
+}
