@@ -28,7 +28,7 @@ fn every_type_and_null_round_trips_in_every_format() {
 {"id":2,"s":null}
 {"id":3,"s":7,"i":-7,"d":0,"m":0.1,"b":false,"x":"","v":"ä","y":"","dt":"1900-01-01","ts":"1970-01-01T00:00:00+01:00"}
 "#;
-    let expected = vec![
+    let expected = [
         "1,-32768,2147483647,-1.5e300,-12345678.99,true,\"héllo, \"\"world\"\"\",abcde,\\x00ff41,2024-02-29,2024-02-29T23:59:59.123456Z",
         "2,,,,,,,,\\x,,",
         "3,7,-7,0,0.10,false,,ä,\\x,1900-01-01,1969-12-31T23:00:00Z",
@@ -187,7 +187,7 @@ fn duplicate_across_chunks_is_found_with_both_lines() {
         .unwrap();
         assert_eq!((s.rows, s.duplicates_dropped), (999, 1));
         let r = TableReader::open(&db2, None).unwrap();
-        let key = ((3 * 7919) % 100_003).to_string();
+        let key = (3 * 7919).to_string();
         let row = r.get(&[key]).unwrap().unwrap();
         assert_eq!(
             r.format_row(&row, sluice_import::OutputFormat::Csv)
