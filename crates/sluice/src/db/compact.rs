@@ -45,31 +45,17 @@ impl Inner {
         self.compact_files(&inputs, c.output_level)
     }
 
+    /// A merge compaction, in steps: open the inputs as one merged stream, write the outputs
+    /// under the drop rules, then one durable edit swapping inputs for outputs.
     pub(super) fn compact_files(
         self: &Arc<Self>,
         inputs: &[(usize, Arc<FileMeta>)],
         output_level: usize,
     ) -> Result<()> {
+        let (mut merged, tombstones, bytes_in) = self.compaction_input(inputs)?;
         // Only the deeper levels are needed (not the version: holding it would keep the
         // inputs on disk after the install, see invariant 7).
         let deeper = self.state.lock().version.levels[output_level + 1..].to_vec();
-        let mut children: Vec<BoxIter> = Vec::new();
-        let mut tombs = Vec::new();
-        let mut bytes_in = 0;
-        for (_, f) in inputs {
-            let t = self.table(f)?;
-            tombs.extend(t.range_deletions().iter().map(|rt| RangeTombstone {
-                seqno: if f.global_seqno > 0 {
-                    f.global_seqno
-                } else {
-                    rt.seqno
-                },
-                ..rt.clone()
-            }));
-            children.push(file_iter(&t, f, IterBounds::default()));
-            bytes_in += f.size;
-        }
-        let mut merged = MergingIter::new(children);
         let bottommost = move |lo: &[u8], hi: &[u8]| {
             deeper
                 .iter()
@@ -87,28 +73,10 @@ impl Inner {
             target_file_size: self.opts.target_file_size,
             new_file_number: &mut alloc,
         };
-        let merged_result = merge_to_tables(&mut merged, tombs, &policy, &mut spec);
+        let merged_result = merge_to_tables(&mut merged, tombstones, &policy, &mut spec);
         drop(alloc);
         let (files, stats) = merged_result?;
-        let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
-        let r = self
-            .fs
-            .sync_dir(&self.dir)
-            .map_err(|e| Error::io(&self.dir, e))
-            .and_then(|_| {
-                let edit = VersionEdit {
-                    deleted: inputs.iter().map(|(l, f)| (*l, f.number)).collect(),
-                    added: files.into_iter().map(|f| (output_level, f)).collect(),
-                    ..Default::default()
-                };
-                self.log_and_apply(edit, |_| {})
-            });
-        let mut s = self.state.lock();
-        for n in &numbers {
-            s.uninstalled_files.remove(n);
-        }
-        drop(s);
-        r?;
+        self.install_compaction(inputs, files, output_level)?;
         self.counters.compactions.fetch_add(1, Ordering::Relaxed);
         self.counters
             .compaction_read
@@ -117,6 +85,59 @@ impl Inner {
             .compaction_written
             .fetch_add(stats.bytes_out, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The inputs as one merged stream, their range deletions (at their files' global seqno
+    /// where they have one) and their total size.
+    fn compaction_input(
+        &self,
+        inputs: &[(usize, Arc<FileMeta>)],
+    ) -> Result<(MergingIter, Vec<RangeTombstone>, u64)> {
+        let mut children: Vec<BoxIter> = Vec::new();
+        let mut tombstones = Vec::new();
+        let mut bytes_in = 0;
+        for (_, f) in inputs {
+            let t = self.table(f)?;
+            tombstones.extend(t.range_deletions().iter().map(|rt| RangeTombstone {
+                seqno: if f.global_seqno > 0 {
+                    f.global_seqno
+                } else {
+                    rt.seqno
+                },
+                ..rt.clone()
+            }));
+            children.push(file_iter(&t, f, IterBounds::default()));
+            bytes_in += f.size;
+        }
+        Ok((MergingIter::new(children), tombstones, bytes_in))
+    }
+
+    /// Syncs the directory (invariant 4) and installs one edit swapping `inputs` for
+    /// `outputs`; the outputs stop being protected as uninstalled either way.
+    fn install_compaction(
+        &self,
+        inputs: &[(usize, Arc<FileMeta>)],
+        outputs: Vec<FileMeta>,
+        output_level: usize,
+    ) -> Result<()> {
+        let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
+        let r = self
+            .fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))
+            .and_then(|_| {
+                let edit = VersionEdit {
+                    deleted: inputs.iter().map(|(l, f)| (*l, f.number)).collect(),
+                    added: outputs.into_iter().map(|f| (output_level, f)).collect(),
+                    ..Default::default()
+                };
+                self.log_and_apply(edit, |_| {})
+            });
+        let mut s = self.state.lock();
+        for n in &numbers {
+            s.uninstalled_files.remove(n);
+        }
+        r
     }
 
     pub(super) fn manual_compaction(

@@ -291,47 +291,72 @@ impl<W: Write> TableBuilder<W> {
         if let Some(h) = self.pending_handle.take() {
             self.add_index_entry(h, None);
         }
-        let checksum = self.opts.checksum;
         let mut meta: Vec<(String, BlockHandle)> = Vec::new();
-        if let Some(f) = &mut self.filter {
-            self.props.num_filter_entries = f.len() as u64;
-            let block = f.finish();
-            let h = write_block(
-                &mut self.out,
-                &mut self.offset,
-                checksum,
-                &block,
-                CompressionType::None,
-            )?;
-            self.props.filter_size = h.size;
-            self.props.filter_policy = "bloomfilter".into();
-            meta.push((FULL_FILTER_META_KEY.to_string(), h));
+        meta.extend(self.write_filter_block()?);
+        meta.extend(self.write_range_del_block()?);
+        let index_block = self.index.finish().to_vec();
+        let index = self.write_raw(index_block)?;
+        self.finalize_properties(index);
+        meta.push((
+            PROPERTIES_META_KEY.to_string(),
+            self.write_properties_block()?,
+        ));
+        let metaindex = self.write_metaindex(meta)?;
+        let footer = Footer {
+            checksum: self.opts.checksum,
+            metaindex,
+            index,
+            format_version: FORMAT_VERSION,
         }
-        if !self.range_dels.is_empty() {
-            self.range_dels.sort_by(|a, b| compare_internal(&a.0, &b.0));
-            let mut rb = BlockBuilder::new(1);
-            for (k, v) in &self.range_dels {
-                rb.add(k, v);
-            }
-            let h = write_block(
-                &mut self.out,
-                &mut self.offset,
-                checksum,
-                rb.finish(),
-                CompressionType::None,
-            )?;
-            meta.push((crate::sst::table::RANGE_DEL_META_KEY.to_string(), h));
-        }
-        let index = self.index.finish();
-        let index_handle = write_block(
+        .encode();
+        self.out.write_all(&footer)?;
+        self.offset += footer.len() as u64;
+        self.out.flush()?;
+        Ok((self.out, self.props))
+    }
+
+    /// Writes a finished meta/index block (never compressed) and returns its handle.
+    fn write_raw(&mut self, block: Vec<u8>) -> Result<BlockHandle> {
+        write_block(
             &mut self.out,
             &mut self.offset,
-            checksum,
-            index,
+            self.opts.checksum,
+            &block,
             CompressionType::None,
-        )?;
+        )
+    }
+
+    /// The full Bloom filter block, if the table has a filter.
+    fn write_filter_block(&mut self) -> Result<Option<(String, BlockHandle)>> {
+        let Some(f) = &mut self.filter else {
+            return Ok(None);
+        };
+        self.props.num_filter_entries = f.len() as u64;
+        let block = f.finish();
+        let h = self.write_raw(block)?;
+        self.props.filter_size = h.size;
+        self.props.filter_policy = "bloomfilter".into();
+        Ok(Some((FULL_FILTER_META_KEY.to_string(), h)))
+    }
+
+    /// The range deletion block, sorted by internal key, if there are range deletions.
+    fn write_range_del_block(&mut self) -> Result<Option<(String, BlockHandle)>> {
+        if self.range_dels.is_empty() {
+            return Ok(None);
+        }
+        self.range_dels.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        let mut rb = BlockBuilder::new(1);
+        for (k, v) in &self.range_dels {
+            rb.add(k, v);
+        }
+        let h = self.write_raw(rb.finish().to_vec())?;
+        Ok(Some((crate::sst::table::RANGE_DEL_META_KEY.to_string(), h)))
+    }
+
+    /// Fills in the properties known only at the end.
+    fn finalize_properties(&mut self, index: BlockHandle) {
         let p = &mut self.props;
-        p.index_size = index_handle.size + 5;
+        p.index_size = index.size + 5;
         p.format_version = u64::from(FORMAT_VERSION);
         p.comparator = "leveldb.BytewiseComparator".into();
         p.compression = self.opts.compression.rocksdb_name().into();
@@ -353,18 +378,19 @@ impl<W: Write> TableBuilder<W> {
             p.external_sst_version = Some(2);
             p.global_seqno = Some(0);
         }
+    }
+
+    /// The `rocksdb.properties` block.
+    fn write_properties_block(&mut self) -> Result<BlockHandle> {
         let mut pb = BlockBuilder::new(1);
-        for (k, v) in p.encode() {
+        for (k, v) in self.props.encode() {
             pb.add(k.as_bytes(), &v);
         }
-        let props_handle = write_block(
-            &mut self.out,
-            &mut self.offset,
-            checksum,
-            pb.finish(),
-            CompressionType::None,
-        )?;
-        meta.push((PROPERTIES_META_KEY.to_string(), props_handle));
+        self.write_raw(pb.finish().to_vec())
+    }
+
+    /// The metaindex block: each meta block's name and handle, sorted by name.
+    fn write_metaindex(&mut self, mut meta: Vec<(String, BlockHandle)>) -> Result<BlockHandle> {
         meta.sort_by(|a, b| a.0.cmp(&b.0));
         let mut mb = BlockBuilder::new(1);
         for (k, h) in &meta {
@@ -372,24 +398,7 @@ impl<W: Write> TableBuilder<W> {
             h.encode_to(&mut v);
             mb.add(k.as_bytes(), &v);
         }
-        let metaindex = write_block(
-            &mut self.out,
-            &mut self.offset,
-            checksum,
-            mb.finish(),
-            CompressionType::None,
-        )?;
-        let footer = Footer {
-            checksum,
-            metaindex,
-            index: index_handle,
-            format_version: FORMAT_VERSION,
-        }
-        .encode();
-        self.out.write_all(&footer)?;
-        self.offset += footer.len() as u64;
-        self.out.flush()?;
-        Ok((self.out, self.props))
+        self.write_raw(mb.finish().to_vec())
     }
 
     /// Total bytes written (valid after [`finish`](Self::finish) via the properties' sizes).
