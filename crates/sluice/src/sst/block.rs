@@ -158,7 +158,17 @@ impl Block {
                 .checked_sub(2 + buckets)
                 .ok_or("block hash index larger than block")?;
         }
-        let num_restarts = (packed & 0x7fff_ffff) as usize;
+        // Bit 29 is RocksDB's "keys are uniformly distributed" search hint (ignored); bit 28
+        // marks a block with keys and values stored apart, which Sluice does not read.
+        if packed & (1 << 28) != 0 {
+            return Err("block stores keys and values separately (RocksDB's \
+                 separate_key_value_in_data_block), which Sluice does not read"
+                .into());
+        }
+        let num_restarts = (packed & !(1 << 31 | 1 << 29)) as usize;
+        if num_restarts >= 1 << 28 {
+            return Err(format!("block footer {packed:#010x} sets reserved bits"));
+        }
         let restarts_len = num_restarts
             .checked_mul(4)
             .filter(|&n| n <= end)

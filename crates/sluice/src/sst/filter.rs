@@ -1,5 +1,7 @@
-//! RocksDB's full-file Bloom filter, "fullfilter.rocksdb.BuiltinBloomFilter" (the cache-local
-//! "FastLocalBloom" used by format_version 5).
+//! RocksDB's filters: the full-file filter "fullfilter.rocksdb.BuiltinBloomFilter" and, in a
+//! partitioned table, each filter partition. Sluice writes the cache-local "FastLocalBloom"
+//! (format_version ≥ 5) and reads it and the "Standard128Ribbon" filter (the Ribbon filter
+//! policy), both keyed by the same 64-bit hash of the user key.
 //!
 //! Layout: `len` bytes of 64-byte cache lines, then 5 bytes of metadata:
 //! `0xFF` (new-implementation marker), `0x00` (FastLocalBloom), `num_probes`, `0x00`, `0x00`.
@@ -9,6 +11,8 @@
 
 /// Metaindex key of the full filter block.
 pub const FULL_FILTER_META_KEY: &str = "fullfilter.rocksdb.BuiltinBloomFilter";
+/// Metaindex key of the top-level index of a partitioned filter.
+pub const PARTITIONED_FILTER_META_KEY: &str = "partitionedfilter.rocksdb.BuiltinBloomFilter";
 
 const CACHE_LINE: usize = 64;
 const METADATA_LEN: usize = 5;
@@ -119,15 +123,20 @@ pub enum BloomReader {
         /// Probes per key.
         num_probes: u8,
     },
-    /// A filter this build cannot interpret: it answers "may contain" for every key.
+    /// Standard128Ribbon (see [`RibbonReader`]).
+    Ribbon(RibbonReader),
+    /// A filter that admits every key: RocksDB's "always true" encodings (zero probes, a
+    /// Ribbon of fewer than two blocks) and the legacy (format_version < 5) Bloom filter,
+    /// which Sluice does not interpret.
     AlwaysTrue,
     /// A filter of an empty table: it answers "absent" for every key.
     AlwaysFalse,
 }
 
 impl BloomReader {
-    /// Interprets a filter block. Unknown but well-formed variants degrade to `AlwaysTrue`;
-    /// malformed ones are errors (reasons).
+    /// Interprets a filter block. The encodings RocksDB defines as "always true" become
+    /// `AlwaysTrue`; unknown or malformed ones are errors (reasons), so that a filter is never
+    /// silently disabled.
     pub fn new(mut block: Vec<u8>) -> Result<BloomReader, String> {
         if block.len() < METADATA_LEN {
             return Err(format!(
@@ -137,9 +146,18 @@ impl BloomReader {
         }
         let len = block.len() - METADATA_LEN;
         let meta = &block[len..];
-        if meta[0] != 0xff {
-            // Legacy Bloom (format_version < 5) or another policy: not interpreted.
-            return Ok(BloomReader::AlwaysTrue);
+        if len == 0 && meta[0] != 0xff {
+            // RocksDB reads a filter of metadata only as "no key added".
+            return Ok(BloomReader::AlwaysFalse);
+        }
+        match meta[0] {
+            0xff => {}
+            0xfe => return RibbonReader::parse(block),
+            // Zero probes: RocksDB's "always true".
+            0 => return Ok(BloomReader::AlwaysTrue),
+            // Legacy Bloom of format_version < 5 (1..=127 probes): not interpreted, admits all.
+            1..=0x7f => return Ok(BloomReader::AlwaysTrue),
+            m => return Err(format!("unknown filter implementation marker {m:#04x}")),
         }
         match meta[1] {
             0 => {
@@ -162,8 +180,7 @@ impl BloomReader {
                     num_probes,
                 })
             }
-            // Ribbon filters and future variants: answer conservatively.
-            _ => Ok(BloomReader::AlwaysTrue),
+            other => Err(format!("unknown Bloom filter sub-implementation {other}")),
         }
     }
 
@@ -185,9 +202,15 @@ impl BloomReader {
                 }
                 true
             }
+            BloomReader::Ribbon(r) => r.may_contain_hash(h),
             BloomReader::AlwaysTrue => true,
             BloomReader::AlwaysFalse => false,
         }
+    }
+
+    /// True for a filter that can reject keys (FastLocalBloom or Ribbon).
+    pub fn is_effective(&self) -> bool {
+        matches!(self, BloomReader::FastLocal { .. } | BloomReader::Ribbon(_))
     }
 
     /// False only if `user_key` is certainly absent.
@@ -199,9 +222,117 @@ impl BloomReader {
     pub fn charge(&self) -> usize {
         match self {
             BloomReader::FastLocal { data, .. } => data.capacity(),
+            BloomReader::Ribbon(r) => r.data.capacity(),
             _ => 0,
         }
     }
+}
+
+/// RocksDB's Standard128Ribbon filter: a solution matrix of 128-bit "segments" in interleaved
+/// column-major blocks. A key's 64-bit hash, rehashed with the filter's seed, picks a start
+/// slot, a 128-bit coefficient row and an expected result row of `num_columns` bits; the key
+/// may be present only if, for every column, the parity of the solution bits under the
+/// coefficient row equals the expected bit.
+///
+/// Layout: `len` bytes of segments, then 5 bytes of metadata: `0xFE` (Ribbon marker), the seed
+/// (1 byte), the number of 128-slot blocks (3 bytes, little-endian).
+#[derive(Debug)]
+pub struct RibbonReader {
+    data: Vec<u8>,
+    num_starts: u32,
+    upper_num_columns: u32,
+    upper_start_block: u32,
+    raw_seed: u64,
+}
+
+const RIBBON_COEFF_BITS: u32 = 128;
+const RIBBON_SEGMENT: usize = 16;
+
+impl RibbonReader {
+    /// Parses a Ribbon filter block (metadata included). Errors are reasons.
+    fn parse(mut block: Vec<u8>) -> Result<BloomReader, String> {
+        let len = block.len() - METADATA_LEN;
+        let meta = &block[len..];
+        let seed = u32::from(meta[1]);
+        let num_blocks = u32::from(meta[2]) | u32::from(meta[3]) << 8 | u32::from(meta[4]) << 16;
+        let num_segments = len / RIBBON_SEGMENT;
+        if num_blocks < 2 {
+            // Never written by RocksDB, which defines it as "always true".
+            return Ok(BloomReader::AlwaysTrue);
+        }
+        if !len.is_multiple_of(RIBBON_SEGMENT) {
+            return Err(format!(
+                "bad Ribbon filter metadata: {len} bytes, {num_blocks} blocks"
+            ));
+        }
+        // Every block has `upper_num_columns` columns, except the first `upper_start_block`
+        // blocks, which have one fewer; at most 32 (the width of the result row).
+        let num_segments = u32::try_from(num_segments).map_err(|_| "Ribbon filter too large")?;
+        let upper_num_columns = num_segments.div_ceil(num_blocks);
+        if upper_num_columns == 0 || upper_num_columns > 32 {
+            return Err(format!(
+                "bad Ribbon filter metadata: {num_segments} segments for {num_blocks} blocks"
+            ));
+        }
+        let upper_start_block = upper_num_columns * num_blocks - num_segments;
+        block.truncate(len);
+        Ok(BloomReader::Ribbon(RibbonReader {
+            data: block,
+            num_starts: num_blocks * RIBBON_COEFF_BITS - RIBBON_COEFF_BITS + 1,
+            upper_num_columns,
+            upper_start_block,
+            raw_seed: raw_seed_from_ordinal(seed),
+        }))
+    }
+
+    fn segment(&self, i: u32) -> Option<u128> {
+        let at = i as usize * RIBBON_SEGMENT;
+        let b = self.data.get(at..at + RIBBON_SEGMENT)?;
+        Some(u128::from_le_bytes(b.try_into().ok()?))
+    }
+
+    /// False only if a key with filter hash `h` is certainly absent.
+    pub fn may_contain_hash(&self, h: u64) -> bool {
+        const REHASH: u64 = 0x6193_d459_236a_3a0d;
+        const COEFF_AND_RESULT: u64 = 0xc28f_8282_2b65_0bed;
+        const COEFF_XOR: u64 = 0xc367_844a_6e52_731d;
+        let hash = (h ^ self.raw_seed).wrapping_mul(REHASH);
+        let start_slot = ((u128::from(hash) * u128::from(self.num_starts)) >> 64) as u32;
+        let start_block = start_slot / RIBBON_COEFF_BITS;
+        let start_bit = start_slot % RIBBON_COEFF_BITS;
+        let mut num_columns = self.upper_num_columns;
+        let first = start_block * num_columns - start_block.min(self.upper_start_block);
+        if start_block < self.upper_start_block {
+            num_columns -= 1;
+        }
+        let a = hash.wrapping_mul(COEFF_AND_RESULT);
+        let coeffs = (u128::from(a) << 64) ^ u128::from(a ^ COEFF_XOR) | 1;
+        let expected = a.swap_bytes() as u32;
+        for i in 0..num_columns {
+            let bits = if start_bit == 0 {
+                self.segment(first + i).map(|s| s & coeffs)
+            } else {
+                self.segment(first + i)
+                    .zip(self.segment(first + num_columns + i))
+                    .map(|(l, r)| {
+                        (l & coeffs << start_bit) ^ (r & coeffs >> (RIBBON_COEFF_BITS - start_bit))
+                    })
+            };
+            // Out of range cannot happen for a well-formed filter; admit the key.
+            let Some(bits) = bits else { return true };
+            if bits.count_ones() & 1 != (expected >> i) & 1 {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// RocksDB's reversible mixing of the 1-byte ordinal seed into the raw seed.
+fn raw_seed_from_ordinal(seed: u32) -> u64 {
+    let mut t = u64::from(seed).wrapping_mul(0xc782_19a2_3eea_dd03);
+    t ^= (t & 0xf0f0_f0f0_f0f0_f0f0) >> 4;
+    u64::from(t as u32)
 }
 
 #[cfg(test)]

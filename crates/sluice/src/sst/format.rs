@@ -5,23 +5,19 @@
 //! [data block 0][trailer] … [data block n][trailer]
 //! [filter block][trailer]          (optional, "fullfilter.rocksdb.BuiltinBloomFilter")
 //! [properties block][trailer]      ("rocksdb.properties")
-//! [metaindex block][trailer]       (name -> handle of each meta block)
 //! [index block][trailer]           (separator key -> handle of each data block)
-//! [footer: 53 bytes]
+//! [metaindex block][trailer]       (name -> handle of each meta block)
+//! [footer: 53 bytes]               (see [`footer`](crate::sst::footer))
 //! ```
-//! Trailer = 1 compression-type byte + 4-byte checksum over `block bytes ‖ type byte`.
-//! Footer (format_version 1..=5) = checksum type (1) ‖ metaindex handle ‖ index handle ‖ zero
-//! padding to 41 bytes ‖ format_version (fixed32) ‖ magic (fixed64).
+//! Trailer = 1 compression-type byte + 4-byte checksum over `block bytes ‖ type byte` (from
+//! format_version 6 plus a modifier of the block's offset, see
+//! [`checksum_modifier`](crate::sst::footer::checksum_modifier)).
 
-use crate::base::coding::{
-    decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Reader,
-};
+use crate::base::coding::{put_varint64, Reader};
 use crate::base::crc::mask_crc;
 
-/// Magic number at the end of every block-based table.
-pub const BLOCK_BASED_TABLE_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
-/// Size of the footer for format versions 1 to 6.
-pub const FOOTER_LEN: usize = 53;
+pub use crate::sst::footer::{Footer, BLOCK_BASED_TABLE_MAGIC, FOOTER_LEN};
+
 /// Size of the trailer after every block.
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Largest encoding of a block handle (two varint64s).
@@ -199,76 +195,62 @@ impl CompressionType {
     }
 }
 
-/// Which index block layout the table uses (RocksDB's `IndexType`).
+/// Which index block layout the table uses (RocksDB's `IndexType`, from the
+/// `rocksdb.block.based.table.index.type` property).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexType {
-    /// A single index block, binary-searched.
+    /// A single index block, binary-searched (0).
     BinarySearch,
+    /// A binary-search index block plus prefix hash meta blocks, which Sluice ignores (1).
+    HashSearch,
+    /// A partitioned index: a top-level block over index partitions (2).
+    TwoLevel,
 }
 
-/// The decoded footer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Footer {
-    /// Checksum algorithm of every block.
-    pub checksum: ChecksumType,
-    /// Where the metaindex block is.
-    pub metaindex: BlockHandle,
-    /// Where the index block is.
-    pub index: BlockHandle,
-    /// Table format version.
-    pub format_version: u32,
+impl IndexType {
+    /// Decodes the property value (fixed32). Errors are reasons.
+    pub fn from_property(raw: &[u8]) -> Result<IndexType, String> {
+        match crate::base::coding::decode_fixed32(raw).filter(|_| raw.len() == 4) {
+            Some(0) => Ok(IndexType::BinarySearch),
+            Some(1) => Ok(IndexType::HashSearch),
+            Some(2) => Ok(IndexType::TwoLevel),
+            Some(3) => Err("index type 3 (kBinarySearchWithFirstKey) is not read by Sluice".into()),
+            _ => Err(format!("unknown index type {raw:?}")),
+        }
+    }
 }
 
-impl Footer {
-    /// Encodes a format_version 1..=5 footer (exactly [`FOOTER_LEN`] bytes).
-    pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(FOOTER_LEN);
-        b.push(self.checksum as u8);
-        self.metaindex.encode_to(&mut b);
-        self.index.encode_to(&mut b);
-        b.resize(1 + 2 * MAX_HANDLE_LEN, 0);
-        put_fixed32(&mut b, self.format_version);
-        put_fixed64(&mut b, BLOCK_BASED_TABLE_MAGIC);
-        debug_assert_eq!(b.len(), FOOTER_LEN);
-        b
+/// Checks a format_version ≥ 7 `rocksdb.compression` property, which names the compression
+/// manager and the compression types the file uses (`BuiltinV2;0407;` = LZ4 and ZSTD): only
+/// RocksDB's built-in manager, whose types Sluice decodes by number, is accepted. A custom
+/// manager may give its own meaning to a type number, so reading its blocks as built-in ones
+/// could misread them.
+pub fn check_compression_name(name: &str) -> Result<(), String> {
+    let mut fields = name.split(';');
+    let manager = fields.next().unwrap_or("");
+    let Some(types) = fields.next() else {
+        // The legacy form ("LZ4"), which some RocksDB builds still write in format_version 7:
+        // built-in compression only.
+        return Ok(());
+    };
+    if !matches!(manager, "" | "BuiltinV2") {
+        return Err(format!(
+            "compression manager {manager:?} (Sluice reads RocksDB's built-in compression only)"
+        ));
     }
-
-    /// Decodes the last [`FOOTER_LEN`] bytes of a table. Errors are reasons for a
-    /// `Corruption`, relative to the footer start.
-    pub fn decode(src: &[u8]) -> Result<Footer, (u64, String)> {
-        if src.len() != FOOTER_LEN {
-            return Err((
-                0,
-                format!("footer must be {FOOTER_LEN} bytes, got {}", src.len()),
-            ));
-        }
-        let magic = decode_fixed64(&src[45..]).unwrap_or(0);
-        if magic != BLOCK_BASED_TABLE_MAGIC {
-            return Err((
-                45,
-                format!("bad table magic number: expected {BLOCK_BASED_TABLE_MAGIC:#018x}, found {magic:#018x}"),
-            ));
-        }
-        let format_version = decode_fixed32(&src[41..]).unwrap_or(0);
-        if !(1..=5).contains(&format_version) {
-            return Err((
-                41,
-                format!("unsupported format_version {format_version} (Sluice reads 1 to 5)"),
-            ));
-        }
-        let checksum = ChecksumType::from_u8(src[0])
-            .ok_or_else(|| (0, format!("unknown checksum type {}", src[0])))?;
-        let mut r = Reader::new(&src[1..41]);
-        let metaindex =
-            BlockHandle::decode_from(&mut r).ok_or((1, "bad metaindex handle".to_string()))?;
-        let index = BlockHandle::decode_from(&mut r).ok_or((1, "bad index handle".to_string()))?;
-        Ok(Footer {
-            checksum,
-            metaindex,
-            index,
-            format_version,
-        })
+    if types.len() % 2 != 0 {
+        return Err(format!("compression_name {name:?}: odd-sized type list"));
     }
+    for pair in types.as_bytes().chunks(2) {
+        let t = std::str::from_utf8(pair)
+            .ok()
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .ok_or_else(|| format!("compression_name {name:?}: bad type list"))?;
+        if CompressionType::from_u8(t).is_none_or(|c| c == CompressionType::None) {
+            return Err(format!("compression type {t:#04x} is not read by Sluice"));
+        }
+    }
+    Ok(())
 }
 
 /// Compresses `raw` with `ty` in RocksDB's framing (format_version ≥ 2) into `out`.
@@ -413,28 +395,6 @@ pub fn decompress_block(ty: CompressionType, data: &[u8], max: usize) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn footer_roundtrip_and_magic_check() {
-        let f = Footer {
-            checksum: ChecksumType::Xxh3,
-            metaindex: BlockHandle {
-                offset: 1000,
-                size: 77,
-            },
-            index: BlockHandle {
-                offset: 1082,
-                size: 300,
-            },
-            format_version: 5,
-        };
-        let enc = f.encode();
-        assert_eq!(enc.len(), FOOTER_LEN);
-        assert_eq!(Footer::decode(&enc).unwrap(), f);
-        let mut bad = enc.clone();
-        bad[50] ^= 1;
-        assert_eq!(Footer::decode(&bad).unwrap_err().0, 45);
-    }
 
     #[test]
     fn every_writable_compression_roundtrips() {

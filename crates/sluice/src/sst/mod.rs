@@ -1,22 +1,28 @@
-//! The table layer: RocksDB's block-based table format (`format_version` 5), readable and
-//! writable by both Sluice and RocksDB.
+//! The table layer: RocksDB's block-based table format, written by Sluice as `format_version`
+//! 5 and read in versions 1 to 7 (RocksDB ≥ 8.6 writes 6 by default, ≥ 11 writes 7).
 //!
-//! * [`format`]: handles, trailers, footer, checksums, compression framing.
+//! * [`format`]: handles, trailers, checksums, compression framing; [`footer`] the footer and
+//!   the context-aware checksums of format_version ≥ 6.
 //! * [`block`]: prefix-compressed blocks with restart points.
-//! * [`filter`]: the full Bloom filter; [`xxph3`] its key hash.
+//! * [`filter`]: the Bloom and Ribbon filters; [`xxph3`] their key hash; [`table_filter`] a
+//!   table's full or partitioned filter.
 //! * [`properties`]: the `rocksdb.properties` block.
-//! * [`table_builder`] / [`table`]: streaming writer and reader.
+//! * [`table_builder`] / [`table`]: streaming writer and reader; [`index_iter`] the single or
+//!   partitioned index, [`table_iter`] the table iterator.
 //! * [`cache`]: the shared block cache.
 //! * [`writer`]: the public [`SstWriter`](writer::SstWriter) for external files.
 
 pub mod block;
 pub mod cache;
 pub mod filter;
+pub mod footer;
 pub mod format;
 pub mod fuzz;
+pub mod index_iter;
 pub mod properties;
 pub mod table;
 pub mod table_builder;
+pub mod table_filter;
 pub mod table_iter;
 pub mod writer;
 pub mod xxph3;

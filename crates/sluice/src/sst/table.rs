@@ -1,9 +1,11 @@
-//! Reads a block-based table: footer → metaindex → properties, index, filter; data blocks on
-//! demand through the shared [`BlockCache`].
+//! Reads a block-based table (format_version 1 to 7): footer → metaindex → properties, index
+//! (one block, or a partitioned index whose partitions are pinned at open), filter (full or
+//! partitioned; Bloom or Ribbon); data blocks on demand through the shared [`BlockCache`].
 //!
 //! Invariants:
 //! 1. Every block read is checked against its trailer checksum (unless the caller turned
-//!    verification off) before any byte of it is interpreted.
+//!    verification off) before any byte of it is interpreted; from format_version 6 the
+//!    checksum includes the block's offset, and the footer has its own checksum.
 //! 2. A [`TableIter`] with bounds never returns a key outside `[lower, upper)` and never reads a
 //!    data block that the index proves lies entirely at or past `upper`.
 //! 3. Nothing read from the file can make this module panic; bad bytes become
@@ -22,11 +24,15 @@ use crate::base::range_tombstone::RangeTombstone;
 use crate::fs::RandomAccessFile;
 use crate::sst::block::{Block, KeyOrder};
 use crate::sst::cache::BlockCache;
-use crate::sst::filter::{BloomReader, FULL_FILTER_META_KEY};
+use crate::sst::filter::{BloomReader, FULL_FILTER_META_KEY, PARTITIONED_FILTER_META_KEY};
+use crate::sst::footer::{stored_block_checksum, INDEX_META_KEY};
 use crate::sst::format::{
-    decompress_block, BlockHandle, CompressionType, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    decompress_block, BlockHandle, CompressionType, Footer, IndexType, BLOCK_TRAILER_LEN,
+    FOOTER_LEN,
 };
+use crate::sst::index_iter::{IndexIter, IndexLayout, Partitions};
 use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY};
+use crate::sst::table_filter::TableFilter;
 pub use crate::sst::table_iter::{IterBounds, TableIter};
 
 /// Metaindex key of the range deletion block.
@@ -58,10 +64,13 @@ pub struct Table {
     size: u64,
     pub(crate) footer: Footer,
     properties: TableProperties,
-    pub(crate) index: Arc<Block>,
-    pub(crate) index_order: KeyOrder,
-    pub(crate) index_delta: bool,
-    filter: Option<BloomReader>,
+    index_type: IndexType,
+    /// The index block (the top level of a partitioned index).
+    pub(crate) index_handle: BlockHandle,
+    index: Arc<Block>,
+    index_partitions: Option<Partitions>,
+    pub(crate) index_layout: IndexLayout,
+    filter: TableFilter,
     metaindex: Vec<(String, BlockHandle)>,
     cache: Option<Arc<BlockCache>>,
     cache_id: u64,
@@ -103,7 +112,7 @@ impl Table {
         let mut fbuf = [0u8; FOOTER_LEN];
         file.read_exact_at(footer_off, &mut fbuf)
             .map_err(|e| Error::io(&path, e))?;
-        let footer = Footer::decode(&fbuf)
+        let footer = Footer::decode(&fbuf, footer_off)
             .map_err(|(off, why)| Error::corruption(&path, footer_off + off, why))?;
         let mut t = Table {
             file,
@@ -111,10 +120,15 @@ impl Table {
             size,
             footer,
             properties: TableProperties::default(),
+            index_type: IndexType::BinarySearch,
+            index_handle: footer.index.unwrap_or_default(),
             index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0]).expect("empty block")),
-            index_order: KeyOrder::Internal,
-            index_delta: false,
-            filter: None,
+            index_partitions: None,
+            index_layout: IndexLayout {
+                order: KeyOrder::Internal,
+                delta: false,
+            },
+            filter: TableFilter::None,
             metaindex: Vec::new(),
             cache: opts.cache.clone(),
             cache_id: opts.cache.as_ref().map_or(0, |c| c.new_id()),
@@ -151,6 +165,17 @@ impl Table {
         }
         if let Some(e) = it.error() {
             return Err(self.corruption(h.offset, format!("metaindex block: {e}")));
+        }
+        if self.footer.index.is_none() {
+            self.index_handle = self.meta_handle(INDEX_META_KEY).ok_or_else(|| {
+                self.corruption(
+                    h.offset,
+                    format!(
+                        "format_version {} metaindex has no {INDEX_META_KEY:?} entry",
+                        self.footer.format_version
+                    ),
+                )
+            })?;
         }
         Ok(())
     }
@@ -194,27 +219,78 @@ impl Table {
             .raw
             .get("rocksdb.block.based.table.index.type")
         {
-            if raw.as_slice() != [0, 0, 0, 0] {
-                return Err(Error::NotSupported(format!(
-                    "{}: index type {:?} (Sluice reads binary-search indexes)",
-                    self.path.display(),
-                    raw
-                )));
-            }
+            self.index_type = IndexType::from_property(raw)
+                .map_err(|why| Error::NotSupported(format!("{}: {why}", self.path.display())))?;
+        }
+        if self.footer.format_version >= 7 {
+            crate::sst::format::check_compression_name(&self.properties.compression)
+                .map_err(|why| Error::NotSupported(format!("{}: {why}", self.path.display())))?;
         }
         Ok(())
     }
 
     fn read_index(&mut self) -> Result<()> {
-        let h = self.footer.index;
+        let h = self.index_handle;
         self.index = Arc::new(self.read_block(h, "index")?);
-        self.index_order = if self.properties.index_key_is_user_key {
-            KeyOrder::Bytewise
-        } else {
-            KeyOrder::Internal
+        self.index_layout = IndexLayout {
+            order: if self.properties.index_key_is_user_key {
+                KeyOrder::Bytewise
+            } else {
+                KeyOrder::Internal
+            },
+            delta: self.properties.index_value_is_delta_encoded,
         };
-        self.index_delta = self.properties.index_value_is_delta_encoded;
+        if self.index_type == IndexType::TwoLevel {
+            self.read_index_partitions()?;
+        }
         Ok(())
+    }
+
+    /// Reads (and pins) every partition of a partitioned index.
+    fn read_index_partitions(&mut self) -> Result<()> {
+        let top = self.index_handle;
+        let mut parts: Vec<(u64, Arc<Block>)> = Vec::new();
+        for (_, h) in self.read_top_level(&Arc::clone(&self.index), top, "index")? {
+            if parts.last().is_some_and(|(off, _)| *off >= h.offset) {
+                return Err(self.corruption(top.offset, "index partitions out of order"));
+            }
+            parts.push((h.offset, Arc::new(self.read_block(h, "index partition")?)));
+        }
+        self.index_partitions = Some(Arc::new(parts));
+        Ok(())
+    }
+
+    /// The entries (separator, partition handle) of the top level of a partitioned index or
+    /// filter, which are laid out as an index block.
+    pub(crate) fn read_top_level(
+        &self,
+        block: &Arc<Block>,
+        h: BlockHandle,
+        what: &str,
+    ) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
+        let mut it = IndexIter::new(block, None, self.index_layout);
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            let handle = it.handle().ok_or_else(|| {
+                self.corruption(h.offset, format!("top-level {what} entry has a bad handle"))
+            })?;
+            out.push((it.key().to_vec(), handle));
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(self.corruption(h.offset, format!("top-level {what} block: {e}")));
+        }
+        Ok(out)
+    }
+
+    /// An iterator over the index entries (separator → data block handle).
+    pub(crate) fn index_iter(&self) -> IndexIter {
+        IndexIter::new(
+            &self.index,
+            self.index_partitions.clone(),
+            self.index_layout,
+        )
     }
 
     fn read_range_dels(&mut self) -> Result<()> {
@@ -252,9 +328,11 @@ impl Table {
     }
 
     fn read_filter(&mut self) -> Result<()> {
-        let Some(h) = self.meta_handle(FULL_FILTER_META_KEY) else {
+        let full = self.meta_handle(FULL_FILTER_META_KEY);
+        let partitioned = self.meta_handle(PARTITIONED_FILTER_META_KEY);
+        if full.is_none() && partitioned.is_none() {
             return Ok(());
-        };
+        }
         // A filter of prefixes (not whole keys) cannot answer point lookups of whole keys.
         let p = &self.properties.raw;
         let whole_keys = p
@@ -266,8 +344,23 @@ impl Table {
         if !(whole_keys && no_prefix) {
             return Ok(());
         }
-        let raw = self.read_raw_block(h, "filter")?;
-        self.filter = Some(BloomReader::new(raw).map_err(|e| self.corruption(h.offset, e))?);
+        if let Some(h) = full {
+            let raw = self.read_raw_block(h, "filter")?;
+            let f = BloomReader::new(raw).map_err(|e| self.corruption(h.offset, e))?;
+            self.filter = TableFilter::Full(f);
+        } else if let Some(h) = partitioned {
+            let top = Arc::new(self.read_block(h, "filter index")?);
+            let mut parts = Vec::new();
+            for (sep, ph) in self.read_top_level(&top, h, "filter")? {
+                let raw = self.read_raw_block(ph, "filter partition")?;
+                let f = BloomReader::new(raw).map_err(|e| self.corruption(ph.offset, e))?;
+                parts.push((sep, f));
+            }
+            self.filter = TableFilter::Partitioned {
+                order: self.index_layout.order,
+                parts,
+            };
+        }
         Ok(())
     }
 
@@ -276,7 +369,7 @@ impl Table {
         // Data blocks precede every meta block, the metaindex and the index: a data handle
         // reaching past them is corrupt, and never makes us read (allocate) beyond them.
         let limit = if what == "data" {
-            self.footer.metaindex.offset.min(self.footer.index.offset)
+            self.footer.metaindex.offset.min(self.index_handle.offset)
         } else {
             self.size - FOOTER_LEN as u64
         };
@@ -299,7 +392,13 @@ impl Table {
         let ty = buf[n];
         if self.verify_checksums {
             let stored = u32::from_le_bytes([buf[n + 1], buf[n + 2], buf[n + 3], buf[n + 4]]);
-            let actual = crate::sst::format::block_checksum(self.footer.checksum, &buf[..n], ty);
+            let actual = stored_block_checksum(
+                self.footer.checksum,
+                self.footer.base_context_checksum,
+                h.offset,
+                &buf[..n],
+                ty,
+            );
             if stored != actual {
                 return Err(self.corruption(
                     h.offset,
@@ -383,19 +482,24 @@ impl Table {
         &self.metaindex
     }
 
-    /// True if the table has a filter this build can use.
+    /// True if the table has a filter this build can use (full or partitioned, Bloom or
+    /// Ribbon).
     pub fn has_filter(&self) -> bool {
-        matches!(self.filter, Some(BloomReader::FastLocal { .. }))
+        self.filter.is_effective()
     }
 
     /// False if the filter proves `user_key` is absent.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+        self.filter.may_contain(user_key)
     }
 
     /// Bytes of memory pinned by the open table (index and filter).
     pub fn memory_usage(&self) -> usize {
-        self.index.charge() + self.filter.as_ref().map_or(0, BloomReader::charge)
+        let parts = self
+            .index_partitions
+            .as_ref()
+            .map_or(0, |p| p.iter().map(|(_, b)| b.charge()).sum());
+        self.index.charge() + parts + self.filter.charge()
     }
 
     /// The newest entry for `user_key` with seqno `<= seqno`: its kind and value.
@@ -469,6 +573,7 @@ impl Table {
             if !self.may_contain(user) {
                 let off = self
                     .meta_handle(FULL_FILTER_META_KEY)
+                    .or_else(|| self.meta_handle(PARTITIONED_FILTER_META_KEY))
                     .map_or(0, |h| h.offset);
                 return Err(self.corruption(
                     off,

@@ -305,10 +305,11 @@ impl<W: Write> TableBuilder<W> {
         let footer = Footer {
             checksum: self.opts.checksum,
             metaindex,
-            index,
+            index: Some(index),
             format_version: FORMAT_VERSION,
+            base_context_checksum: 0,
         }
-        .encode();
+        .encode(self.offset);
         self.out.write_all(&footer)?;
         self.offset += footer.len() as u64;
         self.out.flush()?;

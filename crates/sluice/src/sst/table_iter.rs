@@ -9,7 +9,7 @@ use crate::base::error::{clone_error, Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ParsedKey, TRAILER_LEN};
 use crate::sst::block::{BlockIter, KeyOrder};
-use crate::sst::format::BlockHandle;
+use crate::sst::index_iter::IndexIter;
 use crate::sst::table::Table;
 
 /// User-key bounds for an iterator: `lower` inclusive, `upper` exclusive.
@@ -28,7 +28,7 @@ pub struct IterBounds {
 /// separator proves it lies entirely past a bound is never read.
 pub struct TableIter {
     table: Arc<Table>,
-    index: BlockIter,
+    index: IndexIter,
     data: Option<(BlockIter, u64)>,
     bounds: IterBounds,
     err: Option<Error>,
@@ -37,7 +37,7 @@ pub struct TableIter {
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, bounds: IterBounds) -> Self {
-        let index = table.index.index_iter(table.index_order, table.index_delta);
+        let index = table.index_iter();
         TableIter {
             table,
             index,
@@ -84,19 +84,14 @@ impl TableIter {
             if let Some(e) = self.index.error() {
                 let e = self
                     .table
-                    .corruption(self.table.footer.index.offset, format!("index block: {e}"));
+                    .corruption(self.table.index_handle.offset, format!("index block: {e}"));
                 self.set_error(e);
             }
             return false;
         }
-        let h = if self.table.index_delta {
-            Some(self.index.handle())
-        } else {
-            BlockHandle::decode_exact(self.index.value())
-        };
-        let Some(h) = h else {
+        let Some(h) = self.index.handle() else {
             let e = self.table.corruption(
-                self.table.footer.index.offset,
+                self.table.index_handle.offset,
                 "index entry has a bad block handle",
             );
             self.set_error(e);
@@ -137,7 +132,7 @@ impl TableIter {
     /// User key of the current index entry (its separator).
     fn index_user_key(&self) -> Option<&[u8]> {
         let k = self.index.key();
-        match self.table.index_order {
+        match self.table.index_layout.order {
             KeyOrder::Bytewise => Some(k),
             KeyOrder::Internal if k.len() >= TRAILER_LEN => Some(key::user_key(k)),
             KeyOrder::Internal => None,
@@ -198,7 +193,7 @@ impl TableIter {
     }
 
     fn raw_seek(&mut self, target: &[u8], prune: bool) {
-        let index_target = match self.table.index_order {
+        let index_target = match self.table.index_layout.order {
             KeyOrder::Bytewise if target.len() >= TRAILER_LEN => key::user_key(target),
             _ => target,
         };

@@ -301,7 +301,7 @@ fn expect_corruption(bytes: Vec<u8>) -> (u64, String) {
 fn corruption_is_detected_and_located() {
     let good = sample_table();
     let t = open(good.clone(), None).unwrap();
-    let index = t.footer().index;
+    let index = t.footer().index.unwrap();
     let filter = t
         .metaindex()
         .iter()
