@@ -43,7 +43,9 @@ while :; do
   now=$(date +%s)
   left=$(( total - (now - start) ))
   [ "$left" -ge 20 ] || break
-  chunk=$(( left < 600 ? left : 600 ))
+  # Chunks of at most 10 minutes, and at least three chunks (one per mode) in short runs.
+  chunk=$(( total / 3 > 60 ? total / 3 : 60 )); chunk=$(( chunk < 600 ? chunk : 600 ))
+  chunk=$(( left < chunk ? left : chunk ))
   mode=${modes[$(( mode_index % 3 ))]}
   mode_index=$(( mode_index + 1 ))
   work=$(mktemp -d /tmp/sluice-stress-work.XXXXXX)
