@@ -28,4 +28,6 @@ pub mod writer;
 pub mod xxph3;
 
 #[cfg(test)]
+mod rocksdb_tests;
+#[cfg(test)]
 mod tests;

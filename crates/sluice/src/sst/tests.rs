@@ -346,8 +346,9 @@ fn corruption_is_detected_and_located() {
 
 #[test]
 fn seeded_mutations_never_panic() {
-    // The fuzz harness over random mutations of a valid table (cargo-fuzz runs the same
-    // harness coverage-guided; see crates/sluice/fuzz).
+    // The fuzz harness over random mutations of valid tables (cargo-fuzz runs the same
+    // harness coverage-guided; see crates/sluice/fuzz): one of Sluice's (format_version 5),
+    // and RocksDB's format_version 6 files, one with a partitioned index and filter.
     let good = {
         let model = random_model(11, 300);
         build(
@@ -359,7 +360,14 @@ fn seeded_mutations_never_panic() {
             },
         )
     };
-    assert!(super::fuzz::exercise_table_bytes(&good).is_some());
+    mutate_and_exercise("sluice", &good);
+    for name in ["fv6_default.sst", "partitioned.sst"] {
+        mutate_and_exercise(name, &super::rocksdb_tests::fixture(name));
+    }
+}
+
+fn mutate_and_exercise(what: &str, good: &[u8]) {
+    assert!(super::fuzz::exercise_table_bytes(good).is_some(), "{what}");
     let seed: u64 = std::env::var("SLUICE_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -371,7 +379,7 @@ fn seeded_mutations_never_panic() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut clean = 0;
     for i in 0..iters {
-        let mut b = good.clone();
+        let mut b = good.to_vec();
         match rng.gen_range(0..4) {
             0 => {
                 for _ in 0..rng.gen_range(1..4) {
@@ -396,13 +404,13 @@ fn seeded_mutations_never_panic() {
         match r {
             Ok(Some(_)) => clean += 1,
             Ok(None) => {}
-            Err(_) => panic!("panic on mutation {i} (seed {seed})"),
+            Err(_) => panic!("{what}: panic on mutation {i} (seed {seed})"),
         }
     }
     // Checksums catch nearly every mutation; a handful may land in padding or unused bytes.
     assert!(
         clean < iters / 10,
-        "{clean} of {iters} mutations read cleanly"
+        "{what}: {clean} of {iters} mutations read cleanly"
     );
 }
 

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Regenerates the RocksDB-written fixture tables of this folder (read by crates/sluice/src/sst).
+
+Run from anywhere with `rocksdict` installed (tests/requirements.txt pins the version, which
+bundles RocksDB 10.4.2):  python3 crates/sluice/testdata/rocksdb/generate.py
+
+Every file holds keys b"key%06d" % i for i in range(n); the value of key i is b"value-%d" % i,
+except that every 7th key is a point deletion. Files (n):
+  fv6_default.sst      RocksDB's default options (format_version 6, XXH3, Snappy), n = 300
+  fv6_crc32c.sst       format_version 6, crc32c, no compression, Bloom filter, n = 300
+  fv7_zstd.sst         format_version 7, XXH3, ZSTD, Bloom filter, n = 300
+  ribbon.sst           format_version 6, Ribbon filter (ribbonfilter:10:-1, always Ribbon), n = 3000
+  partitioned.sst      format_version 6, partitioned index + partitioned Bloom filter, 512-byte
+                       data blocks, 256-byte partitions, n = 3000
+
+Regenerating changes the bytes (RocksDB records times and session ids), so the unit tests read
+these files instead of hard-coding their contents, except for footer.rs's vectors, which were
+copied from fv6_default.sst and fv6_crc32c.sst and stay valid on their own.
+"""
+import glob
+import os
+import re
+import shutil
+import tempfile
+
+from rocksdict import (
+    BlockBasedIndexType,
+    BlockBasedOptions,
+    ChecksumType,
+    DBCompressionType,
+    Options,
+    Rdict,
+    SstFileWriter,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(name, opts, n):
+    path = os.path.join(HERE, name)
+    if os.path.exists(path):
+        os.remove(path)
+    w = SstFileWriter(opts)
+    w.open(path)
+    for i in range(n):
+        k = b"key%06d" % i
+        if i % 7 == 0:
+            del w[k]
+        else:
+            w[k] = b"value-%d" % i
+    w.finish()
+
+
+def table(**kw):
+    o = Options(raw_mode=True)
+    t = BlockBasedOptions()
+    for k, v in kw.items():
+        getattr(t, k)(*v)
+    o.set_block_based_table_factory(t)
+    return o
+
+
+def options_with(**table_options):
+    """Column-family options with BlockBasedTable options rocksdict has no setter for (such as
+    filter_policy=ribbonfilter), through an OPTIONS file of a scratch database."""
+    d = tempfile.mkdtemp()
+    try:
+        Rdict(os.path.join(d, "db"), Options(raw_mode=True)).close()
+        f = glob.glob(os.path.join(d, "db", "OPTIONS-*"))[0]
+        s = open(f).read()
+        for k, v in table_options.items():
+            s, n = re.subn(r"(\n  %s=)[^\n]*" % k, lambda m: m.group(1) + v, s)
+            assert n == 1, k
+        open(f, "w").write(s)
+        _, cfs = Options.load_latest(os.path.join(d, "db"))
+        return cfs["default"]
+    finally:
+        shutil.rmtree(d)
+
+
+def main():
+    write("fv6_default.sst", Options(raw_mode=True), 300)
+    o = table(set_bloom_filter=(10, False), set_checksum_type=(ChecksumType.crc32c(),))
+    o.set_compression_type(DBCompressionType.none())
+    write("fv6_crc32c.sst", o, 300)
+    o = table(set_bloom_filter=(10, False), set_format_version=(7,))
+    o.set_compression_type(DBCompressionType.zstd())
+    write("fv7_zstd.sst", o, 300)
+    write("ribbon.sst", options_with(filter_policy="ribbonfilter:10:-1"), 3000)
+    o = table(
+        set_bloom_filter=(10, False),
+        set_index_type=(BlockBasedIndexType.two_level_index_search(),),
+        set_partition_filters=(True,),
+        set_metadata_block_size=(256,),
+        set_block_size=(512,),
+    )
+    write("partitioned.sst", o, 3000)
+
+
+if __name__ == "__main__":
+    main()
