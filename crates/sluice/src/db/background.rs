@@ -6,12 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::compaction::picker::{self, CompactionChoice};
-use crate::memtable::MemTable;
 
 use super::*;
 
 pub(super) enum Job {
-    Flush(Arc<MemTable>),
+    Flush(Flushable),
     Compact(CompactionChoice),
 }
 
@@ -28,7 +27,7 @@ impl Inner {
                     if s.background_error.is_none() {
                         if !s.flush_running && !s.imm.is_empty() {
                             s.flush_running = true;
-                            break Job::Flush(Arc::clone(&s.imm[0]));
+                            break Job::Flush(s.imm[0].clone());
                         }
                         if !s.manual_compaction
                             && s.ingests_installing == 0

@@ -74,9 +74,21 @@ impl Inner {
         }
     }
 
-    /// Flush, step by step: write the table, then one durable edit that adds it and advances
-    /// the log number, then drop the memtable from the immutable list.
-    pub(super) fn run_flush(self: &Arc<Self>, mem: &Arc<MemTable>) -> Result<()> {
+    /// Flushes the oldest entry of the immutable queue: a memtable becomes table(s), a
+    /// flushable ingest's tables are added as they are.
+    pub(super) fn run_flush(self: &Arc<Self>, entry: &Flushable) -> Result<()> {
+        match entry {
+            Flushable::Mem(mem) => self.flush_mem(entry, mem),
+            Flushable::Ingested(t) => {
+                let files: Vec<FileMeta> = t.files.iter().map(|f| (**f).clone()).collect();
+                let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
+                self.install_flush(entry, files, numbers)
+            }
+        }
+    }
+
+    /// Flush of a memtable, step by step: write the table(s), then install them.
+    fn flush_mem(self: &Arc<Self>, entry: &Flushable, mem: &Arc<MemTable>) -> Result<()> {
         let snapshots = self.live_snapshots();
         let mut alloc = self.allocate_numbers();
         let files = flush_memtable(
@@ -84,18 +96,37 @@ impl Inner {
         )?;
         let bytes: u64 = files.iter().map(|f| f.size).sum();
         let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
+        self.install_flush(entry, files, numbers)?;
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .flush_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One durable edit that adds the entry's tables to L0, advances the log number to the
+    /// next entry's WAL and the flushed seqno past the entry, and drops the entry from the
+    /// queue in the same critical section (invariant 2). `numbers` stop being protected as
+    /// uninstalled either way.
+    fn install_flush(
+        &self,
+        entry: &Flushable,
+        files: Vec<FileMeta>,
+        numbers: Vec<u64>,
+    ) -> Result<()> {
         let next_log = {
             let s = self.state.lock();
-            s.imm.get(1).map_or(s.mem.wal_number, |m| m.wal_number)
+            s.imm.get(1).map_or(s.mem.wal_number, Flushable::wal_number)
         };
         let edit = VersionEdit {
             log_number: Some(next_log),
             last_sequence: Some(self.last_sequence.load(Ordering::Acquire)),
+            flushed_seqno: Some(entry.largest_seqno()),
             added: files.into_iter().map(|f| (0, f)).collect(),
             ..Default::default()
         };
         let r = self.log_and_apply(edit, |s| {
-            if s.imm.first().is_some_and(|m| Arc::ptr_eq(m, mem)) {
+            if s.imm.first().is_some_and(|m| m.same(entry)) {
                 s.imm.remove(0);
             }
             s.log_number = next_log;
@@ -104,12 +135,6 @@ impl Inner {
         for n in numbers {
             s.uninstalled_files.remove(&n);
         }
-        drop(s);
-        r?;
-        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .flush_bytes
-            .fetch_add(bytes, Ordering::Relaxed);
-        Ok(())
+        r
     }
 }

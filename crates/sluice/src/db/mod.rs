@@ -31,6 +31,7 @@
 mod background;
 mod compact;
 mod flush;
+mod flushable;
 mod ingest;
 mod metrics;
 mod obsolete;
@@ -56,6 +57,7 @@ pub use options::{Options, ReadOptions, WriteOptions};
 
 use compact::{remove_running_output, running_output};
 use flush::flush_memtable;
+use flushable::Flushable;
 use metrics::Counters;
 use obsolete::ReadPin;
 use read::View;
@@ -118,13 +120,17 @@ impl Drop for Snapshot {
 struct State {
     /// The active memtable: only the write leader inserts into it.
     mem: Arc<MemTable>,
-    /// Immutable memtables, oldest first; each leaves in the critical section that installs
-    /// the version holding its table (invariant 2).
-    imm: Vec<Arc<MemTable>>,
+    /// Immutable memtables and flushable ingests, oldest first (seqnos increase along it);
+    /// each leaves in the critical section that installs the version holding its tables
+    /// (invariant 2).
+    imm: Vec<Flushable>,
     /// The current version. Replaced only by `log_and_apply`, after its edit is durable.
     version: Arc<Version>,
     /// Every version handed out; a table any of them holds stays on disk (invariant 7).
     live_versions: Vec<Weak<Version>>,
+    /// Every flushable ingest handed out (a snapshot's view may hold one after its tables were
+    /// installed and compacted away): their tables stay on disk too.
+    live_ingested: Vec<Weak<flushable::IngestedTables>>,
     /// The next file number; numbers are never reused (DESIGN.md invariant 9).
     next_file_number: u64,
     /// WALs below this number are flushed and may be deleted (invariant 3).

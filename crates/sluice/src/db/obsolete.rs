@@ -42,6 +42,20 @@ impl Drop for ReadPin {
     }
 }
 
+/// Every table a live version or a live flushable ingest holds.
+fn live_tables(s: &mut State) -> HashSet<u64> {
+    s.live_versions.retain(|w| w.strong_count() > 0);
+    s.live_ingested.retain(|w| w.strong_count() > 0);
+    let mut live: HashSet<u64> = s.version.file_numbers().collect();
+    for v in s.live_versions.iter().filter_map(Weak::upgrade) {
+        live.extend(v.file_numbers());
+    }
+    for t in s.live_ingested.iter().filter_map(Weak::upgrade) {
+        live.extend(t.files.iter().map(|f| f.number));
+    }
+    live
+}
+
 impl Inner {
     /// A pin owning a reader's reference to `version` (see [`ReadPin`]).
     pub(super) fn pin(self: &Arc<Self>, version: Arc<Version>) -> ReadPin {
@@ -60,11 +74,7 @@ impl Inner {
             if s.obsolete_tables.is_empty() || s.background_error.is_some() {
                 return;
             }
-            s.live_versions.retain(|w| w.strong_count() > 0);
-            let mut live: HashSet<u64> = s.version.file_numbers().collect();
-            for v in s.live_versions.iter().filter_map(Weak::upgrade) {
-                live.extend(v.file_numbers());
-            }
+            let live = live_tables(&mut s);
             let (dead, still): (Vec<u64>, Vec<u64>) =
                 s.obsolete_tables.iter().partition(|n| !live.contains(n));
             s.obsolete_tables = still;
@@ -89,13 +99,9 @@ impl Inner {
             if s.background_error.is_some() {
                 return; // see purge_obsolete_tables
             }
-            s.live_versions.retain(|w| w.strong_count() > 0);
-            let mut live: HashSet<u64> = s.version.file_numbers().collect();
-            for v in s.live_versions.iter().filter_map(Weak::upgrade) {
-                live.extend(v.file_numbers());
-            }
+            let mut live = live_tables(&mut s);
             live.extend(s.uninstalled_files.iter().copied());
-            let min_wal = s.imm.first().map_or(s.mem.wal_number, |m| m.wal_number);
+            let min_wal = s.imm.first().map_or(s.mem.wal_number, |m| m.wal_number());
             // Files numbered from here on were allocated after this live set was taken.
             (live, s.log_number.min(min_wal), s.next_file_number)
         };

@@ -11,14 +11,14 @@ pub use options::Options;
 
 use crate::base::error::{Error, Result};
 use crate::base::filenames::{
-    classify, current_tmp_name, manifest_name, number_in_name, options_file_name, wal_name,
-    FileKind,
+    classify, current_tmp_name, manifest_name, number_in_name, options_file_name, table_file_name,
+    wal_name, FileKind,
 };
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::sst::cache::BlockCache;
 use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
-use crate::wal::batch::WriteBatch;
+use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogReader, LogWriter};
 
 use super::*;
@@ -55,6 +55,7 @@ impl Db {
                 mem: Arc::new(MemTable::new(wal_number)),
                 imm: Vec::new(),
                 live_versions: vec![Arc::downgrade(&version)],
+                live_ingested: Vec::new(),
                 version,
                 next_file_number: rec.next_file_number,
                 log_number: wal_number,
@@ -133,6 +134,7 @@ impl Db {
             next_file_number: 2,
             last_sequence: 0,
             log_number: 0,
+            flushed_seqno: 0,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -166,6 +168,9 @@ impl Db {
             if let Some(l) = edit.log_number {
                 rec.log_number = rec.log_number.max(l);
             }
+            if let Some(f) = edit.flushed_seqno {
+                rec.flushed_seqno = rec.flushed_seqno.max(f);
+            }
             edits += 1;
         }
         if edits == 0 {
@@ -181,11 +186,11 @@ impl Db {
         Ok(rec)
     }
 
-    fn replay_wals(
-        fs: &dyn FileSystem,
-        dir: &Path,
-        rec: &mut Recovery,
-    ) -> Result<Vec<Arc<MemTable>>> {
+    /// Step 3: replays every WAL not yet flushed, in order, into what it held: memtables of
+    /// ordinary writes, split at each flushable ingest's record into the ingested tables.
+    /// Records at or below the flushed seqno are already in tables and skipped (a memtable
+    /// rotated for an ingest shares its WAL with the next one).
+    fn replay_wals(fs: &dyn FileSystem, dir: &Path, rec: &mut Recovery) -> Result<Vec<Recovered>> {
         let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
         let mut wals: Vec<u64> = names
             .iter()
@@ -195,20 +200,41 @@ impl Db {
             })
             .collect();
         wals.sort_unstable();
-        let mut mems = Vec::new();
+        let mut out = Vec::new();
         for w in wals {
             rec.next_file_number = rec.next_file_number.max(w + 1);
             let path = wal_name(dir, w);
             let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
             let mut reader = LogReader::new(&data, &path);
-            let mem = Arc::new(MemTable::new(w));
+            let mut mem = Arc::new(MemTable::new(w));
             while let Some((offset, payload)) = reader.next_record()? {
+                if let Some((seq, tables)) = decode_ingest_record(&payload) {
+                    if seq <= rec.flushed_seqno {
+                        continue;
+                    }
+                    let edit = VersionEdit::decode(tables)
+                        .map_err(|e| Error::corruption(&path, offset, e))?;
+                    let files: Vec<FileMeta> = edit.added.into_iter().map(|(_, f)| f).collect();
+                    for f in &files {
+                        rec.last_sequence = rec.last_sequence.max(f.largest_seqno);
+                    }
+                    if !mem.is_empty() {
+                        out.push(Recovered::Mem(std::mem::replace(
+                            &mut mem,
+                            Arc::new(MemTable::new(w)),
+                        )));
+                    }
+                    out.push(Recovered::Ingested(files));
+                    continue;
+                }
                 let batch = WriteBatch::from_rep(payload)
                     .map_err(|e| Error::corruption(&path, offset, e))?;
                 let mut seq = batch.seqno();
                 for e in batch.iter() {
                     let e = e.map_err(|e| Error::corruption(&path, offset, e))?;
-                    mem.add(seq, e.kind, e.key, e.value);
+                    if seq > rec.flushed_seqno {
+                        mem.add(seq, e.kind, e.key, e.value);
+                    }
                     seq += 1;
                 }
                 if batch.count() > 0 {
@@ -216,28 +242,51 @@ impl Db {
                 }
             }
             if !mem.is_empty() {
-                mems.push(mem);
+                out.push(Recovered::Mem(mem));
             }
         }
-        Ok(mems)
+        Ok(out)
     }
 
+    /// Step 4: recovered memtables become L0 tables; recovered ingested tables are checked to
+    /// be on disk as their WAL record describes them and join L0 as they are.
     fn flush_recovered(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
         rec: &mut Recovery,
-        mems: Vec<Arc<MemTable>>,
+        recovered: Vec<Recovered>,
     ) -> Result<Vec<FileMeta>> {
         let mut out = Vec::new();
-        for mem in mems {
-            let mut next = rec.next_file_number;
-            let files = flush_memtable(fs, dir, opts, &mem, &[], &mut || {
-                next += 1;
-                next - 1
-            })?;
-            rec.next_file_number = next;
-            out.extend(files);
+        for item in recovered {
+            match item {
+                Recovered::Mem(mem) => {
+                    let mut next = rec.next_file_number;
+                    let files = flush_memtable(fs, dir, opts, &mem, &[], &mut || {
+                        next += 1;
+                        next - 1
+                    })?;
+                    rec.next_file_number = next;
+                    out.extend(files);
+                }
+                Recovered::Ingested(files) => {
+                    for f in &files {
+                        let path = table_file_name(dir, f.number);
+                        let size = fs.file_size(&path).map_err(|e| Error::io(&path, e))?;
+                        if size != f.size {
+                            return Err(Error::corruption(
+                                &path,
+                                0,
+                                format!(
+                                    "ingested table is {size} bytes, its WAL record says {}",
+                                    f.size
+                                ),
+                            ));
+                        }
+                    }
+                    out.extend(files);
+                }
+            }
         }
         Ok(out)
     }
@@ -306,6 +355,16 @@ pub(super) struct Recovery {
     pub(super) next_file_number: u64,
     pub(super) last_sequence: u64,
     pub(super) log_number: u64,
+    /// WAL records at or below this seqno are in tables.
+    pub(super) flushed_seqno: u64,
+}
+
+/// What a WAL replay yields, in order.
+pub(super) enum Recovered {
+    /// Ordinary writes.
+    Mem(Arc<MemTable>),
+    /// The tables of a flushable ingest (at L0, global seqnos set).
+    Ingested(Vec<FileMeta>),
 }
 
 pub(super) fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {

@@ -21,7 +21,7 @@ use super::*;
 #[derive(Clone)]
 pub(super) struct View {
     pub(super) mem: Arc<MemTable>,
-    pub(super) imm: Vec<Arc<MemTable>>,
+    pub(super) imm: Vec<Flushable>,
     pub(super) version: Arc<Version>,
 }
 
@@ -40,100 +40,115 @@ impl Inner {
         (seq, view)
     }
 
-    pub(super) fn sources(
-        &self,
-        snapshot: Option<&Snapshot>,
-    ) -> (u64, Arc<MemTable>, Vec<Arc<MemTable>>, Arc<Version>) {
-        if let Some(snap) = snapshot {
-            let v = snap.view.clone();
-            return (snap.seqno, v.mem, v.imm, v.version);
+    /// The view a read uses: the snapshot's, or a fresh one.
+    pub(super) fn sources(&self, snapshot: Option<&Snapshot>) -> (u64, View) {
+        match snapshot {
+            Some(snap) => (snap.seqno, snap.view.clone()),
+            None => self.read_view(),
         }
-        let (seq, v) = self.read_view();
-        (seq, v.mem, v.imm, v.version)
     }
 
+    /// Point read: newest source first — active memtable, the immutable queue newest first
+    /// (memtables and flushable ingests), L0 newest first, then L1..L6 — collecting the
+    /// newest range deletion covering the key on the way.
     pub(super) fn get(
         self: &Arc<Self>,
         user_key: &[u8],
         snapshot: Option<&Snapshot>,
     ) -> Result<Option<Vec<u8>>> {
-        let (seq, mem, imm, version) = self.sources(snapshot);
+        let (seq, View { mem, imm, version }) = self.sources(snapshot);
         // The pin owns the reader's only reference to the version.
         let pin = self.pin(version);
         let version = pin.version();
         let mut max_tomb = 0u64;
-        // Newest first: active memtable, immutable memtables, L0 newest first, then L1..L6.
-        for m in std::iter::once(&mem).chain(imm.iter().rev()) {
-            if m.has_range_deletions() {
-                for t in m.range_deletions() {
-                    if t.seqno <= seq
-                        && t.start.as_slice() <= user_key
-                        && user_key < t.end.as_slice()
-                    {
-                        max_tomb = max_tomb.max(t.seqno);
-                    }
+        if let Some(found) = memtable_lookup(&mem, user_key, seq, &mut max_tomb) {
+            return Ok(resolve(found, max_tomb));
+        }
+        for entry in imm.iter().rev() {
+            let found = match entry {
+                Flushable::Mem(m) => memtable_lookup(m, user_key, seq, &mut max_tomb),
+                Flushable::Ingested(t) => {
+                    self.files_lookup(&t.files, user_key, seq, &mut max_tomb)?
                 }
-            }
-            if let Some((kind, value, s)) = m.get(user_key, seq) {
-                return Ok(resolve(kind, value, s, max_tomb));
+            };
+            if let Some(found) = found {
+                return Ok(resolve(found, max_tomb));
             }
         }
         for (level, files) in version.levels.iter().enumerate() {
-            let candidates: Vec<&Arc<FileMeta>> = if level == 0 {
-                files
-                    .iter()
-                    .filter(|f| f.overlaps(Some(user_key), Some(user_key)))
-                    .collect()
+            let found = if level == 0 {
+                self.files_lookup(files, user_key, seq, &mut max_tomb)?
             } else {
                 // The first file whose largest key may reach `user_key`. A file whose largest
                 // key is an exclusive range-deletion end equal to `user_key` does not hold it,
                 // and the next file may start at it: look at both.
                 let i = files.partition_point(|f| f.largest_user() < user_key);
-                files[i..]
+                let candidates: Vec<Arc<FileMeta>> = files[i..]
                     .iter()
                     .take(2)
                     .find(|f| f.overlaps(Some(user_key), Some(user_key)))
+                    .cloned()
                     .into_iter()
-                    .collect()
+                    .collect();
+                self.files_lookup(&candidates, user_key, seq, &mut max_tomb)?
             };
-            for f in candidates {
-                let table = self.table(f)?;
-                for t in table.range_deletions() {
-                    let ts = if f.global_seqno > 0 {
-                        f.global_seqno
-                    } else {
-                        t.seqno
-                    };
-                    if ts <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice() {
-                        max_tomb = max_tomb.max(ts);
-                    }
-                }
-                let found = if f.global_seqno > 0 {
-                    if f.global_seqno > seq {
-                        None
-                    } else {
-                        table
-                            .get(user_key, key::MAX_SEQNO)?
-                            .map(|(k, v)| (k, v, f.global_seqno))
-                    }
-                } else {
-                    table.get_with_seqno(user_key, seq)?
-                };
-                if let Some((kind, value, s)) = found {
-                    return Ok(resolve(kind, value, s, max_tomb));
-                }
+            if let Some(found) = found {
+                return Ok(resolve(found, max_tomb));
             }
         }
         Ok(None)
     }
 
+    /// The newest entry for `user_key` visible at `seq` in the first of `files` (newest first)
+    /// that holds one; range deletions of every file consulted raise `max_tomb`.
+    fn files_lookup(
+        &self,
+        files: &[Arc<FileMeta>],
+        user_key: &[u8],
+        seq: u64,
+        max_tomb: &mut u64,
+    ) -> Result<Option<Found>> {
+        for f in files
+            .iter()
+            .filter(|f| f.overlaps(Some(user_key), Some(user_key)))
+        {
+            let table = self.table(f)?;
+            for t in table.range_deletions() {
+                let ts = if f.global_seqno > 0 {
+                    f.global_seqno
+                } else {
+                    t.seqno
+                };
+                if ts <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice() {
+                    *max_tomb = (*max_tomb).max(ts);
+                }
+            }
+            let found = if f.global_seqno > 0 {
+                if f.global_seqno > seq {
+                    None
+                } else {
+                    table
+                        .get(user_key, key::MAX_SEQNO)?
+                        .map(|(k, v)| (k, v, f.global_seqno))
+                }
+            } else {
+                table.get_with_seqno(user_key, seq)?
+            };
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    /// An iterator merging every source of the view, bounded at every layer.
     pub(super) fn iter(
         self: &Arc<Self>,
         snapshot: Option<&Snapshot>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
     ) -> Result<DbIterator> {
-        let (seq, mem, imm, version) = self.sources(snapshot);
+        let (seq, View { mem, imm, version }) = self.sources(snapshot);
         let bounds = IterBounds {
             lower: lower.clone(),
             upper: upper.clone(),
@@ -141,37 +156,28 @@ impl Inner {
         let mut children: Vec<BoxIter> = Vec::new();
         let mut tombs: Vec<RangeTombstone> = Vec::new();
         let mut pins: Vec<Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
-        for m in std::iter::once(&mem).chain(imm.iter()) {
+        let mut add_mem = |m: &Arc<MemTable>, children: &mut Vec<BoxIter>| {
             children.push(Box::new(m.iter(lower.clone(), upper.clone())));
             tombs.extend(m.range_deletions());
             pins.push(Arc::clone(m) as Arc<dyn std::any::Any + Send + Sync>);
-        }
-        let lo = lower.as_deref();
-        for (level, files) in version.levels.iter().enumerate() {
-            let in_range: Vec<Arc<FileMeta>> = files
-                .iter()
-                .filter(|f| {
-                    f.overlaps(lo, None) && upper.as_deref().is_none_or(|u| f.smallest_user() < u)
-                })
-                .cloned()
-                .collect();
-            for f in in_range.iter().filter(|f| f.range_dels > 0) {
-                let t = self.table(f)?;
-                tombs.extend(t.range_deletions().iter().map(|t| RangeTombstone {
-                    seqno: if f.global_seqno > 0 {
-                        f.global_seqno
-                    } else {
-                        t.seqno
-                    },
-                    ..t.clone()
-                }));
+        };
+        add_mem(&mem, &mut children);
+        let mut ingested: Vec<Arc<FileMeta>> = Vec::new();
+        for entry in &imm {
+            match entry {
+                Flushable::Mem(m) => add_mem(m, &mut children),
+                Flushable::Ingested(t) => ingested.extend(t.files.iter().cloned()),
             }
+        }
+        self.add_files(&ingested, &bounds, &mut children, &mut tombs)?;
+        for (level, files) in version.levels.iter().enumerate() {
             if level == 0 {
-                for f in &in_range {
-                    let t = self.table(f)?;
-                    children.push(file_iter(&t, f, bounds.clone()));
-                }
-            } else if !in_range.is_empty() {
+                self.add_files(files, &bounds, &mut children, &mut tombs)?;
+                continue;
+            }
+            let in_range = in_bounds(files, &bounds);
+            self.add_range_deletions(&in_range, &mut tombs)?;
+            if !in_range.is_empty() {
                 children.push(Box::new(LevelIter::new(
                     in_range,
                     self.opener(),
@@ -191,14 +197,79 @@ impl Inner {
             pins,
         ))
     }
+
+    /// One iterator per file in bounds (files that may overlap: L0, flushable ingests), and
+    /// their range deletions.
+    fn add_files(
+        &self,
+        files: &[Arc<FileMeta>],
+        bounds: &IterBounds,
+        children: &mut Vec<BoxIter>,
+        tombs: &mut Vec<RangeTombstone>,
+    ) -> Result<()> {
+        let in_range = in_bounds(files, bounds);
+        self.add_range_deletions(&in_range, tombs)?;
+        for f in &in_range {
+            let t = self.table(f)?;
+            children.push(file_iter(&t, f, bounds.clone()));
+        }
+        Ok(())
+    }
+
+    /// The range deletions of `files`, at their files' global seqno where they have one.
+    fn add_range_deletions(
+        &self,
+        files: &[Arc<FileMeta>],
+        tombs: &mut Vec<RangeTombstone>,
+    ) -> Result<()> {
+        for f in files.iter().filter(|f| f.range_dels > 0) {
+            let t = self.table(f)?;
+            tombs.extend(t.range_deletions().iter().map(|t| RangeTombstone {
+                seqno: if f.global_seqno > 0 {
+                    f.global_seqno
+                } else {
+                    t.seqno
+                },
+                ..t.clone()
+            }));
+        }
+        Ok(())
+    }
 }
 
-pub(super) fn resolve(
-    kind: ValueKind,
-    value: Vec<u8>,
-    seqno: u64,
-    max_tomb: u64,
-) -> Option<Vec<u8>> {
+/// The files that may hold keys within `bounds`.
+fn in_bounds(files: &[Arc<FileMeta>], bounds: &IterBounds) -> Vec<Arc<FileMeta>> {
+    files
+        .iter()
+        .filter(|f| {
+            f.overlaps(bounds.lower.as_deref(), None)
+                && bounds
+                    .upper
+                    .as_deref()
+                    .is_none_or(|u| f.smallest_user() < u)
+        })
+        .cloned()
+        .collect()
+}
+
+/// An entry found for a key: (kind, value, its seqno).
+type Found = (ValueKind, Vec<u8>, u64);
+
+/// The newest entry for `user_key` visible at `seq` in a memtable; its range deletions
+/// covering the key raise `max_tomb`.
+fn memtable_lookup(m: &MemTable, user_key: &[u8], seq: u64, max_tomb: &mut u64) -> Option<Found> {
+    if m.has_range_deletions() {
+        for t in m.range_deletions() {
+            if t.seqno <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice() {
+                *max_tomb = (*max_tomb).max(t.seqno);
+            }
+        }
+    }
+    m.get(user_key, seq)
+}
+
+/// The value a found entry yields, unless a newer range deletion covers it.
+fn resolve((kind, value, seqno): Found, max_tomb: u64) -> Option<Vec<u8>> {
     if max_tomb > seqno {
         return None;
     }

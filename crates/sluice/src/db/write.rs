@@ -227,7 +227,7 @@ impl Inner {
             }
         }
         let old = std::mem::replace(&mut s.mem, Arc::new(MemTable::new(number)));
-        s.imm.push(old);
+        s.imm.push(Flushable::Mem(old));
         self.bg_cv.notify_all();
         Ok(())
     }

@@ -256,16 +256,27 @@ impl Write for MemWritable {
     }
 }
 
-impl WritableFile for MemWritable {
-    fn sync(&mut self) -> io::Result<()> {
-        self.fs.wait_sync_gate(&self.path);
-        if self.fs.shared.state.lock().faults.fail_syncs {
+impl MemFs {
+    /// Makes everything written to `inode` so far durable (the body of every file sync).
+    fn sync_inode(&self, path: &Path, inode: &InodeRef) -> io::Result<()> {
+        self.wait_sync_gate(path);
+        if self.shared.state.lock().faults.fail_syncs {
             return Err(injected("fsync failed"));
         }
-        let mut i = self.inode.lock();
+        let mut i = inode.lock();
         i.synced_len = i.data.len();
-        self.fs.shared.syncs.fetch_add(1, Ordering::SeqCst);
+        self.shared.syncs.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+}
+
+impl WritableFile for MemWritable {
+    fn sync(&mut self) -> io::Result<()> {
+        self.fs.sync_inode(&self.path, &self.inode)
+    }
+    fn sync_handle(&self) -> Option<super::SyncHandle> {
+        let (fs, path, inode) = (self.fs.clone(), self.path.clone(), Arc::clone(&self.inode));
+        Some(Box::new(move || fs.sync_inode(&path, &inode)))
     }
 }
 

@@ -17,10 +17,18 @@ pub use mem::{FaultConfig, MemFs};
 
 pub use file::{open_file, RandomAccessFile};
 
+/// Makes durable what a file had handed to the OS when the handle was taken (or later).
+pub type SyncHandle = Box<dyn FnOnce() -> io::Result<()> + Send>;
+
 /// A file being written sequentially.
 pub trait WritableFile: Write + Send {
     /// Makes everything written so far durable (flush + fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+    /// A handle syncing what was flushed to the OS so far, usable without access to the
+    /// writer (so a WAL can be synced without holding its lock). `None`: not supported.
+    fn sync_handle(&self) -> Option<SyncHandle> {
+        None
+    }
 }
 
 /// A held lock on a database directory; released on drop.
@@ -174,6 +182,11 @@ impl WritableFile for RealWritable {
     fn sync(&mut self) -> io::Result<()> {
         self.flush()?;
         self.file.sync_data()
+    }
+    fn sync_handle(&self) -> Option<SyncHandle> {
+        // Covers what was flushed out of `buf` (the log flushes after every record).
+        let f = self.file.file().try_clone().ok()?;
+        Some(Box::new(move || f.sync_data()))
     }
 }
 

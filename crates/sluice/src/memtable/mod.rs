@@ -81,6 +81,11 @@ impl MemTable {
         self.list.is_empty() && self.range_dels.read().is_empty()
     }
 
+    /// Largest seqno written (0 if empty).
+    pub fn largest_seqno(&self) -> u64 {
+        self.largest_seqno.load(Ordering::Relaxed)
+    }
+
     /// The range deletions (a copy).
     pub fn range_deletions(&self) -> Vec<RangeTombstone> {
         self.range_dels.read().clone()

@@ -19,8 +19,9 @@ use crate::base::key::{self, ValueKind, MAX_SEQNO};
 /// Number of levels, L0..L6.
 pub const NUM_LEVELS: usize = 7;
 
-/// Format version of the MANIFEST records Sluice writes.
-pub const MANIFEST_FORMAT_VERSION: u64 = 1;
+/// Format version of the MANIFEST records Sluice writes. 2 added `flushed_seqno` (WAL records
+/// at or below it are already in tables: flushable ingests share a WAL between memtables).
+pub const MANIFEST_FORMAT_VERSION: u64 = 2;
 
 /// Metadata of one table file in a version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +87,8 @@ pub struct VersionEdit {
     pub added: Vec<(usize, FileMeta)>,
     /// MANIFEST format version (first record of a MANIFEST).
     pub format_version: Option<u64>,
+    /// Every WAL record with a seqno at or below this is in a table: recovery skips it.
+    pub flushed_seqno: Option<u64>,
 }
 
 const TAG_LOG_NUMBER: u32 = 2;
@@ -93,6 +96,7 @@ const TAG_NEXT_FILE: u32 = 3;
 const TAG_LAST_SEQ: u32 = 4;
 const TAG_DELETED: u32 = 5;
 const TAG_ADDED: u32 = 6;
+const TAG_FLUSHED_SEQ: u32 = 7;
 const TAG_FORMAT: u32 = 100;
 
 impl VersionEdit {
@@ -107,6 +111,7 @@ impl VersionEdit {
             (TAG_LOG_NUMBER, self.log_number),
             (TAG_NEXT_FILE, self.next_file_number),
             (TAG_LAST_SEQ, self.last_sequence),
+            (TAG_FLUSHED_SEQ, self.flushed_seqno),
         ] {
             if let Some(v) = v {
                 put_varint32(&mut b, tag);
@@ -155,6 +160,9 @@ impl VersionEdit {
                 }
                 TAG_LAST_SEQ => {
                     e.last_sequence = Some(r.varint64().ok_or("truncated last sequence")?)
+                }
+                TAG_FLUSHED_SEQ => {
+                    e.flushed_seqno = Some(r.varint64().ok_or("truncated flushed seqno")?)
                 }
                 TAG_DELETED => {
                     let level = r.varint32().ok_or("truncated deleted-file level")? as usize;
@@ -323,6 +331,7 @@ mod tests {
             deleted: vec![(1, 4)],
             added: vec![(2, meta(9, "a", "m", 5))],
             format_version: Some(1),
+            flushed_seqno: Some(990),
         };
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         let enc = e.encode();

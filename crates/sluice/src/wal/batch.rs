@@ -5,11 +5,33 @@
 //! record := kind:u8 key:varstring [value:varstring]   (value for puts and range deletions)
 //! ```
 //! The batch's entries get consecutive seqnos starting at `seqno`.
+//!
+//! An *ingest record* (a flushable ingest, see `db/ingest`) shares the header with
+//! `count = u32::MAX`, followed by an opaque payload (the ingested tables' metadata): its
+//! tables are read at `seqno` onwards. Readers that predate it reject the count.
 
 use crate::base::coding::{decode_fixed32, decode_fixed64, put_varint32, Reader};
 use crate::base::key::ValueKind;
 
 const HEADER: usize = 12;
+const INGEST_MARKER: u32 = u32::MAX;
+
+/// Encodes an ingest record: tables read at seqnos from `seqno`, described by `payload`.
+pub fn encode_ingest_record(seqno: u64, payload: &[u8]) -> Vec<u8> {
+    let mut rep = Vec::with_capacity(HEADER + payload.len());
+    rep.extend_from_slice(&seqno.to_le_bytes());
+    rep.extend_from_slice(&INGEST_MARKER.to_le_bytes());
+    rep.extend_from_slice(payload);
+    rep
+}
+
+/// The (seqno, payload) of an ingest record, or `None` for an ordinary batch.
+pub fn decode_ingest_record(rep: &[u8]) -> Option<(u64, &[u8])> {
+    if rep.len() < HEADER || decode_fixed32(&rep[8..12]) != Some(INGEST_MARKER) {
+        return None;
+    }
+    Some((decode_fixed64(&rep[..8])?, &rep[HEADER..]))
+}
 
 /// An atomic group of puts, deletes and range deletes.
 #[derive(Clone, PartialEq, Eq)]

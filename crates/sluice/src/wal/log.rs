@@ -106,6 +106,12 @@ impl LogWriter {
         Ok(())
     }
 
+    /// A handle syncing every record appended so far without access to this writer (see
+    /// [`WritableFile::sync_handle`]); `None` when the file does not support it.
+    pub fn sync_handle(&self) -> Option<crate::fs::SyncHandle> {
+        self.file.sync_handle()
+    }
+
     /// Bytes written.
     pub fn size(&self) -> u64 {
         self.size

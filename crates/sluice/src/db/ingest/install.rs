@@ -1,5 +1,6 @@
-//! Steps 3–6: flush overlapping memtables unlatched, latch the key ranges, place the files,
-//! and install them in one durable edit.
+//! Steps 4–6: with the key ranges latched, either queue the files above the memtables
+//! (the flushable path, when a memtable overlaps them) or place them in the version and install
+//! them in one durable edit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,21 +9,25 @@ use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
 use crate::compaction::RunningOutput;
+use crate::memtable::MemTable;
 use crate::sst::table::IterBounds;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+
+use super::super::flushable::{Flushable, IngestedTables};
 
 use super::super::Inner;
 
 use super::*;
 
 impl Inner {
-    /// True if any memtable holds data in one of the ranges.
+    /// True if the active memtable or an entry of the immutable queue (memtable or flushable
+    /// ingest) holds data in one of the files' ranges.
     pub(super) fn memtables_overlap(&self, files: &[Prepared]) -> bool {
         let (mem, imm) = {
             let s = self.state.lock();
             (Arc::clone(&s.mem), s.imm.clone())
         };
-        std::iter::once(&mem).chain(imm.iter()).any(|m| {
+        let mem_overlaps = |m: &Arc<MemTable>| {
             files.iter().any(|f| {
                 let mut upper = f.largest.clone();
                 if !f.largest_exclusive {
@@ -35,35 +40,88 @@ impl Inner {
                         .iter()
                         .any(|t| t.start < upper && f.smallest < t.end)
             })
-        })
+        };
+        mem_overlaps(&mem)
+            || imm.iter().any(|entry| match entry {
+                Flushable::Mem(m) => mem_overlaps(m),
+                Flushable::Ingested(t) => files.iter().any(|f| t.overlaps(&f.smallest, &f.largest)),
+            })
     }
 
-    /// Steps 3 and 4: flush overlapping memtables unlatched, then latch and re-check.
-    pub(super) fn ingest_flush_and_latch(self: &Arc<Self>, files: &[Prepared]) -> Result<u64> {
-        for attempt in 0.. {
-            if self.memtables_overlap(files) {
-                self.flush_and_wait()?;
+    /// The flushable path (steps 5–6 when memtables overlap the files): in the write queue,
+    /// so every earlier write has a lower seqno and every later one a higher, the memtable
+    /// becomes immutable and the files are queued above it at level 0 with fresh global
+    /// seqnos, logged in the WAL, readable at once. Nothing waits for a flush, and the queue
+    /// is held only for a WAL append and an O(1) memtable rotation (no fsync, no new file).
+    /// The WAL is synced after the queue is released, before the ingest is acknowledged.
+    pub(super) fn ingest_flushable(
+        self: &Arc<Self>,
+        files: &[Prepared],
+        opts: &IngestOptions,
+    ) -> Result<Vec<IngestedFile>> {
+        let me = self.enter_queue_barrier();
+        let r = self.queue_flushable_ingest(files, opts);
+        self.leave_queue_barrier(&me);
+        let report = r?;
+        self.sync_wal()?;
+        Ok(report)
+    }
+
+    /// Under the queue barrier: allocate the seqnos, log the ingest record, rotate the
+    /// memtable and queue the tables above it, publish.
+    fn queue_flushable_ingest(
+        self: &Arc<Self>,
+        files: &[Prepared],
+        opts: &IngestOptions,
+    ) -> Result<Vec<IngestedFile>> {
+        self.make_room_for_write()?;
+        let plans = vec![
+            IngestPlan {
+                level: 0,
+                needs_seqno: true,
+            };
+            files.len()
+        ];
+        let seqnos = self.ingest_allocate_seqnos(files, opts, &plans);
+        let (edit, report) = ingest_edit(files, &plans, &seqnos);
+        let largest_seqno = seqnos.iter().copied().max().unwrap_or(0);
+        let record = crate::wal::batch::encode_ingest_record(
+            seqnos.iter().copied().min().unwrap_or(0),
+            &VersionEdit {
+                added: edit.added.clone(),
+                ..Default::default()
             }
-            let ranges: Vec<(Vec<u8>, Vec<u8>)> = files
-                .iter()
-                .map(|f| (f.smallest.clone(), f.largest.clone()))
-                .collect();
-            let latch = self.latch_ranges(ranges);
-            if !self.memtables_overlap(files) {
-                return Ok(latch);
-            }
-            if attempt >= 3 {
-                // Writers keep racing into the range: flush while latched (they wait).
-                let r = self.flush_and_wait();
-                if let Err(e) = r {
-                    self.unlatch(latch);
-                    return Err(e);
-                }
-                return Ok(latch);
-            }
-            self.unlatch(latch);
+            .encode(),
+        );
+        if let Err(e) = self.wal.lock().add_record(&record) {
+            let msg = format!("WAL write failed: {e}");
+            self.state.lock().background_error.get_or_insert(msg);
+            return Err(Error::Io {
+                path: None,
+                source: e,
+            });
         }
-        unreachable!("loop returns")
+        let mut tables: Vec<Arc<FileMeta>> =
+            edit.added.into_iter().map(|(_, f)| Arc::new(f)).collect();
+        tables.sort_by_key(|f| std::cmp::Reverse(f.largest_seqno));
+        {
+            let mut s = self.state.lock();
+            let wal_number = s.mem.wal_number;
+            let old = std::mem::replace(&mut s.mem, Arc::new(MemTable::new(wal_number)));
+            if !old.is_empty() {
+                s.imm.push(Flushable::Mem(old));
+            }
+            let ingested = Arc::new(IngestedTables {
+                files: tables,
+                wal_number,
+                largest_seqno,
+            });
+            s.live_ingested.push(Arc::downgrade(&ingested));
+            s.imm.push(Flushable::Ingested(ingested));
+        }
+        self.visible_seq.fetch_max(largest_seqno, Ordering::AcqRel);
+        self.bg_cv.notify_all();
+        Ok(report)
     }
 
     /// Steps 5 and 6, each a function: take the install slot, place every file, allocate the
@@ -151,7 +209,7 @@ impl Inner {
     /// Step 5b: the global seqno of each file, from the writers' counter. Disjoint files share
     /// one seqno (or 0 when nothing they overlap exists); `allow_overlap` gives each file its
     /// own, in order, so later files are newer.
-    fn ingest_allocate_seqnos(
+    pub(super) fn ingest_allocate_seqnos(
         &self,
         files: &[Prepared],
         opts: &IngestOptions,
@@ -191,9 +249,14 @@ impl Inner {
         Ok(())
     }
 
-    /// Syncs the active WAL (earlier WALs were synced when the memtable switched).
+    /// Syncs the active WAL (earlier WALs were synced when the memtable switched) without
+    /// holding the WAL lock during the fsync, so the write leader is never blocked by it.
     pub(super) fn sync_wal(&self) -> Result<()> {
-        let r = self.wal.lock().sync();
+        let handle = self.wal.lock().sync_handle();
+        let r = match handle {
+            Some(h) => h(),
+            None => self.wal.lock().sync(),
+        };
         r.map_err(|e| {
             let msg = format!("WAL sync failed: {e}");
             self.state.lock().background_error.get_or_insert(msg);

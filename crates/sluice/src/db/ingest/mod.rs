@@ -5,10 +5,14 @@
 //! 1. [`validate`](Inner::ingest_validate): open and check every file (checksums, order,
 //!    seqno 0, unique keys), and that the files are disjoint unless `allow_overlap`.
 //! 2. [`link`](Inner::ingest_link): hard-link (or copy) into the DB directory under new numbers.
-//! 3. Flush an overlapping memtable *before* latching (no writer waits on that flush).
-//! 4. Latch only the ingested key ranges; wait for writes already queued; re-check the
-//!    memtables (flush again, unlatched, if a write slipped in).
-//! 5. Pick each file's target level ([`ingest_target_level`], pure) and the global seqno.
+//! 3. Latch only the ingested key ranges; wait for writes already queued.
+//! 4. If a memtable (or an earlier flushable ingest) overlaps the files: the *flushable path*
+//!    (`install.rs`, Pebble's flushable ingest): in the write queue, rotate the memtable, queue
+//!    the files above it at L0 with fresh global seqnos, log an ingest record in the WAL
+//!    (recovery replays it), publish — readable at once, installed later by the flush. No
+//!    ingest waits for a flush, and writers wait only for a WAL append, never an fsync.
+//! 5. Otherwise pick each file's target level ([`ingest_target_level`], pure) and the global
+//!    seqno (if any existing data overlaps).
 //! 6. Install all files in one durable version edit; publish the seqno; release the latches.
 //!
 //! When every file is small (`small_file_threshold`), steps 2–6 are replaced by one synced
@@ -129,26 +133,35 @@ impl Inner {
         if batch_path && big.iter().all(|f| f.size < opts.small_file_threshold) {
             return self.ingest_as_batch(&big);
         }
-        let mut report = Vec::new();
         self.ingest_link(&mut big, opts)?;
-        let latch = match self.ingest_flush_and_latch(&big) {
-            Ok(l) => l,
-            Err(e) => {
-                self.remove_linked(&big);
-                return Err(e);
-            }
-        };
-        // Released on every path out, panics included.
+        // Step 3: latch the ranges (released on every path out, panics included): writes
+        // already queued are applied, and no new write enters the ranges until the end.
+        let ranges = big
+            .iter()
+            .map(|f| (f.smallest.clone(), f.largest.clone()))
+            .collect();
         let guard = LatchGuard {
             inner: self,
-            id: latch,
+            id: self.latch_ranges(ranges),
         };
-        let r = self.ingest_install(&mut big, opts);
+        let r = if opts.ingest_behind || !self.memtables_overlap(&big) {
+            // Behind everything, or nothing newer in memory: place in the version.
+            self.ingest_install(&mut big, opts).map(|r| (r, true))
+        } else if opts.fail_if_not_bottommost {
+            // A level promise: flush first (writers to the ranges wait), then place.
+            self.flush_and_wait()
+                .and_then(|_| self.ingest_install(&mut big, opts))
+                .map(|r| (r, true))
+        } else {
+            // Above the memtables, as a flushable; its flush installs it later.
+            self.ingest_flushable(&big, opts).map(|r| (r, false))
+        };
         drop(guard);
         match r {
-            Ok(mut placed) => {
-                self.release_pending(&big);
-                report.append(&mut placed);
+            Ok((report, installed)) => {
+                if installed {
+                    self.release_pending(&big);
+                }
                 self.bg_cv.notify_all();
                 Ok(report)
             }
