@@ -154,6 +154,30 @@ fn partitioned_index_seeks_and_bounds_agree_with_the_model() {
     }
 }
 
+#[test]
+fn rocksdb_range_deletions_are_read() {
+    let t = open_bytes(fixture("range_del.sst")).unwrap();
+    assert_eq!(t.verify().unwrap(), 200);
+    assert_eq!(t.properties().num_range_deletions, 1);
+    let rd = t.range_deletions();
+    assert_eq!(rd.len(), 1);
+    assert_eq!(
+        (rd[0].start.as_slice(), rd[0].end.as_slice(), rd[0].seqno),
+        (&b"key000100"[..], &b"key000200"[..], 301)
+    );
+    let mut it = t.iter(IterBounds::default());
+    it.seek_to_first();
+    for i in (0..100).chain(200..300) {
+        let p = it.parsed().unwrap();
+        assert_eq!(p.user_key, format!("key{i:06}").as_bytes());
+        assert_eq!((p.kind, p.seqno), (ValueKind::Value, i + 1));
+        assert_eq!(it.value(), format!("value-{i}").as_bytes());
+        it.next();
+    }
+    assert!(!it.valid());
+    it.status().unwrap();
+}
+
 fn corruption(bytes: Vec<u8>) -> (u64, String) {
     match open_bytes(bytes).and_then(|t| t.verify().map(|_| ())) {
         Err(Error::Corruption { offset, reason, .. }) => (offset, reason),

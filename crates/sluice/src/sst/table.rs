@@ -590,7 +590,9 @@ impl Table {
         }
         it.status()?;
         if let Some(h) = self.meta_handle(PROPERTIES_META_KEY) {
-            if self.properties.num_entries != n {
+            // RocksDB counts range deletions in `num_entries` too; Sluice's writer does not.
+            let with_range_dels = n.saturating_add(self.properties.num_range_deletions);
+            if self.properties.num_entries != n && self.properties.num_entries != with_range_dels {
                 return Err(self.corruption(
                     h.offset,
                     format!(

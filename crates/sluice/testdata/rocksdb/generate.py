@@ -12,6 +12,11 @@ except that every 7th key is a point deletion. Files (n):
   ribbon.sst           format_version 6, Ribbon filter (ribbonfilter:10:-1, always Ribbon), n = 3000
   partitioned.sst      format_version 6, partitioned index + partitioned Bloom filter, 512-byte
                        data blocks, 256-byte partitions, n = 3000
+  range_del.sst        flushed by a RocksDB database with default options (rocksdict's
+                       SstFileWriter cannot write range deletions): key i = b"value-%d" % i put
+                       with seqno i + 1 for i in range(300), then the range deletion
+                       [key000100, key000200) with seqno 301; the flush drops the 100 keys
+                       it covers, so the file holds 200 puts and the range deletion
 
 Regenerating changes the bytes (RocksDB records times and session ids), so the unit tests read
 these files instead of hard-coding their contents, except for footer.rs's vectors, which were
@@ -95,6 +100,22 @@ def main():
         set_block_size=(512,),
     )
     write("partitioned.sst", o, 3000)
+    write_range_del("range_del.sst")
+
+
+def write_range_del(name):
+    d = tempfile.mkdtemp()
+    try:
+        db = Rdict(os.path.join(d, "db"), Options(raw_mode=True))
+        for i in range(300):
+            db[b"key%06d" % i] = b"value-%d" % i
+        db.delete_range(b"key000100", b"key000200")
+        db.flush()
+        (f,) = db.live_files()
+        db.close()
+        shutil.copyfile(os.path.join(d, "db") + f["name"], os.path.join(HERE, name))
+    finally:
+        shutil.rmtree(d)
 
 
 if __name__ == "__main__":
