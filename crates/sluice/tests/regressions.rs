@@ -577,3 +577,58 @@ fn bug9_compaction_inputs_are_deleted_when_no_reader_holds_them() {
         "directory holds {on_disk} table bytes for {live} live bytes"
     );
 }
+
+/// Issue 12, bug 1 (engine side): a read-only open writes nothing (no flush of the WAL, no new
+/// MANIFEST/OPTIONS/WAL, no deletion) and sees the unflushed writes; the persisted options load
+/// back, so a tool's open keeps the Db's compression instead of resetting it.
+#[test]
+fn read_only_open_writes_nothing_and_options_load_back() {
+    let fs = MemFs::new();
+    let opts = Options {
+        compression_per_level: [sluice::CompressionType::Zstd; 7],
+        write_buffer_size: 1 << 20,
+        ..mem_opts(&fs)
+    };
+    let db = Db::open("/db", opts).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.flush().unwrap();
+    db.put(b"b", b"2").unwrap(); // only in the WAL
+    let before: Vec<(String, Vec<u8>)> = {
+        let mut names = fs.list(Path::new("/db")).unwrap();
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| {
+                let data = fs.read_raw(&Path::new("/db").join(&n)).unwrap();
+                (n, data)
+            })
+            .collect()
+    };
+    let ro = Db::open_read_only("/db", mem_opts(&fs)).unwrap();
+    assert_eq!(ro.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(ro.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert!(ro.put(b"c", b"3").is_err());
+    assert!(ro.flush().is_err());
+    assert!(ro.compact_range(None, None).is_err());
+    drop(ro);
+    let after: Vec<(String, Vec<u8>)> = {
+        let mut names = fs.list(Path::new("/db")).unwrap();
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| {
+                let data = fs.read_raw(&Path::new("/db").join(&n)).unwrap();
+                (n, data)
+            })
+            .collect()
+    };
+    assert_eq!(before, after, "a read-only open changed the directory");
+    let loaded = Options::load_latest(Path::new("/db"), mem_opts(&fs)).unwrap();
+    assert_eq!(
+        loaded.compression_per_level,
+        [sluice::CompressionType::Zstd; 7]
+    );
+    assert_eq!(loaded.write_buffer_size, 1 << 20);
+    drop(db);
+    assert!(Db::open_read_only("/nothing-here", mem_opts(&fs)).is_err());
+}

@@ -183,8 +183,10 @@ struct Inner {
     obsolete_pending: AtomicBool,
     shutting_down: AtomicBool,
     /// The directory lock; released when the Db is closed or dropped, even if a reader's
-    /// pin briefly keeps `Inner` alive after that.
+    /// pin briefly keeps `Inner` alive after that. `None` when open read-only.
     lock: Mutex<Option<Box<dyn DirLock>>>,
+    /// Opened with `Db::open_read_only`: nothing is ever written or deleted.
+    read_only: bool,
 }
 
 /// An open database. `Send + Sync`: share it between threads with `Arc`.
@@ -314,6 +316,9 @@ impl Db {
 
     /// Waits until no flush or compaction is pending or running.
     pub fn wait_for_background_work(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Ok(()); // no background work runs
+        }
         let picker_opts = self.inner.picker_options();
         let mut s = self.inner.state.lock();
         loop {
@@ -377,6 +382,12 @@ impl Inner {
     }
 
     fn read_only_error(&self, s: &State) -> Option<Error> {
+        if self.read_only {
+            return Some(Error::InvalidArgument(format!(
+                "{} is open read-only",
+                self.dir.display()
+            )));
+        }
         s.background_error.clone().map(Error::Poisoned)
     }
 

@@ -91,6 +91,9 @@ impl Inner {
 
     /// Deletes every file in the directory that no live version, memtable or running job needs.
     pub(super) fn delete_obsolete_files(&self) {
+        if self.read_only {
+            return;
+        }
         self.purge_obsolete_tables();
         // Lock order is manifest before state (as in log_and_apply): read the number first.
         let manifest_number = self.manifest.lock().number;

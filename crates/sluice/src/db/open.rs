@@ -48,50 +48,15 @@ impl Db {
         let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
         let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
-        let block_cache = BlockCache::new(opts.block_cache_bytes);
-        let version = Arc::new(rec.version);
-        let inner = Arc::new(Inner {
-            state: Mutex::new(State {
-                mem: Arc::new(MemTable::new(wal_number)),
-                imm: Vec::new(),
-                live_versions: vec![Arc::downgrade(&version)],
-                live_ingested: Vec::new(),
-                version,
-                next_file_number: rec.next_file_number,
-                log_number: wal_number,
-                compacting_files: HashSet::new(),
-                uninstalled_files: HashSet::new(),
-                compaction_output_ranges: Vec::new(),
-                flush_running: false,
-                compactions_running: 0,
-                manual_compaction: false,
-                ingests_installing: 0,
-                obsolete_tables: Vec::new(),
-                background_error: None,
-                unlogged_writes: false,
-            }),
-            bg_cv: Condvar::new(),
-            done_cv: Condvar::new(),
-            manifest: Mutex::new(manifest),
-            queue: Mutex::new(WriteQueue::default()),
-            queue_cv: Condvar::new(),
-            wal: Mutex::new(wal),
-            last_sequence: AtomicU64::new(rec.last_sequence),
-            visible_seq: AtomicU64::new(rec.last_sequence),
-            snapshots: Arc::new(Mutex::new(BTreeMap::new())),
-            table_cache: TableCache {
-                map: Mutex::new((BTreeMap::new(), 0)),
-                capacity: opts.max_open_files,
-            },
-            block_cache,
-            counters: Counters::default(),
-            obsolete_pending: AtomicBool::new(false),
-            shutting_down: AtomicBool::new(false),
-            lock: Mutex::new(Some(lock)),
-            dir,
-            fs,
-            opts,
-        });
+        let inner = Arc::new(Inner::new(
+            rec,
+            Arc::new(MemTable::new(wal_number)),
+            Vec::new(),
+            (wal, manifest),
+            Some(lock),
+            (dir, fs, opts),
+            false,
+        ));
         inner.delete_obsolete_files();
         let workers = (0..inner.opts.max_background_jobs)
             .map(|i| {
@@ -105,6 +70,59 @@ impl Db {
         Ok(Db {
             inner,
             workers: Mutex::new(workers),
+        })
+    }
+
+    /// Opens an existing Db for reading only (RocksDB's `OpenForReadOnly`): it replays the
+    /// MANIFEST and the WALs into memory and writes nothing at all — no flush, no new WAL,
+    /// MANIFEST or OPTIONS file, no file deleted, no lock taken, no background work — so any
+    /// number of readers may open a Db, also one a writer holds. Such a reader sees the Db as
+    /// of its open; if the writer deletes a table the reader still needs, that read fails with
+    /// an I/O error (reopen to see the new state). Writes, flush, compaction and ingest fail.
+    pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let fs = Arc::clone(&opts.fs);
+        if !fs.exists(&dir.join("CURRENT")) {
+            return Err(Error::InvalidArgument(format!(
+                "{} is not a Sluice database (it has no CURRENT file)",
+                dir.display()
+            )));
+        }
+        let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
+        let recovered = Self::replay_wals(&*fs, &dir, &mut rec)?;
+        let imm = recovered
+            .into_iter()
+            .map(|r| match r {
+                Recovered::Mem(m) => Flushable::Mem(m),
+                Recovered::Ingested(files) => {
+                    let mut files: Vec<Arc<FileMeta>> = files.into_iter().map(Arc::new).collect();
+                    files.sort_by_key(|f| std::cmp::Reverse(f.largest_seqno));
+                    let largest_seqno = files.first().map_or(0, |f| f.largest_seqno);
+                    Flushable::Ingested(Arc::new(super::flushable::IngestedTables {
+                        files,
+                        wal_number: 0,
+                        largest_seqno,
+                    }))
+                }
+            })
+            .collect();
+        let manifest = ManifestState {
+            writer: LogWriter::new(Box::new(NoWrites)),
+            number: rec.manifest_number,
+        };
+        let inner = Arc::new(Inner::new(
+            rec,
+            Arc::new(MemTable::new(0)),
+            imm,
+            (LogWriter::new(Box::new(NoWrites)), manifest),
+            None,
+            (dir, fs, opts),
+            true,
+        ));
+        Ok(Db {
+            inner,
+            workers: Mutex::new(Vec::new()),
         })
     }
 
@@ -135,6 +153,7 @@ impl Db {
             last_sequence: 0,
             log_number: 0,
             flushed_seqno: 0,
+            manifest_number: 0,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -147,6 +166,7 @@ impl Db {
             .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a MANIFEST"))?;
         if let FileKind::Manifest(n) = classify(&name) {
             rec.next_file_number = rec.next_file_number.max(n + 1);
+            rec.manifest_number = n;
         }
         let path = dir.join(&name);
         let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
@@ -350,6 +370,82 @@ impl Db {
     }
 }
 
+/// The writer of a read-only Db's WAL and MANIFEST: nothing may be written.
+struct NoWrites;
+
+impl std::io::Write for NoWrites {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("the database is open read-only"))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl crate::fs::WritableFile for NoWrites {
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// The shared state of an open Db, from what recovery found.
+    fn new(
+        rec: Recovery,
+        mem: Arc<MemTable>,
+        imm: Vec<Flushable>,
+        (wal, manifest): (LogWriter, ManifestState),
+        lock: Option<Box<dyn DirLock>>,
+        (dir, fs, opts): (PathBuf, Arc<dyn FileSystem>, Options),
+        read_only: bool,
+    ) -> Inner {
+        let version = Arc::new(rec.version);
+        Inner {
+            state: Mutex::new(State {
+                log_number: mem.wal_number,
+                mem,
+                imm,
+                live_versions: vec![Arc::downgrade(&version)],
+                live_ingested: Vec::new(),
+                version,
+                next_file_number: rec.next_file_number,
+                compacting_files: HashSet::new(),
+                uninstalled_files: HashSet::new(),
+                compaction_output_ranges: Vec::new(),
+                flush_running: false,
+                compactions_running: 0,
+                manual_compaction: false,
+                ingests_installing: 0,
+                obsolete_tables: Vec::new(),
+                background_error: None,
+                unlogged_writes: false,
+            }),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            manifest: Mutex::new(manifest),
+            queue: Mutex::new(WriteQueue::default()),
+            queue_cv: Condvar::new(),
+            wal: Mutex::new(wal),
+            last_sequence: AtomicU64::new(rec.last_sequence),
+            visible_seq: AtomicU64::new(rec.last_sequence),
+            snapshots: Arc::new(Mutex::new(BTreeMap::new())),
+            table_cache: TableCache {
+                map: Mutex::new((BTreeMap::new(), 0)),
+                capacity: opts.max_open_files,
+            },
+            block_cache: BlockCache::new(opts.block_cache_bytes),
+            counters: Counters::default(),
+            obsolete_pending: AtomicBool::new(false),
+            shutting_down: AtomicBool::new(false),
+            read_only,
+            lock: Mutex::new(lock),
+            dir,
+            fs,
+            opts,
+        }
+    }
+}
+
 pub(super) struct Recovery {
     pub(super) version: Version,
     pub(super) next_file_number: u64,
@@ -357,6 +453,8 @@ pub(super) struct Recovery {
     pub(super) log_number: u64,
     /// WAL records at or below this seqno are in tables.
     pub(super) flushed_seqno: u64,
+    /// The MANIFEST `CURRENT` names (0 for a new Db).
+    pub(super) manifest_number: u64,
 }
 
 /// What a WAL replay yields, in order.

@@ -149,7 +149,90 @@ impl Options {
         }
     }
 
-    /// Renders the OPTIONS file (`name=value` lines).
+    /// The options a Db was last opened with, from its OPTIONS file (RocksDB's
+    /// `LoadLatestOptions`), on top of `base` (which supplies what the file does not hold: the
+    /// file system, `create_if_missing`, `error_if_exists`). Tools open a Db with these so that
+    /// a `get` never rewrites a Db's OPTIONS with defaults.
+    pub fn load_latest(dir: &std::path::Path, base: Options) -> Result<Options> {
+        let fs = Arc::clone(&base.fs);
+        let current = dir.join("CURRENT");
+        let name = fs.read_all(&current).map_err(|e| Error::io(&current, e))?;
+        let number = String::from_utf8_lossy(&name)
+            .trim()
+            .strip_prefix("MANIFEST-")
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a MANIFEST"))?;
+        let path = crate::base::filenames::options_file_name(dir, number);
+        let text = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        let mut o = base;
+        o.apply_options_file(&String::from_utf8_lossy(&text))
+            .map_err(|e| Error::corruption(&path, 0, e))?;
+        o.validate()?;
+        Ok(o)
+    }
+
+    /// Sets every field an OPTIONS file names; unknown names are ignored (a newer writer).
+    fn apply_options_file(&mut self, text: &str) -> std::result::Result<(), String> {
+        fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
+            v.parse().map_err(|_| format!("{k}: bad value {v:?}"))
+        }
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (k, v) = line
+                .split_once('=')
+                .ok_or_else(|| format!("line {line:?} is not key=value"))?;
+            match k {
+                "write_buffer_size" => self.write_buffer_size = num(k, v)?,
+                "max_write_buffer_number" => self.max_write_buffer_number = num(k, v)?,
+                "l0_compaction_trigger" => self.l0_compaction_trigger = num(k, v)?,
+                "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = num(k, v)?,
+                "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = num(k, v)?,
+                "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(k, v)?,
+                "max_bytes_for_level_multiplier" => {
+                    self.max_bytes_for_level_multiplier = num(k, v)?
+                }
+                "target_file_size" => self.target_file_size = num(k, v)?,
+                "max_background_jobs" => self.max_background_jobs = num(k, v)?,
+                "max_open_files" => self.max_open_files = num(k, v)?,
+                "block_cache_bytes" => self.block_cache_bytes = num(k, v)?,
+                "block_size" => self.block_size = num(k, v)?,
+                "block_restart_interval" => self.block_restart_interval = num(k, v)?,
+                "verify_checksums" => self.verify_checksums = num(k, v)?,
+                "checksum" => {
+                    self.checksum = crate::sst::format::ChecksumType::from_name(v)
+                        .ok_or_else(|| format!("{k}: unknown checksum {v:?}"))?
+                }
+                "compression_per_level" => {
+                    for (i, c) in v.split(',').enumerate().take(NUM_LEVELS) {
+                        self.compression_per_level[i] = [
+                            CompressionType::None,
+                            CompressionType::Snappy,
+                            CompressionType::Lz4,
+                            CompressionType::Zstd,
+                        ]
+                        .into_iter()
+                        .find(|t| t.rocksdb_name() == c)
+                        .or_else(|| CompressionType::from_name(c))
+                        .ok_or_else(|| format!("{k}: unknown compression {c:?}"))?;
+                    }
+                }
+                "bloom_bits_per_level" => {
+                    for (i, b) in v.split(',').enumerate().take(NUM_LEVELS) {
+                        self.bloom_bits_per_level[i] = match b {
+                            "none" => None,
+                            b => Some(num(k, b)?),
+                        };
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Renders the OPTIONS file (`name=value` lines; read back by [`Options::load_latest`]).
     pub fn to_options_file(&self) -> String {
         let mut s = String::from("# Sluice options\n");
         let mut kv = |k: &str, v: String| {

@@ -124,6 +124,9 @@ impl Inner {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
+        if let Some(e) = self.read_only_error(&self.state.lock()) {
+            return Err(e);
+        }
         let mut big = self.ingest_validate(paths, opts)?;
         // All small: one write batch, atomic. Otherwise all are tables, in one edit: mixing
         // the two paths would make the ingest visible in two steps.
