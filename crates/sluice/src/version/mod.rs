@@ -11,6 +11,12 @@
 //! 3. A file is added to the DB only by a durable edit; an edit is the unit of atomicity.
 //! 4. Edits carry a format version tag in the first record of each MANIFEST.
 
+pub mod l0_pick;
+pub mod l0_sublevels;
+#[cfg(test)]
+mod l0_sublevels_tests;
+pub mod render;
+
 use std::sync::Arc;
 
 use crate::base::coding::{put_varint32, put_varint64, Reader};
