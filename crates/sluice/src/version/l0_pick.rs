@@ -217,7 +217,10 @@ impl L0Sublevels {
             c.depth_reduction += 1;
             c.seed_levels.1 = sl;
             c.add(self, f);
-            if !(0..sl).rev().all(|level| self.take_overlapping(level, &mut c)) {
+            if !(0..sl)
+                .rev()
+                .all(|level| self.take_overlapping(level, &mut c))
+            {
                 break;
             }
             if let Some(prev) = &last {
@@ -273,7 +276,8 @@ impl L0Sublevels {
             if considered[k] {
                 continue;
             }
-            let Some(seed) = self.intra_seed(k, depth, earliest_unflushed_seqno, o, &mut considered)
+            let Some(seed) =
+                self.intra_seed(k, depth, earliest_unflushed_seqno, o, &mut considered)
             else {
                 continue;
             };
@@ -391,7 +395,10 @@ impl L0Sublevels {
     /// busy file, narrows it for the sublevels beyond (keeping invariants 1 and 2). True if
     /// any file was added.
     fn square_off(&self, lo: usize, hi: usize, c: &mut L0CompactionCandidate) -> bool {
-        let (mut lo, mut hi) = (lo.min(c.intervals.0) as isize, hi.max(c.intervals.1) as isize);
+        let (mut lo, mut hi) = (
+            lo.min(c.intervals.0) as isize,
+            hi.max(c.intervals.1) as isize,
+        );
         let levels: Vec<usize> = if c.intra_l0 {
             (c.seed_levels.0..self.sublevels.len()).rev().collect()
         } else {

@@ -51,7 +51,11 @@ pub struct Bound {
 impl Bound {
     /// Renders the bound as `key` or `key+` (the point just past `key`).
     pub fn describe(&self) -> String {
-        format!("{}{}", escape_bytes(&self.key), if self.after { "+" } else { "" })
+        format!(
+            "{}{}",
+            escape_bytes(&self.key),
+            if self.after { "+" } else { "" }
+        )
     }
 }
 
@@ -178,7 +182,11 @@ impl L0Sublevels {
         bounds.sort();
         bounds.dedup();
         let mut s = L0Sublevels {
-            index: files.iter().enumerate().map(|(i, f)| (f.number, i)).collect(),
+            index: files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.number, i))
+                .collect(),
             busy: vec![None; files.len()],
             places: Vec::with_capacity(files.len()),
             sublevels: Vec::new(),
@@ -350,12 +358,20 @@ impl L0Sublevels {
 
     /// The tallest stack of files over any one key (at most [`L0Sublevels::read_amp`]).
     pub fn max_depth(&self) -> usize {
-        self.intervals.iter().map(|iv| iv.files.len()).max().unwrap_or(0)
+        self.intervals
+            .iter()
+            .map(|iv| iv.files.len())
+            .max()
+            .unwrap_or(0)
     }
 
     /// The tallest stack once running compactions finish (their files gone): the L0 score.
     pub fn max_depth_after_running(&self) -> usize {
-        self.intervals.iter().map(L0Interval::depth).max().unwrap_or(0)
+        self.intervals
+            .iter()
+            .map(L0Interval::depth)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The L0 files that may hold `user_key`, at most one per sublevel, newest sublevel first:
@@ -380,14 +396,20 @@ impl L0Sublevels {
     /// intervals in key order, a key is emitted at an interval's start once the bytes
     /// accumulated since the last split exceed `flush_split_bytes` × the sublevel count (more
     /// sublevels, fewer splits: each sublevel holds a share of those bytes). Each key is the
-    /// first user key of the next output, never inside it. 0 disables splitting.
+    /// first user key of the next output. An interval starting just past a key `k` (a file's
+    /// inclusive end) gives `k ‖ 0x00`, the first key after `k`, so that the cut falls exactly
+    /// on the existing file boundary. 0 disables splitting.
     pub fn flush_split_keys(&self, flush_split_bytes: u64) -> Vec<Vec<u8>> {
         let mut keys: Vec<Vec<u8>> = Vec::new();
         let limit = flush_split_bytes.saturating_mul(self.sublevels.len() as u64);
         let mut acc = 0u64;
         for iv in &self.intervals {
-            if limit > 0 && acc > limit && keys.last() != Some(&iv.start.key) {
-                keys.push(iv.start.key.clone());
+            let mut key = iv.start.key.clone();
+            if iv.start.after {
+                key.push(0);
+            }
+            if limit > 0 && acc > limit && keys.last() != Some(&key) {
+                keys.push(key);
                 acc = 0;
             }
             acc += iv.bytes;
@@ -399,7 +421,10 @@ impl L0Sublevels {
     pub fn check_invariants(&self) -> Result<(), String> {
         for w in self.files.windows(2) {
             if !older(&w[0], &w[1]) {
-                return Err(format!("files {} and {} out of age order", w[0].number, w[1].number));
+                return Err(format!(
+                    "files {} and {} out of age order",
+                    w[0].number, w[1].number
+                ));
             }
         }
         for (i, f) in self.files.iter().enumerate() {
@@ -420,7 +445,10 @@ impl L0Sublevels {
             if self.intervals[p.first].start != start_bound(f)
                 || self.intervals.get(p.last + 1).map(|iv| &iv.start) != Some(&end_bound(f))
             {
-                return Err(format!("file {} does not cover its intervals exactly", f.number));
+                return Err(format!(
+                    "file {} does not cover its intervals exactly",
+                    f.number
+                ));
             }
         }
         for (level, members) in self.sublevels.iter().enumerate() {
@@ -527,10 +555,18 @@ impl L0Sublevels {
                 "  {k}: [{}, {}) files {} depth {} bytes {}{}{}",
                 iv.start.describe(),
                 w[1].start.describe(),
-                if files.is_empty() { "-".into() } else { files.join(",") },
+                if files.is_empty() {
+                    "-".into()
+                } else {
+                    files.join(",")
+                },
                 iv.depth(),
                 iv.bytes,
-                if iv.base_compacting { " base-compacting" } else { "" },
+                if iv.base_compacting {
+                    " base-compacting"
+                } else {
+                    ""
+                },
                 if iv.near_base_compacting && !iv.base_compacting {
                     " near-base-compacting"
                 } else {
