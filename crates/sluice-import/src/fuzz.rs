@@ -39,6 +39,7 @@ pub fn exercise_readers(bytes: &[u8]) -> u64 {
             null: Some(b"NA".to_vec()),
             files: vec!["fuzz".into()],
             rowid_base: 0,
+            pool: None,
         };
         let bounds = match format {
             Format::Csv => Boundaries::Csv(CsvScanner::new(delimiter, Some(b'"'))),

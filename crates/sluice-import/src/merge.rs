@@ -14,7 +14,7 @@ use sluice::{
     TableOptions, TableReadOptions,
 };
 
-use crate::parse::Entries;
+use crate::parse::{BufferPool, Entries};
 
 /// Source position of a deletion (after every put of the same key).
 pub const DELETION_SRC: u64 = u64::MAX;
@@ -33,16 +33,25 @@ pub trait Source {
     fn next(&mut self) -> sluice::Result<()>;
 }
 
-/// An in-memory sorted list.
+/// An in-memory sorted list; its buffer goes back to the pool when done.
 pub struct MemSource {
     e: Entries,
     i: usize,
+    pool: Option<Arc<BufferPool>>,
 }
 
 impl MemSource {
     /// Over a sorted list.
-    pub fn new(e: Entries) -> Self {
-        MemSource { e, i: 0 }
+    pub fn new(e: Entries, pool: Option<Arc<BufferPool>>) -> Self {
+        MemSource { e, i: 0, pool }
+    }
+}
+
+impl Drop for MemSource {
+    fn drop(&mut self) {
+        if let Some(p) = &self.pool {
+            p.give(std::mem::take(&mut self.e));
+        }
     }
 }
 
@@ -258,6 +267,9 @@ pub struct FinalWriter {
     /// Finished files.
     pub files: Vec<SstFileInfo>,
     counter: Arc<std::sync::atomic::AtomicU64>,
+    /// Entries per file at most: the filter builder holds 8 bytes per key until the file is
+    /// finished, so this bounds the writer's memory.
+    pub max_entries: u64,
 }
 
 impl FinalWriter {
@@ -277,6 +289,7 @@ impl FinalWriter {
             cur: None,
             files: Vec::new(),
             counter,
+            max_entries: u64::MAX,
         }
     }
 
@@ -304,11 +317,9 @@ impl FinalWriter {
     }
 
     fn maybe_cut(&mut self) -> sluice::Result<()> {
-        if self
-            .cur
-            .as_ref()
-            .is_some_and(|w| w.estimated_file_size() >= self.target)
-        {
+        if self.cur.as_ref().is_some_and(|w| {
+            w.estimated_file_size() >= self.target || w.entries() >= self.max_entries
+        }) {
             self.finish_current()?;
         }
         Ok(())

@@ -52,6 +52,65 @@ pub struct ParseConfig {
     pub files: Vec<String>,
     /// First hidden row id (rows get `rowid_base + input offset`).
     pub rowid_base: i64,
+    /// Recycled output buffers (`None`: allocate).
+    pub pool: Option<Arc<BufferPool>>,
+}
+
+/// Output buffers handed back after a spill or merge and reused by the workers: without it,
+/// the allocator keeps the freed buffers of earlier chunks as fragments and the process grows
+/// far past the memory budget.
+#[derive(Debug)]
+pub struct BufferPool {
+    bufs: std::sync::Mutex<Vec<Entries>>,
+    bytes: std::sync::atomic::AtomicUsize,
+    cap: usize,
+}
+
+impl BufferPool {
+    /// A pool keeping at most `cap` bytes of buffers.
+    pub fn new(cap: usize) -> Self {
+        BufferPool {
+            bufs: std::sync::Mutex::new(Vec::new()),
+            bytes: std::sync::atomic::AtomicUsize::new(0),
+            cap,
+        }
+    }
+
+    /// An empty buffer, recycled when one is available.
+    pub fn take(&self) -> Entries {
+        let e = self.bufs.lock().ok().and_then(|mut b| b.pop());
+        match e {
+            Some(e) => {
+                self.bytes
+                    .fetch_sub(e.memory(), std::sync::atomic::Ordering::Relaxed);
+                e
+            }
+            None => Entries::default(),
+        }
+    }
+
+    /// Frees every pooled buffer.
+    pub fn clear(&self) {
+        if let Ok(mut b) = self.bufs.lock() {
+            b.clear();
+            self.bytes.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Returns a buffer (dropped if the pool is full).
+    pub fn give(&self, mut e: Entries) {
+        e.arena.clear();
+        e.items.clear();
+        let m = e.memory();
+        if self.bytes.load(std::sync::atomic::Ordering::Relaxed) + m > self.cap {
+            return;
+        }
+        if let Ok(mut b) = self.bufs.lock() {
+            self.bytes
+                .fetch_add(m, std::sync::atomic::Ordering::Relaxed);
+            b.push(e);
+        }
+    }
 }
 
 /// One chunk to parse.
@@ -151,7 +210,9 @@ pub fn parse_chunk(cfg: &ParseConfig, chunk: Chunk) -> ChunkOutput {
     let n_idx = 1 + cfg.table.indexes.len();
     let mut out = ChunkOutput {
         seq: chunk.seq,
-        indexes: (0..n_idx).map(|_| Entries::default()).collect(),
+        indexes: (0..n_idx)
+            .map(|_| cfg.pool.as_ref().map(|p| p.take()).unwrap_or_default())
+            .collect(),
         rejects: Vec::new(),
         rows: 0,
         bytes: chunk.data.len() as u64,

@@ -19,9 +19,11 @@
 //! 6. [`ingest`](Import::ingest): every file in **one** `Db::ingest` (hard links): the import is
 //!    visible entirely or not at all.
 //!
-//! Memory: the budget covers chunks in flight (`2 × threads + 2` chunks of `memory / 64` bytes,
-//! about 2.5× their size once encoded) and the sort buffers (the rest); merge and writers use a
-//! few MiB on top (read blocks of each run, one SST builder per index).
+//! Memory: final files are also cut at `memory / 128` entries (the filter builder holds 8 bytes
+//! per key). The budget covers chunks in flight (`threads + 2` chunks of `memory / 64` bytes,
+//! counted at 4× their size: input buffer plus encoded output) and the sort buffers (the rest,
+//! at least a quarter of the budget); merge and writers use a few MiB on top (a read block per
+//! run, one SST builder per index with its index and filter blocks).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
@@ -280,6 +282,8 @@ struct Plan {
     in_flight: usize,
     sort_budget: usize,
     file_names: Vec<String>,
+    pool: Arc<crate::parse::BufferPool>,
+    max_file_entries: u64,
 }
 
 /// One index's place in parse+sort and merge.
@@ -368,6 +372,7 @@ impl Import {
         // Step 3.
         let runs_spilled = self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
         let t_parse = t0.elapsed().as_secs_f64();
+        plan.pool.clear();
         // Step 4.
         counters.set_phase(Phase::Merge);
         self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
@@ -449,8 +454,10 @@ impl Import {
             .opts
             .chunk_size
             .unwrap_or((memory / 64).clamp(64 << 10, 4 << 20));
-        let in_flight = 2 * self.opts.threads + 2;
-        let reserved = in_flight * chunk_size * 5 / 2 + (4 << 20);
+        let in_flight = self.opts.threads + 2;
+        // A chunk in flight costs its input buffer (up to 2× its size in capacity) plus its
+        // encoded output (≈ 2.5× for narrow rows with one secondary index).
+        let reserved = in_flight * chunk_size * 4 + (8 << 20);
         let sort_budget = memory.saturating_sub(reserved).max(memory / 4);
         Ok(Plan {
             table,
@@ -462,6 +469,9 @@ impl Import {
             chunk_size,
             in_flight,
             sort_budget,
+            pool: Arc::new(crate::parse::BufferPool::new(reserved)),
+            // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
+            max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
             file_names: self.files.iter().map(|f| f.display().to_string()).collect(),
         })
     }
@@ -508,6 +518,7 @@ impl Import {
             null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
             files: plan.file_names.clone(),
             rowid_base: plan.rowid_base,
+            pool: Some(Arc::clone(&plan.pool)),
         };
         let abort = AtomicBool::new(false);
         let file_counter = Arc::new(AtomicU64::new(0));
@@ -664,13 +675,15 @@ impl Import {
                     .is_none_or(|last| entries.key(0) > last);
             if in_order {
                 if st.writer.is_none() {
-                    st.writer = Some(FinalWriter::new(
+                    let mut w = FinalWriter::new(
                         &plan.tmp.path,
                         format!("final-{slot}"),
                         self.opts.target_file_size,
                         self.final_options(),
                         Arc::clone(file_counter),
-                    ));
+                    );
+                    w.max_entries = plan.max_file_entries;
+                    st.writer = Some(w);
                 }
                 let w = st.writer.as_mut().expect("just set");
                 for i in 0..entries.items.len() {
@@ -706,7 +719,9 @@ impl Import {
                 }
                 let sources: Vec<Box<dyn Source>> = std::mem::take(&mut st.mem)
                     .into_iter()
-                    .map(|e| Box::new(MemSource::new(e)) as Box<dyn Source>)
+                    .map(|e| {
+                        Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
+                    })
                     .collect();
                 st.mem_bytes = 0;
                 let n = file_counter.fetch_add(1, Ordering::Relaxed);
@@ -742,7 +757,7 @@ impl Import {
                 sources.push(Box::new(RunSource::open(p, *with_src)?));
             }
             for e in std::mem::take(&mut st.mem) {
-                sources.push(Box::new(MemSource::new(e)));
+                sources.push(Box::new(MemSource::new(e, None)));
             }
             if slot > 0 {
                 let dels = std::mem::take(&mut ctx.deletions[slot]);
@@ -757,6 +772,7 @@ impl Import {
                 self.final_options(),
                 Arc::clone(&file_counter),
             );
+            w.max_entries = plan.max_file_entries;
             let mut m = Merger::new(sources);
             let mut key = Vec::new();
             let mut group: Vec<(u64, Vec<u8>)> = Vec::new();

@@ -1,0 +1,146 @@
+//! An import killed with SIGKILL at random points leaves the Db exactly as before (or, once
+//! the ingest has committed, exactly as after), and the next open removes its leftovers.
+//!
+//! The test re-runs its own binary as the importing child (`SLUICE_IMPORT_CHILD` set) and
+//! kills it after a random delay. A failure prints the seed; `SLUICE_CRASH_SEED=n` replays it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use sluice_import::{open_db, ImportOptions};
+
+const SCHEMA: &str = "CREATE TABLE k (id BIGINT PRIMARY KEY, name TEXT, n INT);
+CREATE INDEX by_n ON k (n);";
+
+fn child_opts() -> ImportOptions {
+    ImportOptions {
+        memory: 8 << 20,
+        chunk_size: Some(64 << 10),
+        target_file_size: 1 << 20,
+        ..opts()
+    }
+}
+
+/// The child: imports `file` into `db` and exits.
+#[test]
+fn child_import() {
+    let Ok(spec) = std::env::var("SLUICE_IMPORT_CHILD") else {
+        return; // not the child: nothing to do
+    };
+    let (db, file) = spec.split_once('|').expect("db|file");
+    let db = open_db(db, true).unwrap();
+    import(&db, SCHEMA, vec![PathBuf::from(file)], child_opts()).unwrap();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn spawn_child(db: &Path, file: &Path) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_import", "--nocapture", "--test-threads=1"])
+        .env(
+            "SLUICE_IMPORT_CHILD",
+            format!("{}|{}", db.display(), file.display()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigkill_at_random_points_leaves_db_before_or_after() {
+    let dir = tempfile::tempdir().unwrap();
+    // A base Db with rows of the table, so the import also checks existing rows.
+    let base = dir.path().join("base");
+    {
+        let db = open_db(&base, true).unwrap();
+        let f = write(dir.path(), "seed.csv", b"-1,seed,5\n-2,seed,6\n");
+        import(&db, SCHEMA, vec![f], opts()).unwrap();
+    }
+    let before = {
+        let db = open_db(&base, false).unwrap();
+        dump(&db)
+    };
+    let mut content = String::new();
+    for i in 0..60_000u64 {
+        let id = (i * 2_654_435_761) % 1_000_003;
+        content.push_str(&format!(
+            "{id},name-{i}-{},{}\n",
+            "x".repeat((i % 17) as usize),
+            i % 101
+        ));
+    }
+    let file = write(dir.path(), "big.csv", content.as_bytes());
+    // The state after a complete import, and how long one takes.
+    let full = dir.path().join("full");
+    copy_dir(&base, &full);
+    let t0 = Instant::now();
+    let status = spawn_child(&full, &file).wait().unwrap();
+    assert!(status.success());
+    let took = t0.elapsed();
+    let after = {
+        let db = open_db(&full, false).unwrap();
+        dump(&db)
+    };
+    assert!(after.len() > before.len() + 100_000);
+
+    let seed: u64 = std::env::var("SLUICE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("crash test seed {seed} (SLUICE_CRASH_SEED={seed} replays it); a full import takes {took:?}");
+    let mut rng = seed | 1;
+    let mut outcomes = (0, 0);
+    for round in 0..8 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let delay = Duration::from_micros(rng % (took.as_micros() as u64 * 6 / 5 + 1));
+        let db_dir = dir.path().join(format!("round{round}"));
+        copy_dir(&base, &db_dir);
+        let mut child = spawn_child(&db_dir, &file);
+        std::thread::sleep(delay);
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let db = open_db(&db_dir, false).unwrap();
+        let now = dump(&db);
+        if now == before {
+            outcomes.0 += 1;
+        } else {
+            assert!(
+                now == after,
+                "seed {seed} round {round} (kill after {delay:?}): neither before nor after"
+            );
+            outcomes.1 += 1;
+        }
+        assert!(
+            leftovers(&db_dir).is_empty(),
+            "seed {seed} round {round}: {:?}",
+            leftovers(&db_dir)
+        );
+        // Nothing but the Db's own files remain.
+        for e in std::fs::read_dir(&db_dir).unwrap().flatten() {
+            assert!(
+                e.file_type().unwrap().is_file(),
+                "seed {seed}: {:?} left",
+                e.path()
+            );
+        }
+    }
+    eprintln!("outcomes (before, after): {outcomes:?}");
+}
