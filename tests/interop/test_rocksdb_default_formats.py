@@ -21,6 +21,7 @@ from rocksdict import (
     IngestExternalFileOptions,
     Options,
     Rdict,
+    SliceTransform,
     SstFileWriter,
 )
 
@@ -166,6 +167,20 @@ def test_rocksdb_partitioned_index_and_filters(sluice, tmp, filter_kind):
     assert p["rocksdb.filter.policy"] == ("ribbonfilter" if filter_kind == "ribbon" else "bloomfilter")
     json = sluice("sst", "props", "--json", sst).stdout.decode()
     assert '"has_filter": true' in json
+    check_read_exactly(sluice, tmp, sst, pairs, deleted)
+
+
+@pytest.mark.parametrize("index_type", ["kHashSearch", "kBinarySearchWithFirstKey"])
+def test_rocksdb_other_index_types(sluice, tmp, index_type):
+    pairs = random_pairs(seed=101, n=3000)
+    deleted = {k for i, (k, _) in enumerate(pairs) if i % 9 == 0}
+    o = options_with(index_type=index_type, index_block_restart_interval="4", block_size="512")
+    if index_type == "kHashSearch":  # needs a prefix extractor
+        o.set_prefix_extractor(SliceTransform.create_fixed_prefix(2))
+    sst = tmp / "index.sst"
+    write_sst(sst, o, pairs, deleted)
+    want = {"kHashSearch": "1", "kBinarySearchWithFirstKey": "3"}[index_type]
+    assert props(sluice, sst)["rocksdb.block.based.table.index.type"] == want
     check_read_exactly(sluice, tmp, sst, pairs, deleted)
 
 

@@ -240,11 +240,20 @@ pub struct BlockIter {
     key: Vec<u8>,
     value: (usize, usize),
     handle: BlockHandle,
+    /// Delta-encoded index values are followed by the block's first key (length-prefixed).
+    first_key: bool,
     valid: bool,
     err: Option<String>,
 }
 
 impl BlockIter {
+    /// For an index block of RocksDB's `kBinarySearchWithFirstKey` layout: every value is a
+    /// handle (or handle delta) followed by the length-prefixed first key of its block.
+    pub fn with_first_keys(mut self) -> Self {
+        self.first_key = true;
+        self
+    }
+
     fn new(block: Arc<Block>, order: KeyOrder, delta_values: bool) -> Self {
         let end = block.restarts_offset;
         BlockIter {
@@ -257,6 +266,7 @@ impl BlockIter {
             key: Vec::with_capacity(64),
             value: (0, 0),
             handle: BlockHandle::default(),
+            first_key: false,
             valid: false,
             err: None,
         }
@@ -346,7 +356,8 @@ impl BlockIter {
                     })
                 })
             };
-            let Some(h) = handle else {
+            let first_key_ok = !self.first_key || r.length_prefixed().is_some();
+            let Some(h) = handle.filter(|_| first_key_ok) else {
                 self.corrupt("bad delta-encoded block handle");
                 return false;
             };

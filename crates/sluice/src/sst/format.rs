@@ -205,6 +205,8 @@ pub enum IndexType {
     HashSearch,
     /// A partitioned index: a top-level block over index partitions (2).
     TwoLevel,
+    /// A single index block whose values also hold each block's first key (3).
+    BinarySearchWithFirstKey,
 }
 
 impl IndexType {
@@ -214,7 +216,7 @@ impl IndexType {
             Some(0) => Ok(IndexType::BinarySearch),
             Some(1) => Ok(IndexType::HashSearch),
             Some(2) => Ok(IndexType::TwoLevel),
-            Some(3) => Err("index type 3 (kBinarySearchWithFirstKey) is not read by Sluice".into()),
+            Some(3) => Ok(IndexType::BinarySearchWithFirstKey),
             _ => Err(format!("unknown index type {raw:?}")),
         }
     }

@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use crate::base::coding::Reader;
 use crate::sst::block::{Block, BlockIter, KeyOrder};
 use crate::sst::format::BlockHandle;
 
@@ -22,6 +23,35 @@ pub struct IndexLayout {
     pub order: KeyOrder,
     /// Values are delta-encoded block handles.
     pub delta: bool,
+    /// Values carry the first key of their block (`kBinarySearchWithFirstKey`; never in a
+    /// partitioned index or filter).
+    pub first_key: bool,
+}
+
+impl IndexLayout {
+    /// An iterator over an index block of this layout.
+    fn iter(&self, block: &Arc<Block>) -> BlockIter {
+        let it = block.index_iter(self.order, self.delta);
+        if self.first_key {
+            it.with_first_keys()
+        } else {
+            it
+        }
+    }
+
+    /// The block handle of an index value (`it` positioned at an entry).
+    fn handle(&self, it: &BlockIter) -> Option<BlockHandle> {
+        if self.delta {
+            return Some(it.handle());
+        }
+        if !self.first_key {
+            return BlockHandle::decode_exact(it.value());
+        }
+        let mut r = Reader::new(it.value());
+        let h = BlockHandle::decode_from(&mut r)?;
+        r.length_prefixed()?;
+        r.remaining().is_empty().then_some(h)
+    }
 }
 
 /// The pinned partitions of a partitioned index, by offset.
@@ -42,7 +72,7 @@ impl IndexIter {
     pub fn new(index: &Arc<Block>, partitions: Option<Partitions>, layout: IndexLayout) -> Self {
         IndexIter {
             layout,
-            top: index.index_iter(layout.order, layout.delta),
+            top: layout.iter(index),
             two_level: partitions.map(|p| (p, None)),
             err: None,
         }
@@ -67,12 +97,7 @@ impl IndexIter {
 
     /// The current data block handle, `None` if the entry's value is malformed.
     pub fn handle(&self) -> Option<BlockHandle> {
-        let it = self.current()?;
-        if self.layout.delta {
-            Some(it.handle())
-        } else {
-            BlockHandle::decode_exact(it.value())
-        }
+        self.layout.handle(self.current()?)
     }
 
     /// The first corruption met, in the top level or a partition.
@@ -95,11 +120,7 @@ impl IndexIter {
     /// Opens the partition the top level points at (none when the top level is exhausted).
     fn load_partition(&mut self) -> bool {
         let handle = if self.top.valid() {
-            if self.layout.delta {
-                Some(self.top.handle())
-            } else {
-                BlockHandle::decode_exact(self.top.value())
-            }
+            self.layout.handle(&self.top)
         } else {
             None
         };
@@ -118,7 +139,7 @@ impl IndexIter {
         });
         match found {
             Some(block) => {
-                *cur = Some(block.index_iter(self.layout.order, self.layout.delta));
+                *cur = Some(self.layout.iter(&block));
                 true
             }
             None => {

@@ -1,5 +1,6 @@
 //! Tables written by RocksDB 10.4.2 (`testdata/rocksdb`, made by `generate.py` there):
-//! format_version 6 and 7, every layout Sluice reads (Ribbon, partitioned index and filter),
+//! format_version 6 and 7, every layout Sluice reads (Ribbon, partitioned index and filter,
+//! an index with first keys),
 //! read exactly, with filters that reject absent keys and corruption located by offset.
 
 use std::sync::Arc;
@@ -13,12 +14,13 @@ use crate::fs::RandomAccessFile;
 use crate::sst::table::{IterBounds, Table, TableReadOptions};
 
 /// (file, entries, has a filter)
-const FIXTURES: [(&str, usize, bool); 5] = [
+const FIXTURES: [(&str, usize, bool); 6] = [
     ("fv6_default.sst", 300, false),
     ("fv6_crc32c.sst", 300, true),
     ("fv7_zstd.sst", 300, true),
     ("ribbon.sst", 3000, true),
     ("partitioned.sst", 3000, true),
+    ("first_key.sst", 1000, false),
 ];
 
 /// The bytes of a fixture file.
@@ -105,8 +107,13 @@ fn filters_reject_absent_keys() {
 
 #[test]
 fn partitioned_index_seeks_and_bounds_agree_with_the_model() {
-    let t = open_bytes(fixture("partitioned.sst")).unwrap();
-    let keys: Vec<Vec<u8>> = expected(3000).into_iter().map(|e| e.0).collect();
+    seeks_and_bounds_agree_with_the_model("partitioned.sst", 3000);
+    seeks_and_bounds_agree_with_the_model("first_key.sst", 1000);
+}
+
+fn seeks_and_bounds_agree_with_the_model(name: &str, n: usize) {
+    let t = open_bytes(fixture(name)).unwrap();
+    let keys: Vec<Vec<u8>> = expected(n).into_iter().map(|e| e.0).collect();
     let mut rng = rand::rngs::StdRng::seed_from_u64(6);
     // Backwards over everything, across every partition boundary.
     let mut it = t.iter(IterBounds::default());
@@ -118,7 +125,7 @@ fn partitioned_index_seeks_and_bounds_agree_with_the_model() {
     assert!(!it.valid());
     it.status().unwrap();
     for _ in 0..200 {
-        let (a, b) = (rng.gen_range(0..3000), rng.gen_range(0..3000));
+        let (a, b) = (rng.gen_range(0..n), rng.gen_range(0..n));
         let (lo, hi) = (a.min(b), a.max(b));
         let bounds = IterBounds {
             lower: Some(keys[lo].clone()),

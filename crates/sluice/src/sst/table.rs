@@ -127,6 +127,7 @@ impl Table {
             index_layout: IndexLayout {
                 order: KeyOrder::Internal,
                 delta: false,
+                first_key: false,
             },
             filter: TableFilter::None,
             metaindex: Vec::new(),
@@ -239,6 +240,7 @@ impl Table {
                 KeyOrder::Internal
             },
             delta: self.properties.index_value_is_delta_encoded,
+            first_key: self.index_type == IndexType::BinarySearchWithFirstKey,
         };
         if self.index_type == IndexType::TwoLevel {
             self.read_index_partitions()?;
@@ -268,7 +270,11 @@ impl Table {
         h: BlockHandle,
         what: &str,
     ) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
-        let mut it = IndexIter::new(block, None, self.index_layout);
+        let layout = IndexLayout {
+            first_key: false,
+            ..self.index_layout
+        };
+        let mut it = IndexIter::new(block, None, layout);
         let mut out = Vec::new();
         it.seek_to_first();
         while it.valid() {

@@ -348,7 +348,8 @@ fn corruption_is_detected_and_located() {
 fn seeded_mutations_never_panic() {
     // The fuzz harness over random mutations of valid tables (cargo-fuzz runs the same
     // harness coverage-guided; see crates/sluice/fuzz): one of Sluice's (format_version 5),
-    // and RocksDB's format_version 6 files, one with a partitioned index and filter.
+    // and RocksDB's format_version 6 files: defaults, partitioned index and filter, an index
+    // with first keys, a Ribbon filter.
     let good = {
         let model = random_model(11, 300);
         build(
@@ -361,7 +362,12 @@ fn seeded_mutations_never_panic() {
         )
     };
     mutate_and_exercise("sluice", &good);
-    for name in ["fv6_default.sst", "partitioned.sst"] {
+    for name in [
+        "fv6_default.sst",
+        "partitioned.sst",
+        "first_key.sst",
+        "ribbon.sst",
+    ] {
         mutate_and_exercise(name, &super::rocksdb_tests::fixture(name));
     }
 }

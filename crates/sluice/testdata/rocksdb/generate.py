@@ -2,7 +2,8 @@
 """Regenerates the RocksDB-written fixture tables of this folder (read by crates/sluice/src/sst).
 
 Run from anywhere with `rocksdict` installed (tests/requirements.txt pins the version, which
-bundles RocksDB 10.4.2):  python3 crates/sluice/testdata/rocksdb/generate.py
+bundles RocksDB 10.4.2):  python3 crates/sluice/testdata/rocksdb/generate.py [FILE...]
+(no FILE: every file).
 
 Every file holds keys b"key%06d" % i for i in range(n); the value of key i is b"value-%d" % i,
 except that every 7th key is a point deletion. Files (n):
@@ -12,6 +13,8 @@ except that every 7th key is a point deletion. Files (n):
   ribbon.sst           format_version 6, Ribbon filter (ribbonfilter:10:-1, always Ribbon), n = 3000
   partitioned.sst      format_version 6, partitioned index + partitioned Bloom filter, 512-byte
                        data blocks, 256-byte partitions, n = 3000
+  first_key.sst        format_version 6, index_type=kBinarySearchWithFirstKey, index restart
+                       interval 4, 256-byte data blocks, n = 1000
   range_del.sst        flushed by a RocksDB database with default options (rocksdict's
                        SstFileWriter cannot write range deletions): key i = b"value-%d" % i put
                        with seqno i + 1 for i in range(300), then the range deletion
@@ -26,6 +29,7 @@ import glob
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 from rocksdict import (
@@ -83,24 +87,48 @@ def options_with(**table_options):
         shutil.rmtree(d)
 
 
-def main():
-    write("fv6_default.sst", Options(raw_mode=True), 300)
+def fv6_crc32c():
     o = table(set_bloom_filter=(10, False), set_checksum_type=(ChecksumType.crc32c(),))
     o.set_compression_type(DBCompressionType.none())
-    write("fv6_crc32c.sst", o, 300)
+    return o
+
+
+def fv7_zstd():
     o = table(set_bloom_filter=(10, False), set_format_version=(7,))
     o.set_compression_type(DBCompressionType.zstd())
-    write("fv7_zstd.sst", o, 300)
-    write("ribbon.sst", options_with(filter_policy="ribbonfilter:10:-1"), 3000)
-    o = table(
+    return o
+
+
+def partitioned():
+    return table(
         set_bloom_filter=(10, False),
         set_index_type=(BlockBasedIndexType.two_level_index_search(),),
         set_partition_filters=(True,),
         set_metadata_block_size=(256,),
         set_block_size=(512,),
     )
-    write("partitioned.sst", o, 3000)
-    write_range_del("range_del.sst")
+
+
+FILES = {
+    "fv6_default.sst": lambda name: write(name, Options(raw_mode=True), 300),
+    "fv6_crc32c.sst": lambda name: write(name, fv6_crc32c(), 300),
+    "fv7_zstd.sst": lambda name: write(name, fv7_zstd(), 300),
+    "ribbon.sst": lambda name: write(name, options_with(filter_policy="ribbonfilter:10:-1"), 3000),
+    "partitioned.sst": lambda name: write(name, partitioned(), 3000),
+    "first_key.sst": lambda name: write(
+        name,
+        options_with(
+            index_type="kBinarySearchWithFirstKey", index_block_restart_interval="4", block_size="256"
+        ),
+        1000,
+    ),
+    "range_del.sst": lambda name: write_range_del(name),
+}
+
+
+def main():
+    for name in sys.argv[1:] or FILES:
+        FILES[name](name)
 
 
 def write_range_del(name):
