@@ -45,7 +45,7 @@ pub struct DropPolicy<'a> {
     /// Live snapshot seqnos, ascending.
     pub snapshots: Vec<u64>,
     /// True if nothing below the output level overlaps `[start, end]` (inclusive user keys).
-    pub bottommost: &'a dyn Fn(&[u8], &[u8]) -> bool,
+    pub bottommost: &'a (dyn Fn(&[u8], &[u8]) -> bool + Sync),
 }
 
 /// Statistics of one merge.
@@ -108,7 +108,7 @@ pub enum Decision {
 /// compaction iterator, without the I/O): feed every entry to [`DropRules::decide`].
 pub struct DropRules<'a> {
     snapshots: &'a [u64],
-    bottommost: &'a dyn Fn(&[u8], &[u8]) -> bool,
+    bottommost: &'a (dyn Fn(&[u8], &[u8]) -> bool + Sync),
     tombstones: Vec<RangeTombstone>,
     /// One aggregator per stripe, bounded by the stripe's snapshot.
     aggs: HashMap<usize, RangeDelAggregator>,

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::error::{Error, Result};
+use crate::base::filenames::table_file_name;
 use crate::base::range_tombstone::RangeTombstone;
-use crate::compaction::job::{merge_to_tables, DropPolicy, OutputSpec};
+use crate::compaction::job::{merge_to_tables, DropPolicy, MergeStats, OutputSpec};
 use crate::compaction::picker::CompactionChoice;
 use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
@@ -45,14 +46,14 @@ impl Inner {
         self.compact_files(&inputs, c.output_level)
     }
 
-    /// A merge compaction, in steps: open the inputs as one merged stream, write the outputs
-    /// under the drop rules, then one durable edit swapping inputs for outputs.
+    /// A merge compaction, in steps: split the key space into subcompactions at input file
+    /// boundaries, merge each range on its own thread under the drop rules, then one durable
+    /// edit swapping inputs for all outputs.
     pub(super) fn compact_files(
         self: &Arc<Self>,
         inputs: &[(usize, Arc<FileMeta>)],
         output_level: usize,
     ) -> Result<()> {
-        let (mut merged, tombstones, bytes_in) = self.compaction_input(inputs)?;
         // Only the deeper levels are needed (not the version: holding it would keep the
         // inputs on disk after the install, see invariant 7).
         let deeper = self.state.lock().version.levels[output_level + 1..].to_vec();
@@ -65,6 +66,77 @@ impl Inner {
             snapshots: self.live_snapshots(),
             bottommost: &bottommost,
         };
+        let bytes_in: u64 = inputs.iter().map(|(_, f)| f.size).sum();
+        let ranges = subcompaction_ranges(
+            inputs,
+            output_level,
+            self.opts.max_subcompactions,
+            bytes_in > 2 * self.opts.target_file_size,
+        );
+        let results: Vec<Result<(Vec<FileMeta>, MergeStats)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|range| {
+                    let policy = &policy;
+                    scope.spawn(move || self.subcompaction(inputs, output_level, range, policy))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::InvalidArgument("a subcompaction panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let mut outputs = Vec::new();
+        let mut bytes_out = 0;
+        let mut first_err = None;
+        for r in results {
+            match r {
+                Ok((files, stats)) => {
+                    bytes_out += stats.bytes_out;
+                    outputs.extend(files);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            // Outputs of the ranges that finished are garbage now.
+            let mut s = self.state.lock();
+            for f in &outputs {
+                s.uninstalled_files.remove(&f.number);
+                let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
+            }
+            return Err(e);
+        }
+        self.install_compaction(inputs, outputs, output_level)?;
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .subcompactions
+            .fetch_add(ranges.len() as u64, Ordering::Relaxed);
+        self.counters
+            .compaction_read
+            .fetch_add(bytes_in, Ordering::Relaxed);
+        self.counters
+            .compaction_written
+            .fetch_add(bytes_out, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One key range `[lo, hi)` of a compaction: the inputs bounded to it, their range
+    /// deletions clipped to it, merged into new tables.
+    fn subcompaction(
+        self: &Arc<Self>,
+        inputs: &[(usize, Arc<FileMeta>)],
+        output_level: usize,
+        range: &IterBounds,
+        policy: &DropPolicy<'_>,
+    ) -> Result<(Vec<FileMeta>, MergeStats)> {
+        let (mut merged, tombstones) = self.compaction_input(inputs, range)?;
         let mut alloc = self.allocate_numbers();
         let mut spec = OutputSpec {
             fs: &*self.fs,
@@ -73,43 +145,33 @@ impl Inner {
             target_file_size: self.opts.target_file_size,
             new_file_number: &mut alloc,
         };
-        let merged_result = merge_to_tables(&mut merged, tombstones, &policy, &mut spec);
-        drop(alloc);
-        let (files, stats) = merged_result?;
-        self.install_compaction(inputs, files, output_level)?;
-        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .compaction_read
-            .fetch_add(bytes_in, Ordering::Relaxed);
-        self.counters
-            .compaction_written
-            .fetch_add(stats.bytes_out, Ordering::Relaxed);
-        Ok(())
+        merge_to_tables(&mut merged, tombstones, policy, &mut spec)
     }
 
-    /// The inputs as one merged stream, their range deletions (at their files' global seqno
-    /// where they have one) and their total size.
+    /// The inputs within `range` as one merged stream, and their range deletions (at their
+    /// files' global seqno where they have one) clipped to `range`.
     fn compaction_input(
         &self,
         inputs: &[(usize, Arc<FileMeta>)],
-    ) -> Result<(MergingIter, Vec<RangeTombstone>, u64)> {
+        range: &IterBounds,
+    ) -> Result<(MergingIter, Vec<RangeTombstone>)> {
         let mut children: Vec<BoxIter> = Vec::new();
         let mut tombstones = Vec::new();
-        let mut bytes_in = 0;
         for (_, f) in inputs {
             let t = self.table(f)?;
-            tombstones.extend(t.range_deletions().iter().map(|rt| RangeTombstone {
-                seqno: if f.global_seqno > 0 {
+            for rt in t.range_deletions() {
+                let seqno = if f.global_seqno > 0 {
                     f.global_seqno
                 } else {
                     rt.seqno
-                },
-                ..rt.clone()
-            }));
-            children.push(file_iter(&t, f, IterBounds::default()));
-            bytes_in += f.size;
+                };
+                if let Some(clipped) = clip(rt, range) {
+                    tombstones.push(RangeTombstone { seqno, ..clipped });
+                }
+            }
+            children.push(file_iter(&t, f, range.clone()));
         }
-        Ok((MergingIter::new(children), tombstones, bytes_in))
+        Ok((MergingIter::new(children), tombstones))
     }
 
     /// Syncs the directory (invariant 4) and installs one edit swapping `inputs` for
@@ -250,4 +312,74 @@ pub(super) fn running_output(c: &CompactionChoice) -> RunningOutput {
         lo,
         hi,
     }
+}
+
+/// The key ranges a compaction is split into: one unbounded range unless `split`, else up to
+/// `max` ranges cut at input file boundaries — the output level's files' smallest keys, or the
+/// input files' when the output level has none (everything in L0: no priming compaction is
+/// needed to get parallelism) — spread evenly over the input bytes.
+fn subcompaction_ranges(
+    inputs: &[(usize, Arc<FileMeta>)],
+    output_level: usize,
+    max: usize,
+    split: bool,
+) -> Vec<IterBounds> {
+    if !split || max < 2 {
+        return vec![IterBounds::default()];
+    }
+    let at_output: Vec<&Arc<FileMeta>> = inputs
+        .iter()
+        .filter(|(l, _)| *l == output_level)
+        .map(|(_, f)| f)
+        .collect();
+    let sources: Vec<&Arc<FileMeta>> = if at_output.len() >= 2 {
+        at_output
+    } else {
+        inputs.iter().map(|(_, f)| f).collect()
+    };
+    let mut points: Vec<(Vec<u8>, u64)> = sources
+        .iter()
+        .map(|f| (f.smallest_user().to_vec(), f.size))
+        .collect();
+    points.sort();
+    let total: u64 = points.iter().map(|p| p.1).sum::<u64>().max(1);
+    let mut cuts: Vec<Vec<u8>> = Vec::new();
+    let mut acc = 0u64;
+    for (key, size) in &points {
+        let want = (cuts.len() as u64 + 1) * total / max as u64;
+        if acc >= want && cuts.len() + 1 < max && cuts.last() != Some(key) {
+            cuts.push(key.clone());
+        }
+        acc += size;
+    }
+    let smallest = points.first().map(|p| p.0.clone());
+    cuts.retain(|c| Some(c) != smallest.as_ref());
+    let mut ranges = Vec::with_capacity(cuts.len() + 1);
+    let mut lower = None;
+    for c in cuts {
+        ranges.push(IterBounds {
+            lower: lower.take(),
+            upper: Some(c.clone()),
+        });
+        lower = Some(c);
+    }
+    ranges.push(IterBounds { lower, upper: None });
+    ranges
+}
+
+/// `t` clipped to `range`, if anything of it is left.
+fn clip(t: &RangeTombstone, range: &IterBounds) -> Option<RangeTombstone> {
+    let start = match &range.lower {
+        Some(lo) if lo > &t.start => lo.clone(),
+        _ => t.start.clone(),
+    };
+    let end = match &range.upper {
+        Some(hi) if hi < &t.end => hi.clone(),
+        _ => t.end.clone(),
+    };
+    (start < end).then_some(RangeTombstone {
+        start,
+        end,
+        seqno: t.seqno,
+    })
 }

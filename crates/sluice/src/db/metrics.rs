@@ -39,6 +39,8 @@ pub struct Metrics {
     pub flushes: u64,
     /// Compactions completed (trivial moves included).
     pub compactions: u64,
+    /// Key ranges merged by compactions (a compaction split into subcompactions counts each).
+    pub subcompactions: u64,
     /// Bytes read by compactions.
     pub compaction_bytes_read: u64,
     /// Bytes written by compactions.
@@ -63,6 +65,7 @@ pub(super) struct Counters {
     pub(super) flush_bytes: AtomicU64,
     pub(super) flushes: AtomicU64,
     pub(super) compactions: AtomicU64,
+    pub(super) subcompactions: AtomicU64,
     pub(super) compaction_read: AtomicU64,
     pub(super) compaction_written: AtomicU64,
     pub(super) stall_count: AtomicU64,
@@ -100,6 +103,7 @@ impl Inner {
             flush_bytes: c.flush_bytes.load(Ordering::Relaxed),
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
+            subcompactions: c.subcompactions.load(Ordering::Relaxed),
             compaction_bytes_read: c.compaction_read.load(Ordering::Relaxed),
             compaction_bytes_written: c.compaction_written.load(Ordering::Relaxed),
             stall_count: c.stall_count.load(Ordering::Relaxed),

@@ -34,6 +34,9 @@ pub struct Options {
     pub target_file_size: u64,
     /// Background threads for flushes and compactions. Default 2.
     pub max_background_jobs: usize,
+    /// Most threads one compaction is split into (key ranges merged in parallel, cut at input
+    /// file boundaries), when its inputs exceed twice `target_file_size`. Default 2.
+    pub max_subcompactions: usize,
     /// Table files kept open at once (the table cache bound). Default 1000.
     pub max_open_files: usize,
     /// Block cache capacity, in bytes. Default 32 MiB.
@@ -74,6 +77,7 @@ impl Default for Options {
             max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
             max_background_jobs: 2,
+            max_subcompactions: 2,
             max_open_files: 1000,
             block_cache_bytes: 32 << 20,
             block_size: 4096,
@@ -124,6 +128,12 @@ impl Options {
             return bad(format!(
                 "max_background_jobs must be in 1..=64, got {}",
                 self.max_background_jobs
+            ));
+        }
+        if self.max_subcompactions == 0 || self.max_subcompactions > 64 {
+            return bad(format!(
+                "max_subcompactions must be in 1..=64, got {}",
+                self.max_subcompactions
             ));
         }
         if self.max_open_files < 16 {
@@ -195,6 +205,7 @@ impl Options {
                 }
                 "target_file_size" => self.target_file_size = num(k, v)?,
                 "max_background_jobs" => self.max_background_jobs = num(k, v)?,
+                "max_subcompactions" => self.max_subcompactions = num(k, v)?,
                 "max_open_files" => self.max_open_files = num(k, v)?,
                 "block_cache_bytes" => self.block_cache_bytes = num(k, v)?,
                 "block_size" => self.block_size = num(k, v)?,
@@ -268,6 +279,7 @@ impl Options {
         );
         kv("target_file_size", self.target_file_size.to_string());
         kv("max_background_jobs", self.max_background_jobs.to_string());
+        kv("max_subcompactions", self.max_subcompactions.to_string());
         kv("max_open_files", self.max_open_files.to_string());
         kv("block_cache_bytes", self.block_cache_bytes.to_string());
         kv("block_size", self.block_size.to_string());

@@ -165,7 +165,7 @@ impl L0Sublevels {
                 Some((k, iv.depth() + bonus))
             })
             .collect();
-        scored.sort_by(|a, b| b.1.cmp(&a.1));
+        scored.sort_by_key(|&(_, score)| std::cmp::Reverse(score));
         let mut considered = vec![false; self.intervals.len()];
         for (k, _) in scored {
             if considered[k] {
@@ -270,7 +270,7 @@ impl L0Sublevels {
             .map(|k| (k, self.intervals[k].depth()))
             .filter(|&(_, d)| d >= o.min_intra_depth.max(1))
             .collect();
-        scored.sort_by(|a, b| b.1.cmp(&a.1));
+        scored.sort_by_key(|&(_, score)| std::cmp::Reverse(score));
         let mut considered = vec![false; self.intervals.len()];
         for (k, depth) in scored {
             if considered[k] {
@@ -308,7 +308,7 @@ impl L0Sublevels {
             if self.files[f].largest_seqno < earliest_unflushed_seqno {
                 return Some(f);
             }
-            remaining -= 1;
+            remaining = remaining.saturating_sub(1);
             if remaining < o.min_intra_depth {
                 return None;
             }

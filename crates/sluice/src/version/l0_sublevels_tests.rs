@@ -138,8 +138,10 @@ fn define_output(v: &Version, width: usize) -> String {
 
 /// `compact`: the version after `c` runs (an intra-L0 output is one file numbered above all).
 fn apply(v: &Version, c: &L0CompactionCandidate) -> Version {
-    let mut edit = VersionEdit::default();
-    edit.deleted = c.files.iter().map(|f| (0, f.number)).collect();
+    let mut edit = VersionEdit {
+        deleted: c.files.iter().map(|f| (0, f.number)).collect(),
+        ..VersionEdit::default()
+    };
     if c.intra_l0 {
         let number = v.file_numbers().max().unwrap_or(0) + 1;
         let seq = c.files.iter().map(|f| f.largest_seqno).max().unwrap_or(0);
