@@ -580,15 +580,20 @@ impl L0Sublevels {
 
 /// True if two files share a user key (invariant 2's overlap, exclusive ends respected).
 pub fn user_spans_overlap(a: &FileMeta, b: &FileMeta) -> bool {
-    // Borrowed twins of `start_bound`/`end_bound`: this runs O(n²) times in the checks.
-    let start = |f: &FileMeta| (f.smallest_user(), false);
-    let end = |f: &FileMeta| {
-        let e = (f.largest_user(), !f.largest_is_exclusive());
-        if e <= start(f) {
-            (f.smallest_user(), true)
-        } else {
-            e
-        }
-    };
-    start(a) < end(b) && start(b) < end(a)
+    start_ref(a) < end_ref(b) && start_ref(b) < end_ref(a)
+}
+
+/// Borrowed twin of `start_bound` (the overlap test runs O(n²) times in the checks).
+fn start_ref(f: &FileMeta) -> (&[u8], bool) {
+    (f.smallest_user(), false)
+}
+
+/// Borrowed twin of `end_bound`.
+fn end_ref(f: &FileMeta) -> (&[u8], bool) {
+    let end = (f.largest_user(), !f.largest_is_exclusive());
+    if end <= start_ref(f) {
+        (f.smallest_user(), true)
+    } else {
+        end
+    }
 }
