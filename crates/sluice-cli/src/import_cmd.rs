@@ -183,7 +183,10 @@ pub fn import(a: ImportArgs) -> CmdResult {
         ..defaults
     };
     let import = Import::new(&schema, a.files, opts).map_err(|e| match e {
-        sluice_import::ImportError::Schema(s) => format!("{}: {s}", a.schema.display()),
+        sluice_import::ImportError::Schema(s) if s.line > 0 => {
+            format!("{}:{}: {}", a.schema.display(), s.line, s.message)
+        }
+        sluice_import::ImportError::Schema(s) => format!("{}: {}", a.schema.display(), s.message),
         other => other.to_string(),
     })?;
     let db = open_db(&a.db, true)?;

@@ -1,0 +1,91 @@
+"""`sluice import`, `sluice tables` and the table forms of `scan` and `get`."""
+import gzip
+import json
+
+from conftest import ROOT
+
+PENGUINS = ROOT / "examples" / "penguins.csv"
+SCHEMA = ROOT / "examples" / "penguins.sql"
+
+
+def import_penguins(sluice, db, *extra, check=True):
+    return sluice("import", "--db", db, "--schema", SCHEMA, "--header", "--null", "NA", *extra, PENGUINS,
+                  check=check)
+
+
+def test_penguins_import_scan_get(sluice, tmp):
+    db = tmp / "db"
+    summary = json.loads(import_penguins(sluice, db, "--json").stdout)
+    assert summary["rows"] == 344 and summary["table"] == "penguins" and summary["created"]
+    assert {f["index"] for f in summary["files"]} == {"primary", "by_species_island", "catalog"}
+    assert all(f["level"] == 6 for f in summary["files"])  # empty Db: the bottom level
+
+    tables = sluice("tables", "--db", db).stdout.decode()
+    assert "penguins (id 1)" in tables and "index by_species_island (species, island)" in tables
+
+    out = sluice("scan", "--db", db, "--table", "penguins", "--limit", "2").stdout.decode()
+    assert out == (
+        "id,species,island,bill_length_mm,bill_depth_mm,flipper_length_mm,body_mass_g,sex,year\n"
+        "1,Adelie,Torgersen,39.1,18.7,181,3750,male,2007\n"
+        "2,Adelie,Torgersen,39.5,17.4,186,3800,female,2007\n"
+    )
+    # Row 4 is all NA: NULLs in JSON; DECIMAL prints as a number with its scale.
+    row = json.loads(sluice("get", "--db", db, "--table", "penguins", "--pk", "4").stdout)
+    assert row == {"id": 4, "species": "Adelie", "island": "Torgersen", "bill_length_mm": None,
+                   "bill_depth_mm": None, "flipper_length_mm": None, "body_mass_g": None,
+                   "sex": None, "year": 2007}
+    raw = sluice("get", "--db", db, "--pk", "3").stdout.decode()
+    assert '"bill_depth_mm":18.0' in raw
+    assert sluice("get", "--db", db, "--pk", "999", check=False).returncode == 1
+
+    # Index scan: (species, island) order, a prefix bound on the first column.
+    lines = sluice("scan", "--db", db, "--table", "penguins", "--index", "by_species_island",
+                   "--start", "Chinstrap", "--end", "Gentoo", "--format", "json").stdout.decode().splitlines()
+    rows = [json.loads(l) for l in lines]
+    assert len(rows) == 68 and all(r["species"] == "Chinstrap" for r in rows)
+    gentoo_biscoe = sluice("scan", "--db", db, "--table", "penguins", "--index", "by_species_island",
+                           "--start", "Gentoo,Biscoe", "--limit", "1").stdout.decode().splitlines()
+    assert gentoo_biscoe[1].startswith("153,Gentoo,Biscoe")
+
+    # The raw key-value commands still work on the same Db.
+    assert sluice("scan", "--db", db, "--limit", "1", "--hex").stdout.startswith(b"00000000")
+
+    # Importing the same rows again: duplicate keys against the table are an error...
+    r = import_penguins(sluice, db, check=False)
+    assert r.returncode == 1
+    assert b"penguins.csv:2: duplicate primary key (1): already in table penguins" in r.stderr
+    # ...unless --on-duplicate says which row wins.
+    s = json.loads(import_penguins(sluice, db, "--json", "--on-duplicate", "first").stdout)
+    assert s["rows"] == 0 and s["duplicates_dropped"] == 344
+
+
+def test_bad_rows_rejects_and_compressed_input(sluice, tmp):
+    db = tmp / "db"
+    schema = tmp / "s.sql"
+    schema.write_text("CREATE TABLE orders (id INT PRIMARY KEY, score DOUBLE, day DATE);\n")
+    data = tmp / "orders.csv.gz"
+    with gzip.open(data, "wb") as f:
+        f.write(b"1,1.5,2024-01-01\n2,notanumber,2024-01-02\n3,2.5,2024-02-30\n4,,\n")
+    r = sluice("import", "--db", db, "--schema", schema, data, check=False)
+    assert r.returncode == 1
+    assert b'orders.csv.gz:2: column score: "notanumber" is not a DOUBLE' in r.stderr
+    assert sluice("tables", "--db", db).stdout == b""  # nothing, not even the catalog
+
+    rejects = tmp / "rejects.txt"
+    s = json.loads(sluice("import", "--db", db, "--schema", schema, "--max-errors", "5",
+                          "--rejects", rejects, "--json", data).stdout)
+    assert (s["rows"], s["rejected"]) == (2, 2)
+    text = rejects.read_text()
+    assert "2,notanumber,2024-01-02" in text and '"2024-02-30" is not a DATE' in text
+    out = sluice("scan", "--db", db, "--table", "orders", "--format", "json").stdout.decode()
+    assert out.splitlines() == ['{"id":1,"score":1.5,"day":"2024-01-01"}', '{"id":4,"score":null,"day":null}']
+
+
+def test_schema_error_names_file_and_line(sluice, tmp):
+    schema = tmp / "bad.sql"
+    schema.write_text("CREATE TABLE t (\n  a INT,\n  b POINT\n);\n")
+    data = tmp / "t.csv"
+    data.write_text("1,2\n")
+    r = sluice("import", "--db", tmp / "db", "--schema", schema, data, check=False)
+    assert r.returncode == 1
+    assert b"bad.sql:3: column b: column type POINT is not supported" in r.stderr
