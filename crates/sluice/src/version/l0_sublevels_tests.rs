@@ -9,6 +9,9 @@
 //! `pick-base` / `pick-intra [earliest_unflushed=S]`, both with `[min_depth=N] [soft=B]
 //! [hard=B] [growth=PCT] [busy=(..)] [intra=(..)]`: `busy` files are inputs of one running
 //! L0→Lbase compaction (L0 or Lbase numbers), `intra` of one running intra-L0 compaction.
+//! `running=lo-hi` adds a running L0→Lbase compaction over that range whose inputs are gone
+//! from L0. `intervals` (same `busy`/`intra`/`running` arguments): L0 alone, and the intervals
+//! with their compacting state.
 //! `extend-base [lo=k] [hi=k]`: grows the last base candidate between those Lbase neighbours.
 //! `compact`: applies the last candidate (inputs leave L0; an intra-L0 output comes back as
 //! one file) and shows the new L0.
@@ -110,6 +113,14 @@ fn sublevels_with_busy(v: &Version, tc: &datadriven::TestCase) -> L0Sublevels {
             });
         }
     }
+    if let Some((lo, hi)) = arg(tc, "running").and_then(|r| r.split_once('-')) {
+        running.push(RunningL0Compaction {
+            smallest: lo.as_bytes().to_vec(),
+            largest: hi.as_bytes().to_vec(),
+            intra_l0: false,
+            files: Vec::new(),
+        });
+    }
     L0Sublevels::from_version(v).with_compacting(&busy, &running)
 }
 
@@ -171,6 +182,10 @@ fn l0_sublevels_golden() {
                     width = arg(tc, "width").map_or(40, |w| w.parse().expect("width"));
                     last = None;
                     define_output(&version, width)
+                }
+                "intervals" => {
+                    let s = sublevels_with_busy(&version, tc);
+                    format!("{}{}", s.render(width), s.describe())
                 }
                 "read-amp" => {
                     let s = L0Sublevels::from_version(&version);

@@ -113,3 +113,12 @@ fn axis(keys: &[&[u8]], width: usize, col: &dyn Fn(&[u8]) -> usize) -> String {
     let line = String::from_utf8_lossy(&line).trim_end().to_string();
     format!("{:LABEL$}{line}\n", "")
 }
+
+impl L0Sublevels {
+    /// Draws L0 alone, one line per sublevel (see [`render`]).
+    pub fn render(&self, width: usize) -> String {
+        let mut v = Version::default();
+        v.levels[0] = self.files().to_vec();
+        render_with(&v, self, width)
+    }
+}
