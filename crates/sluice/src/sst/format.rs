@@ -422,10 +422,23 @@ mod tests {
     #[test]
     fn format_version_7_compression_names() {
         // As RocksDB ≥ 10.4 writes them (table_test.cc, db_table_properties_test.cc).
-        for ok in ["BuiltinV2;01;", "BuiltinV2;0407;", ";;", "BuiltinV2;;", "ZSTD", "LZ4"] {
+        for ok in [
+            "BuiltinV2;01;",
+            "BuiltinV2;0407;",
+            ";;",
+            "BuiltinV2;;",
+            "ZSTD",
+            "LZ4",
+        ] {
             assert_eq!(check_compression_name(ok), Ok(()), "{ok}");
         }
-        for bad in ["Custom;80;", "BuiltinV2;ff;", "BuiltinV2;0;", "BuiltinV2;00;", "Mine;01;"] {
+        for bad in [
+            "Custom;80;",
+            "BuiltinV2;ff;",
+            "BuiltinV2;0;",
+            "BuiltinV2;00;",
+            "Mine;01;",
+        ] {
             assert!(check_compression_name(bad).is_err(), "{bad}");
         }
     }
