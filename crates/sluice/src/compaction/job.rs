@@ -36,6 +36,8 @@ pub struct OutputSpec<'a> {
     pub table: TableOptions,
     /// Cut a new file once one reaches this size.
     pub target_file_size: u64,
+    /// Also cut before the first key at or past each of these (ascending).
+    pub split_keys: &'a [Vec<u8>],
     /// Allocates a file number for each new output.
     pub new_file_number: &'a mut dyn FnMut() -> u64,
 }
@@ -192,6 +194,7 @@ fn merge_inner(
     let mut current: Option<OpenOutput> = None;
     let mut finished: Vec<FileMeta> = Vec::new();
     let mut last_user: Option<Vec<u8>> = None;
+    let mut next_split = 0;
     input.seek_to_first();
     while input.valid() {
         stats.entries_in += 1;
@@ -210,10 +213,17 @@ fn merge_inner(
         if new_user {
             last_user = Some(p.user_key.to_vec());
         }
-        // Cut a new output only at a user-key boundary.
-        let full = current
-            .as_ref()
-            .is_none_or(|o| new_user && o.builder.estimated_file_size() >= out.target_file_size);
+        // Cut a new output only at a user-key boundary: at the target size, or at a split key.
+        let mut at_split = false;
+        while next_split < out.split_keys.len()
+            && out.split_keys[next_split].as_slice() <= p.user_key
+        {
+            next_split += 1;
+            at_split = true;
+        }
+        let full = current.as_ref().is_none_or(|o| {
+            new_user && (at_split || o.builder.estimated_file_size() >= out.target_file_size)
+        });
         if full {
             if let Some(prev) = current.take() {
                 finished.push(finish_output(prev, Some(p.user_key), &kept_tombs, out.fs)?);

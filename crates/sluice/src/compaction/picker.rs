@@ -7,8 +7,9 @@
 //!    *base level* is the highest level whose target still exceeds `max_bytes_for_level_base`
 //!    divided by the multiplier. L0 compacts into the base level; levels between L1 and the base
 //!    stay empty.
-//! 2. L0 scores `files / l0_compaction_trigger`; other levels `bytes / target`. The highest
-//!    score >= 1 wins.
+//! 2. L0 scores `sublevels / l0_compaction_trigger` (its read amplification; with running
+//!    compactions, the stack they leave); other levels `bytes / target`. The highest score
+//!    >= 1 wins.
 //! 3. From Ln the file with the smallest overlap ratio (bytes it would rewrite in Ln+1 per
 //!    byte moved) is chosen; with no overlap it is a *trivial move* (no rewrite).
 //! 4. A file already being compacted is never picked again, and a compaction never writes into
@@ -17,6 +18,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::version::l0_pick::L0PickOptions;
+use crate::version::l0_sublevels::{L0Sublevels, RunningL0Compaction};
 use crate::version::{FileMeta, Version, NUM_LEVELS};
 
 /// The knobs the picker reads.
@@ -83,7 +86,7 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
 pub fn level_scores(v: &Version, o: &PickerOptions) -> [u64; NUM_LEVELS] {
     let (targets, base) = level_targets(v, o);
     let mut scores = [0u64; NUM_LEVELS];
-    scores[0] = (v.levels[0].len() as u64 * 100) / o.l0_compaction_trigger.max(1) as u64;
+    scores[0] = l0_score(&L0Sublevels::from_version(v), o);
     for l in base..NUM_LEVELS - 1 {
         if let Some(s) = (v.level_bytes(l) * 100).checked_div(targets[l]) {
             scores[l] = s;
@@ -92,35 +95,74 @@ pub fn level_scores(v: &Version, o: &PickerOptions) -> [u64; NUM_LEVELS] {
     scores
 }
 
-fn user_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
-    let lo = files
-        .iter()
-        .map(|f| f.smallest_user())
-        .min()
-        .unwrap_or_default()
-        .to_vec();
-    let hi = files
-        .iter()
-        .map(|f| f.largest_user())
-        .max()
-        .unwrap_or_default()
-        .to_vec();
-    (lo, hi)
+/// Estimated bytes compaction is behind (RocksDB's pending compaction bytes): every level's
+/// excess over its target, plus L0's bytes once L0 is due for compaction.
+pub fn pending_compaction_bytes(v: &Version, o: &PickerOptions) -> u64 {
+    let (targets, base) = level_targets(v, o);
+    let l0 = if l0_score(&L0Sublevels::from_version(v), o) >= 100 {
+        v.level_bytes(0)
+    } else {
+        0
+    };
+    (base..NUM_LEVELS - 1)
+        .map(|l| v.level_bytes(l).saturating_sub(targets[l]))
+        .sum::<u64>()
+        + l0
 }
 
-/// Picks the next compaction, or `None` if nothing needs compacting.
+/// L0's score ×100: its read amplification (sublevels, not files: many narrow files side by
+/// side cost a read nothing) over the trigger.
+fn l0_score(l0: &L0Sublevels, o: &PickerOptions) -> u64 {
+    l0.sublevel_count() as u64 * 100 / o.l0_compaction_trigger.max(1) as u64
+}
+
+/// What the picker knows of L0 beyond the version: its sublevels marked with the running
+/// compactions, and the smallest seqno not yet in a table (an intra-L0 compaction never takes
+/// a file at or above it).
+pub struct L0Context<'a> {
+    /// The version's L0 sublevels.
+    pub sublevels: &'a L0Sublevels,
+    /// Running compactions out of L0.
+    pub running: &'a [RunningL0Compaction],
+    /// Smallest seqno still in a memtable or queued ingest.
+    pub earliest_unflushed_seqno: u64,
+}
+
+/// Picks the next compaction with no compaction running (for tools and tests).
 pub fn pick_compaction(
     v: &Version,
     o: &PickerOptions,
     busy: &HashSet<u64>,
 ) -> Option<CompactionChoice> {
+    let l0 = L0Sublevels::from_version(v);
+    let ctx = L0Context {
+        sublevels: &l0,
+        running: &[],
+        earliest_unflushed_seqno: u64::MAX,
+    };
+    pick_compaction_with(v, &ctx, o, busy)
+}
+
+/// Picks the next compaction, or `None` if nothing needs compacting. `busy` holds every input
+/// of every running compaction.
+pub fn pick_compaction_with(
+    v: &Version,
+    l0: &L0Context<'_>,
+    o: &PickerOptions,
+    busy: &HashSet<u64>,
+) -> Option<CompactionChoice> {
     let (_, base) = level_targets(v, o);
-    let scores = level_scores(v, o);
+    let mut scores = level_scores(v, o);
+    let sub = l0.sublevels.clone().with_compacting(busy, l0.running);
+    // What L0's stacks will be once running compactions finish: a second L0 compaction is
+    // picked only where work remains.
+    scores[0] =
+        (sub.max_depth_after_running() as u64 * 100) / o.l0_compaction_trigger.max(1) as u64;
     let mut order: Vec<usize> = (0..NUM_LEVELS - 1).filter(|&l| scores[l] >= 100).collect();
     order.sort_by(|a, b| scores[*b].cmp(&scores[*a]).then(a.cmp(b)));
     for level in order {
         let choice = if level == 0 {
-            pick_l0(v, base, busy)
+            pick_l0(v, &sub, base, busy, l0.earliest_unflushed_seqno)
         } else {
             pick_level(v, level, busy)
         };
@@ -132,23 +174,55 @@ pub fn pick_compaction(
     None
 }
 
-/// All L0 files (none may be busy: L0 files overlap, so L0 compactions run one at a time) plus
-/// the overlapping base-level files.
-fn pick_l0(v: &Version, base: usize, busy: &HashSet<u64>) -> Option<CompactionChoice> {
-    let inputs = v.levels[0].clone();
-    if inputs.is_empty() || inputs.iter().any(|f| busy.contains(&f.number)) {
-        return None;
+/// From the tallest stack of L0 intervals, a candidate that keeps newer data above older data
+/// for every key (`L0Sublevels::pick_base_compaction`), plus the base-level files it overlaps,
+/// grown over L0 files between those base files; when the base level is busy there, an
+/// intra-L0 compaction of a deep stack instead.
+fn pick_l0(
+    v: &Version,
+    sub: &L0Sublevels,
+    base: usize,
+    busy: &HashSet<u64>,
+    earliest_unflushed_seqno: u64,
+) -> Option<CompactionChoice> {
+    let lbase: Vec<Arc<FileMeta>> = v.levels[base].clone();
+    let opts = L0PickOptions::default();
+    if let Some(mut c) = sub.pick_base_compaction(&lbase, &opts) {
+        let output_inputs = v.overlapping(base, Some(&c.smallest), Some(&c.largest));
+        if !output_inputs.iter().any(|f| busy.contains(&f.number)) {
+            let lo = lbase
+                .iter()
+                .rev()
+                .find(|f| f.largest_user() < c.smallest.as_slice())
+                .map(|f| f.largest_user().to_vec());
+            let hi = lbase
+                .iter()
+                .find(|f| f.smallest_user() > c.largest.as_slice())
+                .map(|f| f.smallest_user().to_vec());
+            if sub.extend_base_candidate(&mut c, lo.as_deref(), hi.as_deref()) {
+                // Growing never reaches another base file (bounded by its neighbours).
+                debug_assert_eq!(
+                    v.overlapping(base, Some(&c.smallest), Some(&c.largest))
+                        .len(),
+                    output_inputs.len()
+                );
+            }
+            return Some(CompactionChoice {
+                level: 0,
+                output_level: base,
+                inputs: c.files.clone(),
+                output_inputs,
+                trivial_move: false,
+                score_x100: 0,
+            });
+        }
     }
-    let (lo, hi) = user_range(&inputs);
-    let output_inputs = v.overlapping(base, Some(&lo), Some(&hi));
-    if output_inputs.iter().any(|f| busy.contains(&f.number)) {
-        return None;
-    }
+    let c = sub.pick_intra_l0_compaction(earliest_unflushed_seqno, &opts)?;
     Some(CompactionChoice {
         level: 0,
-        output_level: base,
-        inputs,
-        output_inputs,
+        output_level: 0,
+        inputs: c.files.clone(),
+        output_inputs: Vec::new(),
         trivial_move: false,
         score_x100: 0,
     })

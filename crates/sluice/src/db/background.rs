@@ -33,8 +33,24 @@ impl Inner {
                             && s.ingests_installing == 0
                             && s.compactions_running + 1 < self.opts.max_background_jobs.max(2)
                         {
-                            if let Some(c) = picker::pick_compaction(
+                            let earliest_unflushed_seqno = s
+                                .imm
+                                .iter()
+                                .map(Flushable::smallest_seqno)
+                                .chain([
+                                    s.mem.smallest_seqno(),
+                                    self.last_sequence.load(Ordering::Acquire) + 1,
+                                ])
+                                .min()
+                                .unwrap_or(u64::MAX);
+                            let ctx = picker::L0Context {
+                                sublevels: &s.l0,
+                                running: &s.running_l0,
+                                earliest_unflushed_seqno,
+                            };
+                            if let Some(c) = picker::pick_compaction_with(
                                 &s.version,
+                                &ctx,
                                 &picker_opts,
                                 &s.compacting_files,
                             ) {
@@ -42,6 +58,9 @@ impl Inner {
                                     s.compacting_files.insert(f.number);
                                 }
                                 s.compaction_output_ranges.push(running_output(&c));
+                                if let Some(r) = running_l0(&c) {
+                                    s.running_l0.push(r);
+                                }
                                 s.compactions_running += 1;
                                 break Job::Compact(c);
                             }
@@ -60,6 +79,11 @@ impl Inner {
                 Job::Compact(c) => {
                     s.compactions_running -= 1;
                     remove_running_output(&mut s.compaction_output_ranges, &running_output(c));
+                    if let Some(r) = running_l0(c) {
+                        if let Some(i) = s.running_l0.iter().position(|x| *x == r) {
+                            s.running_l0.remove(i);
+                        }
+                    }
                     for f in c.all_inputs() {
                         s.compacting_files.remove(&f.number);
                     }

@@ -14,6 +14,7 @@ use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
 use crate::read::merging::{BoxIter, MergingIter};
 use crate::sst::table::IterBounds;
+use crate::version::l0_sublevels::RunningL0Compaction;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 use super::*;
@@ -143,6 +144,7 @@ impl Inner {
             dir: &self.dir,
             table: self.opts.table_options(output_level),
             target_file_size: self.opts.target_file_size,
+            split_keys: &[],
             new_file_number: &mut alloc,
         };
         merge_to_tables(&mut merged, tombstones, policy, &mut spec)
@@ -381,5 +383,20 @@ fn clip(t: &RangeTombstone, range: &IterBounds) -> Option<RangeTombstone> {
         start,
         end,
         seqno: t.seqno,
+    })
+}
+
+/// A compaction out of L0 as the L0 picker tracks it (see `L0Context`).
+pub(super) fn running_l0(c: &CompactionChoice) -> Option<RunningL0Compaction> {
+    if c.level != 0 {
+        return None;
+    }
+    let smallest = c.inputs.iter().map(|f| f.smallest_user()).min()?.to_vec();
+    let largest = c.inputs.iter().map(|f| f.largest_user()).max()?.to_vec();
+    Some(RunningL0Compaction {
+        smallest,
+        largest,
+        intra_l0: c.output_level == 0,
+        files: c.inputs.iter().map(|f| f.number).collect(),
     })
 }

@@ -15,13 +15,15 @@ use crate::version::{FileMeta, VersionEdit};
 
 use super::*;
 
-/// Writes a memtable to L0 table(s); returns their metadata. Syncs files and the directory.
+/// Writes a memtable to L0 table(s), cut at `split_keys` (L0's flush split keys, so no new L0
+/// file is wide); returns their metadata. Syncs files and the directory.
 pub(super) fn flush_memtable(
     fs: &dyn FileSystem,
     dir: &Path,
     opts: &Options,
     mem: &Arc<MemTable>,
     snapshots: &[u64],
+    split_keys: &[Vec<u8>],
     new_number: &mut dyn FnMut() -> u64,
 ) -> Result<Vec<FileMeta>> {
     let mut it = mem.iter(None, None);
@@ -35,6 +37,7 @@ pub(super) fn flush_memtable(
         dir,
         table: opts.table_options(0),
         target_file_size: u64::MAX,
+        split_keys,
         new_file_number: new_number,
     };
     let (files, _) = merge_to_tables(&mut it, mem.range_deletions(), &policy, &mut spec)?;
@@ -90,9 +93,20 @@ impl Inner {
     /// Flush of a memtable, step by step: write the table(s), then install them.
     fn flush_mem(self: &Arc<Self>, entry: &Flushable, mem: &Arc<MemTable>) -> Result<()> {
         let snapshots = self.live_snapshots();
+        let split_keys = self
+            .state
+            .lock()
+            .l0
+            .flush_split_keys(self.opts.flush_split_bytes);
         let mut alloc = self.allocate_numbers();
         let files = flush_memtable(
-            &*self.fs, &self.dir, &self.opts, mem, &snapshots, &mut alloc,
+            &*self.fs,
+            &self.dir,
+            &self.opts,
+            mem,
+            &snapshots,
+            &split_keys,
+            &mut alloc,
         )?;
         let bytes: u64 = files.iter().map(|f| f.size).sum();
         let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();

@@ -55,6 +55,19 @@ impl Flushable {
         }
     }
 
+    /// Its smallest seqno (`u64::MAX` for an empty memtable).
+    pub(super) fn smallest_seqno(&self) -> u64 {
+        match self {
+            Flushable::Mem(m) => m.smallest_seqno(),
+            Flushable::Ingested(t) => t
+                .files
+                .iter()
+                .map(|f| f.smallest_seqno)
+                .min()
+                .unwrap_or(u64::MAX),
+        }
+    }
+
     /// The same entry (by identity).
     pub(super) fn same(&self, other: &Flushable) -> bool {
         match (self, other) {

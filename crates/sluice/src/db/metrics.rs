@@ -27,8 +27,13 @@ pub struct Metrics {
     pub memtable_bytes: u64,
     /// Immutable memtables waiting for flush.
     pub immutable_memtables: usize,
-    /// Sources a point read may consult: memtables + L0 files + non-empty deeper levels.
+    /// Sources a point read may consult: memtables (and queued ingests) + L0 sublevels +
+    /// non-empty deeper levels.
     pub read_amplification: usize,
+    /// L0 sublevels (L0's share of the read amplification).
+    pub l0_sublevels: usize,
+    /// Estimated bytes compaction is behind (drives the pending-bytes stalls).
+    pub pending_compaction_bytes: u64,
     /// Bytes written by flushes and compactions per byte of user batches.
     pub write_amplification: f64,
     /// User batch bytes written.
@@ -83,8 +88,9 @@ impl Inner {
                 score_x100: scores[l],
             })
             .collect();
+        let l0_sublevels = s.l0.sublevel_count();
         let read_amp =
-            1 + s.imm.len() + levels[0].files + levels[1..].iter().filter(|l| l.files > 0).count();
+            1 + s.imm.len() + l0_sublevels + levels[1..].iter().filter(|l| l.files > 0).count();
         let c = &self.counters;
         let user = c.user_bytes.load(Ordering::Relaxed);
         let written =
@@ -94,6 +100,8 @@ impl Inner {
             memtable_bytes: s.mem.approximate_bytes(),
             immutable_memtables: s.imm.len(),
             read_amplification: read_amp,
+            l0_sublevels,
+            pending_compaction_bytes: s.pending_compaction_bytes,
             write_amplification: if user > 0 {
                 written as f64 / user as f64
             } else {

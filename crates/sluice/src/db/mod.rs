@@ -55,7 +55,7 @@ pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
 
-use compact::{remove_running_output, running_output};
+use compact::{remove_running_output, running_l0, running_output};
 use flush::flush_memtable;
 use flushable::Flushable;
 use metrics::Counters;
@@ -72,6 +72,7 @@ use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::read::db_iter::DbIterator;
 use crate::sst::cache::BlockCache;
+use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::Version;
 use crate::wal::batch::WriteBatch;
 use crate::wal::log::LogWriter;
@@ -126,6 +127,11 @@ struct State {
     imm: Vec<Flushable>,
     /// The current version. Replaced only by `log_and_apply`, after its edit is durable.
     version: Arc<Version>,
+    /// The current version's L0 sublevels, rebuilt with every version (derived, never stored:
+    /// DESIGN.md invariant 2).
+    l0: Arc<L0Sublevels>,
+    /// Estimated bytes compaction is behind in the current version (see `Options`).
+    pending_compaction_bytes: u64,
     /// Every version handed out; a table any of them holds stays on disk (invariant 7).
     live_versions: Vec<Weak<Version>>,
     /// Every flushable ingest handed out (a snapshot's view may hold one after its tables were
@@ -137,6 +143,8 @@ struct State {
     log_number: u64,
     /// Input files of running compactions: never picked twice.
     compacting_files: HashSet<u64>,
+    /// Running compactions out of L0 (several may run at once on disjoint key ranges).
+    running_l0: Vec<crate::version::l0_sublevels::RunningL0Compaction>,
     /// Numbers of files being written or linked whose edit is not installed yet: the
     /// obsolete-file scan never deletes them.
     uninstalled_files: HashSet<u64>,
@@ -374,11 +382,15 @@ impl Drop for Db {
 
 impl Inner {
     fn picker_options(&self) -> PickerOptions {
-        PickerOptions {
-            l0_compaction_trigger: self.opts.l0_compaction_trigger,
-            max_bytes_for_level_base: self.opts.max_bytes_for_level_base,
-            level_multiplier: self.opts.max_bytes_for_level_multiplier,
-        }
+        picker_options(&self.opts)
+    }
+
+    /// Installs `version` as current with its derived facts (L0 sublevels, pending bytes).
+    fn set_version(&self, s: &mut State, version: Arc<Version>) {
+        s.l0 = Arc::new(L0Sublevels::from_version(&version));
+        s.pending_compaction_bytes =
+            picker::pending_compaction_bytes(&version, &self.picker_options());
+        s.version = version;
     }
 
     fn read_only_error(&self, s: &State) -> Option<Error> {
@@ -396,4 +408,13 @@ impl Inner {
     // ---------------------------------------------------------------- read path
 
     // ---------------------------------------------------------------- background work
+}
+
+/// The picker's knobs from the options.
+fn picker_options(opts: &Options) -> PickerOptions {
+    PickerOptions {
+        l0_compaction_trigger: opts.l0_compaction_trigger,
+        max_bytes_for_level_base: opts.max_bytes_for_level_base,
+        level_multiplier: opts.max_bytes_for_level_multiplier,
+    }
 }

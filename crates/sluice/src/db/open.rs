@@ -278,11 +278,13 @@ impl Db {
         recovered: Vec<Recovered>,
     ) -> Result<Vec<FileMeta>> {
         let mut out = Vec::new();
+        let split_keys =
+            L0Sublevels::from_version(&rec.version).flush_split_keys(opts.flush_split_bytes);
         for item in recovered {
             match item {
                 Recovered::Mem(mem) => {
                     let mut next = rec.next_file_number;
-                    let files = flush_memtable(fs, dir, opts, &mem, &[], &mut || {
+                    let files = flush_memtable(fs, dir, opts, &mem, &[], &split_keys, &mut || {
                         next += 1;
                         next - 1
                     })?;
@@ -400,8 +402,11 @@ impl Inner {
         read_only: bool,
     ) -> Inner {
         let version = Arc::new(rec.version);
+        let picker_opts = picker_options(&opts);
         Inner {
             state: Mutex::new(State {
+                l0: Arc::new(L0Sublevels::from_version(&version)),
+                pending_compaction_bytes: picker::pending_compaction_bytes(&version, &picker_opts),
                 log_number: mem.wal_number,
                 mem,
                 imm,
@@ -410,6 +415,7 @@ impl Inner {
                 version,
                 next_file_number: rec.next_file_number,
                 compacting_files: HashSet::new(),
+                running_l0: Vec::new(),
                 uninstalled_files: HashSet::new(),
                 compaction_output_ranges: Vec::new(),
                 flush_running: false,

@@ -22,10 +22,20 @@ pub struct Options {
     pub max_write_buffer_number: usize,
     /// L0 file count that triggers an L0 compaction. Default 4.
     pub l0_compaction_trigger: usize,
-    /// L0 file count at which each write is delayed by 1 ms. Default 20.
+    /// L0 *sublevel* count (L0's read amplification) at which each write is delayed by 1 ms.
+    /// Default 20.
     pub l0_slowdown_writes_trigger: usize,
-    /// L0 file count at which writes stop until compaction catches up. Default 36.
+    /// L0 sublevel count at which writes stop until compaction catches up. Default 36.
     pub l0_stop_writes_trigger: usize,
+    /// Estimated bytes compaction is behind (each level's excess over its target, L0's bytes
+    /// once it is due) at which each write is delayed by 1 ms. Default 64 GiB.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Pending compaction bytes at which writes stop. Default 256 GiB.
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// A flush cuts its output where the bytes over L0's key intervals since the last cut pass
+    /// this (times the sublevel count), so new L0 files are never wide. 0: no cut. Default
+    /// 4 MiB.
+    pub flush_split_bytes: u64,
     /// Target size of the base level, in bytes. Default 256 MiB.
     pub max_bytes_for_level_base: u64,
     /// Size ratio between adjacent levels. Default 10.
@@ -73,6 +83,9 @@ impl Default for Options {
             l0_compaction_trigger: 4,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            flush_split_bytes: 4 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
@@ -206,6 +219,13 @@ impl Options {
                 "target_file_size" => self.target_file_size = num(k, v)?,
                 "max_background_jobs" => self.max_background_jobs = num(k, v)?,
                 "max_subcompactions" => self.max_subcompactions = num(k, v)?,
+                "soft_pending_compaction_bytes_limit" => {
+                    self.soft_pending_compaction_bytes_limit = num(k, v)?
+                }
+                "hard_pending_compaction_bytes_limit" => {
+                    self.hard_pending_compaction_bytes_limit = num(k, v)?
+                }
+                "flush_split_bytes" => self.flush_split_bytes = num(k, v)?,
                 "max_open_files" => self.max_open_files = num(k, v)?,
                 "block_cache_bytes" => self.block_cache_bytes = num(k, v)?,
                 "block_size" => self.block_size = num(k, v)?,
@@ -280,6 +300,15 @@ impl Options {
         kv("target_file_size", self.target_file_size.to_string());
         kv("max_background_jobs", self.max_background_jobs.to_string());
         kv("max_subcompactions", self.max_subcompactions.to_string());
+        kv(
+            "soft_pending_compaction_bytes_limit",
+            self.soft_pending_compaction_bytes_limit.to_string(),
+        );
+        kv(
+            "hard_pending_compaction_bytes_limit",
+            self.hard_pending_compaction_bytes_limit.to_string(),
+        );
+        kv("flush_split_bytes", self.flush_split_bytes.to_string());
         kv("max_open_files", self.max_open_files.to_string());
         kv("block_cache_bytes", self.block_cache_bytes.to_string());
         kv("block_size", self.block_size.to_string());

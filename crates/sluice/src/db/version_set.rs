@@ -66,7 +66,7 @@ impl Inner {
                 s.obsolete_tables.push(*n);
             }
         }
-        s.version = v;
+        self.set_version(&mut s, v);
         also(&mut s);
         if !s.obsolete_tables.is_empty() {
             self.obsolete_pending.store(true, Ordering::Release);

@@ -162,11 +162,15 @@ impl Inner {
             if let Some(e) = self.read_only_error(&s) {
                 return Err(e);
             }
-            let l0 = s.version.levels[0].len();
-            if !delayed
-                && l0 >= self.opts.l0_slowdown_writes_trigger
-                && l0 < self.opts.l0_stop_writes_trigger
-            {
+            // Backpressure by L0's read amplification (its sublevels, not its file count: many
+            // narrow files side by side cost a read nothing) and by compaction debt.
+            let l0 = s.l0.sublevel_count();
+            let pending = s.pending_compaction_bytes;
+            let stop = l0 >= self.opts.l0_stop_writes_trigger
+                || pending >= self.opts.hard_pending_compaction_bytes_limit;
+            let slow = l0 >= self.opts.l0_slowdown_writes_trigger
+                || pending >= self.opts.soft_pending_compaction_bytes_limit;
+            if !delayed && slow && !stop {
                 // Slow every write a little rather than stop them all later.
                 drop(s);
                 let t = Instant::now();
@@ -176,7 +180,7 @@ impl Inner {
                 s = self.state.lock();
                 continue;
             }
-            if l0 >= self.opts.l0_stop_writes_trigger {
+            if stop {
                 let t = Instant::now();
                 self.bg_cv.notify_all();
                 self.done_cv.wait_for(&mut s, Duration::from_millis(100));

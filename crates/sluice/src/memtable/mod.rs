@@ -81,6 +81,11 @@ impl MemTable {
         self.list.is_empty() && self.range_dels.read().is_empty()
     }
 
+    /// Smallest seqno written (`u64::MAX` if empty).
+    pub fn smallest_seqno(&self) -> u64 {
+        self.smallest_seqno.load(Ordering::Relaxed)
+    }
+
     /// Largest seqno written (0 if empty).
     pub fn largest_seqno(&self) -> u64 {
         self.largest_seqno.load(Ordering::Relaxed)
