@@ -116,7 +116,8 @@ fn crash_between_the_wal_record_and_the_flush_replays_the_ingest() {
     put_sync(&db, "b", "before");
     let f = external(&fs, "f.sst", &["a", "b", "c"], "file");
     fs.hold_syncs_matching("MANIFEST");
-    db.ingest(std::slice::from_ref(&f), &IngestOptions::default()).unwrap();
+    db.ingest(std::slice::from_ref(&f), &IngestOptions::default())
+        .unwrap();
     put_sync(&db, "b", "after");
     // What a power loss now leaves: the WAL (synced) and the linked file, no flush edit.
     let image = fs.crashed_copy(None);
