@@ -20,7 +20,7 @@ def test_put_get_delete_scan_stats(sluice, tmp):
     stats = sluice("stats", "--db", db, "--json").stdout
     assert b'"levels"' in stats and b'"write_amplification"' in stats
     manifest = sluice("manifest", "dump", "--db", db).stdout.decode()
-    assert "format=1" in manifest
+    assert "format=2" in manifest
 
 
 def test_get_on_missing_db_is_a_clear_error(sluice, tmp):

@@ -39,19 +39,46 @@ fn render(b: &[u8], hex_mode: bool) -> String {
     }
 }
 
+/// The Db's own persisted options (so a tool never resets e.g. its compression), or the
+/// defaults for a Db that has none yet.
+fn db_options(dir: &Path, create: bool) -> Result<Options, sluice::Error> {
+    let base = Options {
+        create_if_missing: create,
+        ..Options::default()
+    };
+    if !dir.join("CURRENT").exists() {
+        if !create {
+            let what = if dir.is_file() {
+                "is a file, not a database directory"
+            } else if dir.is_dir() {
+                "is not a Sluice database (no CURRENT file)"
+            } else {
+                "does not exist"
+            };
+            return Err(sluice::Error::InvalidArgument(format!(
+                "{} {what}",
+                dir.display()
+            )));
+        }
+        return Ok(base);
+    }
+    Options::load_latest(dir, base)
+}
+
+/// Opens an existing Db for a write (with its persisted options).
 fn open_existing(dir: &Path) -> Result<Db, sluice::Error> {
-    Db::open(
-        dir,
-        Options {
-            create_if_missing: false,
-            ..Options::default()
-        },
-    )
+    Db::open(dir, db_options(dir, false)?)
+}
+
+/// Opens an existing Db read-only: nothing is flushed, written or deleted, no lock is taken,
+/// so it works beside a writer (which may delete a table under it: rerun then).
+fn open_read_only(dir: &Path) -> Result<Db, sluice::Error> {
+    Db::open_read_only(dir, db_options(dir, false)?)
 }
 
 /// `sluice put`.
 pub fn put(a: DbArg, key: String, value: String) -> CmdResult {
-    let db = Db::open(&a.db, Options::default())?;
+    let db = Db::open(&a.db, db_options(&a.db, true)?)?;
     let mut b = WriteBatch::new();
     b.put(&decode(&key, a.hex)?, &decode(&value, a.hex)?);
     write_synced_and_close(db, b)
@@ -59,7 +86,7 @@ pub fn put(a: DbArg, key: String, value: String) -> CmdResult {
 
 /// `sluice get`: prints the value, exit 1 when absent.
 pub fn get(a: DbArg, key: String) -> CmdResult {
-    let db = open_existing(&a.db)?;
+    let db = open_read_only(&a.db)?;
     match db.get(&decode(&key, a.hex)?)? {
         Some(v) => {
             println!("{}", render(&v, a.hex));
@@ -123,7 +150,7 @@ fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
 
 /// `sluice scan`: `KEY<TAB>VALUE` lines.
 pub fn scan(a: ScanArgs) -> CmdResult {
-    let db = open_existing(&a.db.db)?;
+    let db = open_read_only(&a.db.db)?;
     let mut lower = a
         .start
         .as_deref()
@@ -166,7 +193,7 @@ pub fn scan(a: ScanArgs) -> CmdResult {
 
 /// `sluice stats`.
 pub fn stats(a: DbArg, json: bool) -> CmdResult {
-    let db = open_existing(&a.db)?;
+    let db = open_read_only(&a.db)?;
     let m = db.metrics();
     if json {
         let levels: Vec<serde_json::Value> = m
@@ -180,6 +207,8 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
             serde_json::to_string_pretty(&serde_json::json!({
                 "levels": levels,
                 "read_amplification": m.read_amplification,
+                "l0_sublevels": m.l0_sublevels,
+                "pending_compaction_bytes": m.pending_compaction_bytes,
                 "write_amplification": m.write_amplification,
                 "flushes": m.flushes,
                 "compactions": m.compactions,
@@ -201,7 +230,11 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
                 l.score_x100 as f64 / 100.0
             );
         }
-        println!("read amplification: {}", m.read_amplification);
+        println!(
+            "read amplification: {} (L0 sublevels: {})",
+            m.read_amplification, m.l0_sublevels
+        );
+        println!("pending compaction bytes: {}", m.pending_compaction_bytes);
         println!("write amplification: {:.2}", m.write_amplification);
         println!(
             "flushes: {}  compactions: {} (read {} B, written {} B)",
@@ -210,6 +243,21 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
         println!("stalls: {} ({} µs)", m.stall_count, m.stall_micros);
         println!("last sequence: {}", m.last_sequence);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice lsm`: the levels and L0 sublevels as key-span bars, newest sublevel first.
+pub fn lsm(a: DbArg, width: usize) -> CmdResult {
+    let db = open_read_only(&a.db)?;
+    print!(
+        "{}",
+        sluice::version::render::render(&db.current_version(), width.max(20))
+    );
+    let m = db.metrics();
+    println!(
+        "read amplification {} (L0 sublevels {}), pending compaction bytes {}",
+        m.read_amplification, m.l0_sublevels, m.pending_compaction_bytes
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -324,7 +372,7 @@ pub fn ingest(
     ingest_behind: bool,
     link: bool,
 ) -> CmdResult {
-    let db = Db::open(&db_dir, Options::default())?;
+    let db = Db::open(&db_dir, db_options(&db_dir, true)?)?;
     let opts = sluice::IngestOptions {
         allow_overlap,
         ingest_behind,

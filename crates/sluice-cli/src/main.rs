@@ -96,6 +96,14 @@ enum Command {
         #[arg(long)]
         link: bool,
     },
+    /// Draw the LSM: levels and L0 sublevels as key-span bars (wide files marked).
+    Lsm {
+        #[command(flatten)]
+        db: db_cmd::DbArg,
+        /// Width of the drawing in columns.
+        #[arg(long, default_value_t = 80)]
+        width: usize,
+    },
     /// Inspect the MANIFEST.
     #[command(subcommand)]
     Manifest(db_cmd::ManifestCommand),
@@ -128,6 +136,7 @@ fn main() -> ExitCode {
         Command::Import(a) => import_cmd::import(a),
         Command::Tables { db } => import_cmd::tables(db),
         Command::Stats { db, json } => db_cmd::stats(db, json),
+        Command::Lsm { db, width } => db_cmd::lsm(db, width),
         Command::Manifest(db_cmd::ManifestCommand::Dump { db }) => db_cmd::manifest_dump(db),
         Command::Ingest {
             db,
