@@ -275,3 +275,36 @@ def test_corrupt_format_version_6_block_is_refused(sluice, tmp):
     sst = tmp / "c.sst"
     write_sst(sst, Options(raw_mode=True), random_pairs(seed=6, n=500))
     corrupt_check(sluice, sst, 100, 0, "data block checksum mismatch")
+
+
+def test_rocksdb_ingests_sluice_format_version_6(sluice, tmp):
+    """Sluice writes format_version 6 when asked (TableBuilder::with_format_version; the
+    default stays 5): crates/sluice/testdata/rocksdb/sluice_fv6.sst, rewritten by the Rust test
+    `sluice_fv6_fixture_reads_back`. RocksDB verifies its footer and context-aware block
+    checksums when it opens and reads it."""
+    src = os.path.join(os.path.dirname(__file__), "../../crates/sluice/testdata/rocksdb/sluice_fv6.sst")
+    sst = tmp / "sluice_fv6.sst"
+    shutil.copyfile(src, sst)
+    assert props(sluice, sst)["format version"] == "6"
+    o = Options(raw_mode=True)
+    o.create_if_missing(True)
+    db = Rdict(str(tmp / "db"), o)
+    try:
+        db.ingest_external_file([str(sst)], IngestExternalFileOptions())
+        for i in range(300):
+            want = None if i % 7 == 0 else b"value-%d" % i
+            assert db.get(b"key%06d" % i) == want, i
+    finally:
+        db.close()
+    # The same file with one byte of its first data block changed: RocksDB refuses it, having
+    # removed our context from the stored checksum.
+    bad = tmp / "bad.sst"
+    data = bytearray(open(src, "rb").read())
+    data[3] ^= 1
+    bad.write_bytes(bytes(data))
+    db = Rdict(str(tmp / "db2"), o)
+    try:
+        with pytest.raises(Exception, match=r"block checksum mismatch: stored\(context removed\)"):
+            db.ingest_external_file([str(bad)], IngestExternalFileOptions())
+    finally:
+        db.close()

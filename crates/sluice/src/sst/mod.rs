@@ -1,5 +1,6 @@
 //! The table layer: RocksDB's block-based table format, written by Sluice as `format_version`
-//! 5 and read in versions 1 to 7 (RocksDB ≥ 8.6 writes 6 by default, ≥ 11 writes 7).
+//! 5 (6 on request) and read in versions 1 to 7 (RocksDB ≥ 8.6 writes 6 by default, ≥ 11
+//! writes 7).
 //!
 //! * [`format`]: handles, trailers, checksums, compression framing; [`footer`] the footer and
 //!   the context-aware checksums of format_version ≥ 6.

@@ -6,7 +6,8 @@
 //! Invariants:
 //! 1. Keys are strictly increasing under the internal-key order; a violation is
 //!    [`Error::KeyOrder`] in every build and leaves the builder usable for nothing but drop.
-//! 2. Every block is followed by a trailer whose checksum covers the block and its type byte.
+//! 2. Every block is followed by a trailer whose checksum covers the block and its type byte
+//!    (and, in format_version 6, the block's offset: see [`crate::sst::footer`]).
 //! 3. Each index entry's separator `s` satisfies `last key of its block <= s < first key of the
 //!    next block`, so a seek never misses an entry.
 
@@ -17,9 +18,9 @@ use crate::base::error::{Error, Result};
 use crate::base::key::{self, compare_internal, ValueKind, MAX_SEQNO};
 use crate::sst::block::BlockBuilder;
 use crate::sst::filter::{BloomBuilder, FULL_FILTER_META_KEY};
+use crate::sst::footer::{stored_block_checksum, INDEX_META_KEY};
 use crate::sst::format::{
-    block_checksum, compress_block, BlockHandle, ChecksumType, CompressionType, Footer,
-    FORMAT_VERSION,
+    compress_block, BlockHandle, ChecksumType, CompressionType, Footer, FORMAT_VERSION,
 };
 use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY, UNKNOWN_COLUMN_FAMILY};
 
@@ -114,6 +115,9 @@ pub struct TableBuilder<W: Write> {
     scratch: Vec<u8>,
     separator: Vec<u8>,
     range_dels: Vec<(Vec<u8>, Vec<u8>)>,
+    format_version: u32,
+    /// The base of the checksum context (format_version 6; zero before).
+    base_context: u32,
 }
 
 impl<W: Write> TableBuilder<W> {
@@ -137,9 +141,26 @@ impl<W: Write> TableBuilder<W> {
             scratch: Vec::new(),
             separator: Vec::with_capacity(64),
             range_dels: Vec::new(),
+            format_version: FORMAT_VERSION,
+            base_context: 0,
             opts,
             identity,
         })
+    }
+
+    /// Writes `format_version` 6 instead of the default [`FORMAT_VERSION`] (5): a
+    /// checksummed footer, block checksums that include each block's offset, the index handle
+    /// in the metaindex. Call before adding anything. Readable by RocksDB ≥ 8.6 and by Sluice;
+    /// the default stays 5 so that older RocksDB releases can ingest Sluice's files.
+    pub fn with_format_version(mut self, version: u32) -> Result<Self> {
+        if !matches!(version, 5 | 6) || self.offset != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "Sluice writes format_version 5 or 6 (set before adding entries), got {version}"
+            )));
+        }
+        self.format_version = version;
+        self.base_context = if version >= 6 { new_base_context() } else { 0 };
+        Ok(self)
     }
 
     /// Appends one entry. `ikey` must sort strictly after the previous key.
@@ -273,7 +294,7 @@ impl<W: Write> TableBuilder<W> {
         let handle = write_block(
             &mut self.out,
             &mut self.offset,
-            self.opts.checksum,
+            (self.opts.checksum, self.base_context),
             bytes,
             ty,
         )?;
@@ -301,13 +322,21 @@ impl<W: Write> TableBuilder<W> {
             PROPERTIES_META_KEY.to_string(),
             self.write_properties_block()?,
         ));
+        // From format_version 6 the index is found through the metaindex, which must end
+        // right before the footer (it does: it is the last block written).
+        let in_footer = if self.format_version >= 6 {
+            meta.push((INDEX_META_KEY.to_string(), index));
+            None
+        } else {
+            Some(index)
+        };
         let metaindex = self.write_metaindex(meta)?;
         let footer = Footer {
             checksum: self.opts.checksum,
             metaindex,
-            index: Some(index),
-            format_version: FORMAT_VERSION,
-            base_context_checksum: 0,
+            index: in_footer,
+            format_version: self.format_version,
+            base_context_checksum: self.base_context,
         }
         .encode(self.offset);
         self.out.write_all(&footer)?;
@@ -321,7 +350,7 @@ impl<W: Write> TableBuilder<W> {
         write_block(
             &mut self.out,
             &mut self.offset,
-            self.opts.checksum,
+            (self.opts.checksum, self.base_context),
             &block,
             CompressionType::None,
         )
@@ -358,7 +387,7 @@ impl<W: Write> TableBuilder<W> {
     fn finalize_properties(&mut self, index: BlockHandle) {
         let p = &mut self.props;
         p.index_size = index.size + 5;
-        p.format_version = u64::from(FORMAT_VERSION);
+        p.format_version = u64::from(self.format_version);
         p.comparator = "leveldb.BytewiseComparator".into();
         p.compression = self.opts.compression.rocksdb_name().into();
         p.column_family_id = UNKNOWN_COLUMN_FAMILY;
@@ -408,10 +437,12 @@ impl<W: Write> TableBuilder<W> {
     }
 }
 
+/// Writes a block and its trailer; `(checksum, base)` are the checksum type and base context
+/// (zero before format_version 6).
 fn write_block<W: Write>(
     out: &mut W,
     offset: &mut u64,
-    checksum: ChecksumType,
+    (checksum, base): (ChecksumType, u32),
     bytes: &[u8],
     ty: CompressionType,
 ) -> Result<BlockHandle> {
@@ -421,9 +452,25 @@ fn write_block<W: Write>(
     };
     let mut trailer = [0u8; 5];
     trailer[0] = ty as u8;
-    trailer[1..].copy_from_slice(&block_checksum(checksum, bytes, ty as u8).to_le_bytes());
+    let sum = stored_block_checksum(checksum, base, *offset, bytes, ty as u8);
+    trailer[1..].copy_from_slice(&sum.to_le_bytes());
     out.write_all(bytes)?;
     out.write_all(&trailer)?;
     *offset += bytes.len() as u64 + trailer.len() as u64;
     Ok(handle)
+}
+
+/// A base context checksum for a new file: differs between files (time, process, a counter) so
+/// that a block copied from another table fails its check; never zero (zero means "no context").
+fn new_base_context() -> u32 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut seed = [0u8; 24];
+    seed[..8].copy_from_slice(&nanos.to_le_bytes());
+    seed[8..16].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    seed[16..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    (xxhash_rust::xxh3::xxh3_64(&seed) as u32).max(1)
 }

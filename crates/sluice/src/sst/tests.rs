@@ -18,7 +18,14 @@ use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 type Model = BTreeMap<(Vec<u8>, std::cmp::Reverse<u64>), (ValueKind, Vec<u8>)>;
 
 fn build(model: &Model, opts: TableOptions) -> Vec<u8> {
-    let mut b = TableBuilder::new(Vec::new(), opts, TableIdentity::default()).unwrap();
+    build_fv(model, opts, 5)
+}
+
+fn build_fv(model: &Model, opts: TableOptions, format_version: u32) -> Vec<u8> {
+    let mut b = TableBuilder::new(Vec::new(), opts, TableIdentity::default())
+        .unwrap()
+        .with_format_version(format_version)
+        .unwrap();
     for ((k, s), (kind, v)) in model {
         b.add(&make_internal_key(k, s.0, *kind), v).unwrap();
     }
@@ -95,9 +102,13 @@ fn all_option_sets() -> Vec<TableOptions> {
 fn every_option_combination_roundtrips() {
     let model = random_model(7, 800);
     let entries = model_entries(&model);
-    for opts in all_option_sets() {
-        let bytes = build(&model, opts.clone());
+    for (opts, fv) in all_option_sets()
+        .into_iter()
+        .flat_map(|o| [(o.clone(), 5), (o, 6)])
+    {
+        let bytes = build_fv(&model, opts.clone(), fv);
         let t = open(bytes, Some(BlockCache::new(1 << 20))).unwrap();
+        assert_eq!(t.footer().format_version, fv);
         assert_eq!(t.verify().unwrap(), entries.len() as u64, "{opts:?}");
         let mut it = t.iter(IterBounds::default());
         it.seek_to_first();
@@ -362,6 +373,16 @@ fn seeded_mutations_never_panic() {
         )
     };
     mutate_and_exercise("sluice", &good);
+    let fv6 = build_fv(
+        &random_model(12, 300),
+        TableOptions {
+            block_size: 256,
+            checksum: ChecksumType::Xxh3,
+            ..Default::default()
+        },
+        6,
+    );
+    mutate_and_exercise("sluice fv6", &fv6);
     for name in [
         "fv6_default.sst",
         "partitioned.sst",
@@ -418,6 +439,42 @@ fn mutate_and_exercise(what: &str, good: &[u8]) {
         clean < iters / 10,
         "{what}: {clean} of {iters} mutations read cleanly"
     );
+}
+
+/// In format_version 6 a block's checksum depends on the file's base context and the block's
+/// offset: a block copied from another table (the same bytes at the same offset) is refused.
+#[test]
+fn format_version_6_refuses_a_block_from_another_table() {
+    let model = random_model(4, 500);
+    let opts = TableOptions {
+        block_size: 512,
+        ..Default::default()
+    };
+    let a = build_fv(&model, opts.clone(), 6);
+    let b = build_fv(&model, opts, 6);
+    assert_eq!(a.len(), b.len());
+    let ta = open(a.clone(), None).unwrap();
+    let tb = open(b.clone(), None).unwrap();
+    assert_ne!(
+        ta.footer().base_context_checksum,
+        tb.footer().base_context_checksum
+    );
+    assert_eq!(ta.footer().index, None);
+    assert_eq!(tb.verify().unwrap(), model.len() as u64);
+    // The first data block with its trailer (it ends where the second block starts), from `a`
+    // into `b`: identical bytes at an identical offset, but another file's context.
+    let mut it = ta.iter(IterBounds::default());
+    it.seek_to_first();
+    while it.valid() && it.current_block_offset() == 0 {
+        it.next();
+    }
+    let end = it.current_block_offset() as usize;
+    assert!(end > 0 && a[..end - 4] == b[..end - 4]);
+    let mut spliced = b.clone();
+    spliced[..end].copy_from_slice(&a[..end]);
+    let (off, why) = expect_corruption(spliced);
+    assert_eq!(off, 0, "{why}");
+    assert!(why.contains("checksum mismatch"), "{why}");
 }
 
 #[test]
