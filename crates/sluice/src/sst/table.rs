@@ -28,7 +28,7 @@ use crate::sst::filter::{BloomReader, FULL_FILTER_META_KEY, PARTITIONED_FILTER_M
 use crate::sst::footer::{stored_block_checksum, INDEX_META_KEY};
 use crate::sst::format::{
     decompress_block, BlockHandle, CompressionType, Footer, IndexType, BLOCK_TRAILER_LEN,
-    FOOTER_LEN,
+    FOOTER_LEN, MAX_DECOMPRESSED_BLOCK,
 };
 use crate::sst::index_iter::{IndexIter, IndexLayout, Partitions};
 use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY};
@@ -252,14 +252,23 @@ impl Table {
     fn read_index_partitions(&mut self) -> Result<()> {
         let top = self.index_handle;
         let mut parts: Vec<(u64, Arc<Block>)> = Vec::new();
+        let mut budget = self.partitions_budget();
         for (_, h) in self.read_top_level(&Arc::clone(&self.index), top, "index")? {
-            if parts.last().is_some_and(|(off, _)| *off >= h.offset) {
-                return Err(self.corruption(top.offset, "index partitions out of order"));
-            }
-            parts.push((h.offset, Arc::new(self.read_block(h, "index partition")?)));
+            let raw = self.read_raw_block_max(h, "index partition", budget)?;
+            budget = budget.saturating_sub(raw.len());
+            let block = Block::new(raw)
+                .map_err(|e| self.corruption(h.offset, format!("index partition block: {e}")))?;
+            parts.push((h.offset, Arc::new(block)));
         }
         self.index_partitions = Some(Arc::new(parts));
         Ok(())
+    }
+
+    /// How many decompressed bytes all the partitions of an index (or of a filter) may take
+    /// together: as much as one block may, or four times the file for very large files.
+    fn partitions_budget(&self) -> usize {
+        let file = usize::try_from(self.size.saturating_mul(4)).unwrap_or(usize::MAX);
+        MAX_DECOMPRESSED_BLOCK.max(file)
     }
 
     /// The entries (separator, partition handle) of the top level of a partitioned index or
@@ -281,6 +290,20 @@ impl Table {
             let handle = it.handle().ok_or_else(|| {
                 self.corruption(h.offset, format!("top-level {what} entry has a bad handle"))
             })?;
+            // Partitions are written in order, before their top level, and never overlap: so
+            // reading them all reads each byte of the file at most once.
+            let start = out.last().map_or(0, |(_, p): &(Vec<u8>, BlockHandle)| {
+                p.offset + p.size + BLOCK_TRAILER_LEN as u64
+            });
+            let end = handle
+                .offset
+                .checked_add(handle.size + BLOCK_TRAILER_LEN as u64);
+            if handle.offset < start || end.is_none_or(|e| e > h.offset) {
+                return Err(self.corruption(
+                    h.offset,
+                    format!("top-level {what} entry points outside the partitions' area"),
+                ));
+            }
             out.push((it.key().to_vec(), handle));
             it.next();
         }
@@ -357,8 +380,10 @@ impl Table {
         } else if let Some(h) = partitioned {
             let top = Arc::new(self.read_block(h, "filter index")?);
             let mut parts = Vec::new();
+            let mut budget = self.partitions_budget();
             for (sep, ph) in self.read_top_level(&top, h, "filter")? {
-                let raw = self.read_raw_block(ph, "filter partition")?;
+                let raw = self.read_raw_block_max(ph, "filter partition", budget)?;
+                budget = budget.saturating_sub(raw.len());
                 let f = BloomReader::new(raw).map_err(|e| self.corruption(ph.offset, e))?;
                 parts.push((sep, f));
             }
@@ -372,6 +397,12 @@ impl Table {
 
     /// Reads, verifies and decompresses the block at `h`.
     fn read_raw_block(&self, h: BlockHandle, what: &str) -> Result<Vec<u8>> {
+        self.read_raw_block_max(h, what, self.max_decompressed(what))
+    }
+
+    /// [`Table::read_raw_block`] with at most `max` decompressed bytes (the partitions of an
+    /// index or filter share one budget, see [`Table::partitions_budget`]).
+    fn read_raw_block_max(&self, h: BlockHandle, what: &str, max: usize) -> Result<Vec<u8>> {
         // Data blocks precede every meta block, the metaindex and the index: a data handle
         // reaching past them is corrupt, and never makes us read (allocate) beyond them.
         let limit = if what == "data" {
@@ -425,7 +456,7 @@ impl Table {
             buf.truncate(n);
             return Ok(buf);
         }
-        decompress_block(ct, &buf[..n], self.max_decompressed(what))
+        decompress_block(ct, &buf[..n], max)
             .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
     }
 
