@@ -276,3 +276,46 @@ fn corrupt_format_version_6_tables_are_located() {
     );
     assert!(why.contains("checksum mismatch"), "{why}");
 }
+
+/// A top-level index whose entries overlap (here, crafted with checksums off) is refused at
+/// open instead of reading any byte twice.
+#[test]
+fn overlapping_partitions_are_refused() {
+    let good = fixture("partitioned.sst");
+    let t = open_bytes(good.clone()).unwrap();
+    let top = t.index_handle;
+    let parts = t.read_top_level(&t.index, top, "index").unwrap();
+    assert!(parts.len() > 3);
+    // Every top-level entry is a restart point holding a full handle: grow the second one's
+    // size so that it overlaps the third partition (same varint length).
+    let h = parts[1].1;
+    let mut enc = Vec::new();
+    h.encode_to(&mut enc);
+    let mut grown = Vec::new();
+    crate::sst::format::BlockHandle {
+        offset: h.offset,
+        size: h.size + 7,
+    }
+    .encode_to(&mut grown);
+    assert_eq!(enc.len(), grown.len());
+    let area = &good[top.offset as usize..(top.offset + top.size) as usize];
+    let at = area
+        .windows(enc.len())
+        .position(|w| w == enc.as_slice())
+        .expect("handle bytes in the top-level index")
+        + top.offset as usize;
+    let mut bad = good.clone();
+    bad[at..at + enc.len()].copy_from_slice(&grown);
+    let file: Arc<dyn RandomAccessFile> = Arc::new(bad);
+    let opts = TableReadOptions {
+        verify_checksums: false,
+        cache: None,
+    };
+    match Table::open(file, "rocks.sst".into(), &opts) {
+        Err(Error::Corruption { offset, reason, .. }) => {
+            assert_eq!(offset, top.offset);
+            assert!(reason.contains("outside the partitions' area"), "{reason}");
+        }
+        other => panic!("expected a corruption, got {other:?}"),
+    }
+}

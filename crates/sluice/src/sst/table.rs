@@ -67,7 +67,7 @@ pub struct Table {
     index_type: IndexType,
     /// The index block (the top level of a partitioned index).
     pub(crate) index_handle: BlockHandle,
-    index: Arc<Block>,
+    pub(crate) index: Arc<Block>,
     index_partitions: Option<Partitions>,
     pub(crate) index_layout: IndexLayout,
     filter: TableFilter,
