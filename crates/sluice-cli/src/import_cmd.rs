@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
-    open_db, Format, Import, ImportOptions, OnDuplicate, OutputFormat, ProgressMode, TableReader,
+    open_db, open_db_read_only, Format, Import, ImportOptions, OnDuplicate, OutputFormat,
+    ProgressMode, TableReader,
 };
 
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -236,7 +237,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
 
 /// `sluice tables`.
 pub fn tables(db: PathBuf) -> CmdResult {
-    let db = open_db(&db, false)?;
+    let db = open_db_read_only(&db)?;
     for t in TableReader::tables(&db)? {
         let cols: Vec<String> = t
             .visible_columns()
@@ -295,7 +296,7 @@ pub fn scan(
     end: Option<String>,
     limit: Option<u64>,
 ) -> CmdResult {
-    let db = open_db(&db, false)?;
+    let db = open_db_read_only(&db)?;
     let reader = TableReader::open(&db, t.table.as_deref())?;
     let fmt = match t.format.unwrap_or_default() {
         OutArg::Csv => OutputFormat::Csv,
@@ -323,7 +324,7 @@ pub fn scan(
 
 /// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent.
 pub fn get(db: PathBuf, table: Option<String>, pk: String, format: Option<OutArg>) -> CmdResult {
-    let db = open_db(&db, false)?;
+    let db = open_db_read_only(&db)?;
     let reader = TableReader::open(&db, table.as_deref())?;
     let pk = sluice_import::query::split_values(&pk);
     match reader.get(&pk)? {

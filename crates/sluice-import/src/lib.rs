@@ -45,8 +45,8 @@ use std::path::{Path, PathBuf};
 
 pub use input::Format;
 pub use pipeline::{
-    default_memory, open_db, remove_leftovers, FileSummary, Import, ImportOptions, OnDuplicate,
-    Summary,
+    default_memory, open_db, open_db_read_only, remove_leftovers, FileSummary, Import,
+    ImportOptions, OnDuplicate, Summary,
 };
 pub use progress::ProgressMode;
 pub use query::{OutputFormat, TableReader};

@@ -14,7 +14,7 @@ use sluice::{
     TableOptions, TableReadOptions,
 };
 
-use crate::parse::{BufferPool, Entries};
+use crate::parse::{key_head, BufferPool, Entries};
 
 /// Source position of a deletion (after every put of the same key).
 pub const DELETION_SRC: u64 = u64::MAX;
@@ -165,6 +165,8 @@ impl Source for RunSource {
 /// K-way merge over sources (a binary heap of source indexes).
 pub struct Merger {
     sources: Vec<Box<dyn Source>>,
+    /// [`key_head`] of each source's current key: most comparisons end there.
+    heads: Vec<u64>,
     heap: Vec<usize>,
 }
 
@@ -172,7 +174,15 @@ impl Merger {
     /// Merges `sources`.
     pub fn new(sources: Vec<Box<dyn Source>>) -> Self {
         let heap: Vec<usize> = (0..sources.len()).filter(|&i| sources[i].valid()).collect();
-        let mut m = Merger { sources, heap };
+        let heads = sources
+            .iter()
+            .map(|s| if s.valid() { key_head(s.key()) } else { 0 })
+            .collect();
+        let mut m = Merger {
+            sources,
+            heads,
+            heap,
+        };
         for i in (0..m.heap.len() / 2).rev() {
             m.sift_down(i);
         }
@@ -180,6 +190,10 @@ impl Merger {
     }
 
     fn less(&self, a: usize, b: usize) -> bool {
+        let (ha, hb) = (self.heads[a], self.heads[b]);
+        if ha != hb {
+            return ha < hb;
+        }
         let (x, y) = (&self.sources[a], &self.sources[b]);
         (x.key(), x.src()) < (y.key(), y.src())
     }
@@ -214,7 +228,9 @@ impl Merger {
             return Ok(());
         };
         self.sources[top].next()?;
-        if !self.sources[top].valid() {
+        if self.sources[top].valid() {
+            self.heads[top] = key_head(self.sources[top].key());
+        } else {
             let last = self.heap.len() - 1;
             self.heap.swap(0, last);
             self.heap.pop();

@@ -226,17 +226,36 @@ pub fn remove_leftovers(dir: &Path) -> usize {
     n
 }
 
-/// Opens (or creates) a Db and removes what a killed import left in it.
+/// Opens (or creates) a Db with its persisted options (defaults for a new one) and removes
+/// what a killed import left in it.
 pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
-    let db = Db::open(
-        dir.as_ref(),
-        sluice::Options {
-            create_if_missing: create,
-            ..sluice::Options::default()
-        },
-    )?;
-    remove_leftovers(dir.as_ref());
+    let dir = dir.as_ref();
+    let base = sluice::Options {
+        create_if_missing: create,
+        ..sluice::Options::default()
+    };
+    let opts = if dir.join("CURRENT").exists() {
+        sluice::Options::load_latest(dir, base)?
+    } else {
+        base
+    };
+    let db = Db::open(dir, opts)?;
+    remove_leftovers(dir);
     Ok(db)
+}
+
+/// Opens an existing Db read-only (for scans and gets beside a writer): nothing is written or
+/// removed.
+pub fn open_db_read_only(dir: impl AsRef<Path>) -> Result<Db, ImportError> {
+    let dir = dir.as_ref();
+    if !dir.join("CURRENT").exists() {
+        return Err(ImportError::Usage(format!(
+            "{} is not a Sluice database (no CURRENT file)",
+            dir.display()
+        )));
+    }
+    let opts = sluice::Options::load_latest(dir, sluice::Options::default())?;
+    Ok(Db::open_read_only(dir, opts)?)
 }
 
 /// The import's temporary directory, removed on drop.
@@ -689,7 +708,7 @@ impl Import {
                 for i in 0..entries.items.len() {
                     let (k, v, src) = (entries.key(i), entries.value(i), entries.items[i].3);
                     if slot == 0 {
-                        ctx.emit_primary(w, k, &[(src, v.to_vec())])?;
+                        ctx.emit_primary(w, k, &[(src, v)])?;
                     } else {
                         ctx.emit_secondary(w, slot, st.unique_cols, k, &[src], false)?;
                     }
@@ -776,10 +795,14 @@ impl Import {
             let mut m = Merger::new(sources);
             let mut key = Vec::new();
             let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
+            let mut spare: Vec<Vec<u8>> = Vec::new();
             while let Some(s) = m.peek() {
                 key.clear();
                 key.extend_from_slice(s.key());
-                group.clear();
+                spare.extend(group.drain(..).map(|(_, mut v)| {
+                    v.clear();
+                    v
+                }));
                 let mut deletion = false;
                 while let Some(s) = m.peek() {
                     if s.key() != key.as_slice() {
@@ -788,19 +811,18 @@ impl Import {
                     if s.src() == DELETION_SRC {
                         deletion = true;
                     } else {
-                        group.push((
-                            s.src(),
-                            if slot == 0 {
-                                s.value().to_vec()
-                            } else {
-                                Vec::new()
-                            },
-                        ));
+                        let mut v = spare.pop().unwrap_or_default();
+                        if slot == 0 {
+                            v.extend_from_slice(s.value());
+                        }
+                        group.push((s.src(), v));
                     }
                     m.advance()?;
                 }
                 if slot == 0 {
-                    ctx.emit_primary(&mut w, &key, &group)?;
+                    let rows: Vec<(u64, &[u8])> =
+                        group.iter().map(|(s, v)| (*s, v.as_slice())).collect();
+                    ctx.emit_primary(&mut w, &key, &rows)?;
                 } else {
                     let srcs: Vec<u64> = group.iter().map(|g| g.0).collect();
                     ctx.emit_secondary(&mut w, slot, st.unique_cols, &key, &srcs, deletion)?;
@@ -1107,7 +1129,7 @@ impl<'a> EmitCtx<'a> {
         &mut self,
         w: &mut FinalWriter,
         key: &[u8],
-        group: &[(u64, Vec<u8>)],
+        group: &[(u64, &[u8])],
     ) -> Result<(), ImportError> {
         let Some(first) = group.first() else {
             return Ok(());

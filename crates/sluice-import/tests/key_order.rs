@@ -109,6 +109,17 @@ proptest! {
     }
 
     #[test]
+    fn key_heads_agree_with_key_order(
+        a in proptest::collection::vec(prop_oneof![Just(0u8), Just(255), any::<u8>()], 0..20),
+        b in proptest::collection::vec(prop_oneof![Just(0u8), Just(255), any::<u8>()], 0..20),
+    ) {
+        let (ha, hb) = (sluice_import::parse::key_head(&a), sluice_import::parse::key_head(&b));
+        if ha != hb {
+            prop_assert_eq!(ha.cmp(&hb), a.cmp(&b));
+        }
+    }
+
+    #[test]
     fn decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40), t in 0..TYPES.len()) {
         let mut s = bytes.as_slice();
         let _ = decode_column(&mut s, &TYPES[t]);
