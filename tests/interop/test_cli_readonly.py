@@ -39,3 +39,24 @@ def test_lsm_draws_levels(sluice, tmp):
         sluice("put", "--db", db, f"key{i:03}", "v" * 50)
     out = sluice("lsm", "--db", db, "--width", "60").stdout.decode()
     assert "read amplification" in out
+
+
+def test_a_closed_pipe_ends_output_quietly(sluice, tmp):
+    """`sluice sst dump big.sst | head -1`: no error, no backtrace, the shell's SIGPIPE status."""
+    import subprocess
+
+    from conftest import _find_sluice
+
+    lines = "".join(f"k{i:06}\tvalue{i}\n" for i in range(20000)).encode()
+    sst = tmp / "big.sst"
+    sluice("sst", "build", "--out", sst, "--text", input=lines)
+    p = subprocess.Popen(
+        [str(_find_sluice()), "sst", "dump", str(sst), "--text"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdout.readline() == b"k000000\tvalue0\n"
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait() == 141
+    assert err == b"", err

@@ -112,7 +112,42 @@ enum Command {
     Wal(db_cmd::WalCommand),
 }
 
+/// True if `e` is, or wraps, a write to a closed pipe (`sluice scan | head`).
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        if let Some(sluice::Error::Io { source, .. }) = err.downcast_ref::<sluice::Error>() {
+            if source.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
 fn main() -> ExitCode {
+    // A reader that stops reading (`| head`) ends the output quietly, as Unix tools do: the
+    // `print!` family panics on a closed pipe, so its message is recognised and the process
+    // exits with the shell's SIGPIPE status instead of a backtrace.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sst(c) => sst_cmd::run(c),
@@ -149,6 +184,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(e) if is_broken_pipe(&*e) => ExitCode::from(141),
         Err(e) => {
             eprintln!("sluice: error: {e}");
             ExitCode::from(1)
