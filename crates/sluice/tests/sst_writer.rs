@@ -69,20 +69,43 @@ fn out_of_order_and_duplicate_keys_are_typed_errors() {
 fn dropped_or_empty_writer_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("partial.sst");
+    let entries = || std::fs::read_dir(dir.path()).unwrap().count();
     {
         let mut w = SstWriter::create(&path, TableOptions::default()).unwrap();
         for i in 0..100_000u32 {
             w.put(&i.to_be_bytes(), b"value").unwrap();
         }
-        assert!(path.exists());
+        assert!(!path.exists(), "the target appears only at finish");
+        assert_eq!(entries(), 1, "one temporary file while writing");
     }
-    assert!(
-        !path.exists(),
-        "dropped writer must delete its partial file"
-    );
+    assert_eq!(entries(), 0, "dropped writer must delete its partial file");
     let w = SstWriter::create(&path, TableOptions::default()).unwrap();
     assert!(matches!(w.finish(), Err(Error::InvalidArgument(_))));
-    assert!(!path.exists());
+    assert_eq!(entries(), 0);
+}
+
+/// A file already at the target is left alone by a writer that fails or is dropped, and
+/// replaced only by a successful finish (issue 12: a failed `sst build` deleted `--out`).
+#[test]
+fn an_existing_target_survives_a_failed_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keep.sst");
+    std::fs::write(&path, b"the user's file").unwrap();
+    {
+        let mut w = SstWriter::create(&path, TableOptions::default()).unwrap();
+        w.put(b"b", b"1").unwrap();
+        assert!(w.put(b"a", b"2").is_err(), "out of order");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b"the user's file");
+    let w = SstWriter::create(&path, TableOptions::default()).unwrap();
+    assert!(w.finish().is_err(), "no entries");
+    assert_eq!(std::fs::read(&path).unwrap(), b"the user's file");
+    let mut w = SstWriter::create(&path, TableOptions::default()).unwrap();
+    w.put(b"a", b"1").unwrap();
+    let info = w.finish().unwrap();
+    assert_eq!(info.path, path);
+    assert_ne!(std::fs::read(&path).unwrap(), b"the user's file");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
 #[test]

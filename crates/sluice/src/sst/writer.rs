@@ -3,8 +3,9 @@
 //! `rocksdb.external_sst_file.*` properties so RocksDB and Sluice can ingest it.
 //!
 //! Lifecycle: [`SstWriter::create`] → `put`/`delete`… → [`SstWriter::finish`] (consumes the
-//! writer, fsyncs the file). A writer dropped before `finish`, or one whose `finish` fails,
-//! deletes its partial file.
+//! writer, fsyncs the file). The file is written under a temporary name beside the target and
+//! renamed over it only by a successful `finish`: a writer dropped before `finish`, or one whose
+//! `finish` fails, deletes its partial file and leaves whatever was at the target untouched.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -39,7 +40,10 @@ pub struct SstFileInfo {
 /// Writes one external SST file.
 pub struct SstWriter {
     builder: Option<TableBuilder<BufWriter<SyncingFile>>>,
+    /// The target path.
     path: PathBuf,
+    /// Where the file is written until `finish` renames it to `path`.
+    tmp: PathBuf,
     last_user_key: Vec<u8>,
     smallest: Vec<u8>,
     key_buf: Vec<u8>,
@@ -56,11 +60,17 @@ impl std::fmt::Debug for SstWriter {
 }
 
 impl SstWriter {
-    /// Creates (truncating) the file at `path`.
+    /// Starts the file that [`finish`](Self::finish) will put at `path` (replacing a file
+    /// there only then).
     pub fn create(path: impl AsRef<Path>, opts: TableOptions) -> Result<SstWriter> {
         let path = path.as_ref().to_path_buf();
         opts.validate()?;
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let tmp = tmp_name(&path);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(&path, e))?;
         let identity = TableIdentity {
             external_sst: true,
             db_id: "SST Writer".into(),
@@ -73,13 +83,14 @@ impl SstWriter {
         ) {
             Ok(b) => b,
             Err(e) => {
-                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(&tmp);
                 return Err(e);
             }
         };
         Ok(SstWriter {
             builder: Some(builder),
             path,
+            tmp,
             last_user_key: Vec::new(),
             smallest: Vec::new(),
             key_buf: Vec::with_capacity(64),
@@ -136,7 +147,7 @@ impl SstWriter {
     pub fn finish(mut self) -> Result<SstFileInfo> {
         let builder = self.builder.take().expect("builder present until finish");
         if self.entries == 0 {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(&self.tmp);
             return Err(Error::InvalidArgument(
                 "cannot finish an SST file with no entries".into(),
             ));
@@ -152,6 +163,13 @@ impl SstWriter {
                 .metadata()
                 .map_err(|e| Error::io(&self.path, e))?
                 .len();
+            drop(file);
+            std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| Error::io(dir, e))?;
+            }
             Ok(SstFileInfo {
                 path: self.path.clone(),
                 smallest_key: std::mem::take(&mut self.smallest),
@@ -167,7 +185,7 @@ impl SstWriter {
                 Ok(info)
             }
             Err(e) => {
-                let _ = std::fs::remove_file(&self.path);
+                let _ = std::fs::remove_file(&self.tmp);
                 self.entries = u64::MAX;
                 Err(e)
             }
@@ -179,9 +197,20 @@ impl Drop for SstWriter {
     fn drop(&mut self) {
         if self.entries != u64::MAX {
             self.builder.take();
-            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// A temporary name beside `path`, unique within this process and across processes.
+fn tmp_name(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}-{n}.sluice-tmp", std::process::id()))
 }
 
 /// A 20-character base-36 session id in RocksDB's style, from the clock and process id.
