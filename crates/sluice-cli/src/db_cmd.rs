@@ -314,7 +314,13 @@ pub fn manifest_dump(db_dir: PathBuf) -> CmdResult {
 pub fn wal_dump(file: PathBuf, hex_mode: bool) -> CmdResult {
     let data = std::fs::read(&file)?;
     let mut r = LogReader::new(&data, &file);
+    let mut records = 0u64;
     while let Some((off, rec)) = r.next_record()? {
+        records += 1;
+        if let Some((seq, _)) = sluice::wal::batch::decode_ingest_record(&rec) {
+            println!("@{off} ingest seq={seq} (tables queued above the memtable)");
+            continue;
+        }
         let b = WriteBatch::from_rep(rec).map_err(|e| sluice::Error::corruption(&file, off, e))?;
         println!("@{off} seq={} count={}", b.seqno(), b.count());
         for e in b.iter() {
@@ -335,6 +341,13 @@ pub fn wal_dump(file: PathBuf, hex_mode: bool) -> CmdResult {
         }
     }
     if let Some(LogEnd::TornTail(off, why)) = r.end() {
+        if records == 0 {
+            return Err(format!(
+                "{}: not a WAL (no valid record; {why} at offset {off})",
+                file.display()
+            )
+            .into());
+        }
         println!("(torn tail at {off}: {why})");
     }
     Ok(ExitCode::SUCCESS)

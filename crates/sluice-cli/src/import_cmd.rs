@@ -197,13 +197,16 @@ pub fn import(a: ImportArgs) -> CmdResult {
         println!("{}", serde_json::to_string(&s)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let mb = s.bytes as f64 / 1e6;
+    let size = if s.bytes >= 1_000_000 {
+        format!("{:.1} MB", s.bytes as f64 / 1e6)
+    } else {
+        format!("{:.1} KB", s.bytes as f64 / 1e3)
+    };
     println!(
-        "imported {} rows into {}{} ({:.1} MB in {:.2} s: {:.0} rows/s)",
+        "imported {} rows into {}{} ({size} in {:.2} s: {:.0} rows/s)",
         s.rows,
         s.table,
         if s.created { " (new table)" } else { "" },
-        mb,
         s.total_secs,
         s.rows as f64 / s.total_secs.max(1e-9)
     );
