@@ -117,7 +117,7 @@ pub struct RunSource {
 }
 
 impl RunSource {
-    /// Opens a run. `with_src`: the file was written by [`RunWriter`].
+    /// Opens a run. `with_src`: the file was written by [`write_run`].
     pub fn open(path: &Path, with_src: bool) -> sluice::Result<Self> {
         let table = Table::open_path(path, &TableReadOptions::new())?;
         let mut it = table.iter(IterBounds::default());

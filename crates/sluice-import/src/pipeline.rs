@@ -3,20 +3,20 @@
 //! directory is touched, and it is removed on every exit path; a killed import leaves a
 //! `sluice-import-*` directory that [`remove_leftovers`] deletes at the next open).
 //!
-//! 1. [`bind_table`](Import::bind_table): the schema's table against the Db's catalog (same
+//! 1. `bind_table`: the schema's table against the Db's catalog (same
 //!    id and identical definition for an existing table; the next free id for a new one).
-//! 2. [`prepare`](Import::prepare): temporary directory, whether the table already has rows,
+//! 2. `prepare`: temporary directory, whether the table already has rows,
 //!    the first hidden row id.
-//! 3. [`parse_and_sort`](Import::parse_and_sort): a reader thread cuts each file into
+//! 3. `parse_and_sort`: a reader thread cuts each file into
 //!    record-aligned chunks; `threads` workers parse, encode and sort each chunk; this thread
 //!    takes chunk outputs back *in input order* and, per index, either streams them straight
 //!    into final SSTs (while every chunk sorts after the previous one: sorted input) or buffers
 //!    them under the memory budget, spilling sorted runs when it is full.
-//! 4. [`merge`](Import::merge): per index, primary first, a k-way merge of runs and buffers into
+//! 4. `merge`: per index, primary first, a k-way merge of runs and buffers into
 //!    final SSTs cut at the target size, resolving duplicates (`--on-duplicate`) and checking
 //!    unique indexes; rows dropped from the primary index take their secondary entries with them.
-//! 5. [`write_catalog`](Import::write_catalog): the table definition in an SST of its own.
-//! 6. [`ingest`](Import::ingest): every file in **one** `Db::ingest` (hard links): the import is
+//! 5. `write_catalog`: the table definition in an SST of its own.
+//! 6. `ingest`: every file in **one** `Db::ingest` (hard links): the import is
 //!    visible entirely or not at all.
 //!
 //! Memory: final files are also cut at `memory / 128` entries (the filter builder holds 8 bytes
@@ -63,40 +63,40 @@ pub enum OnDuplicate {
     Last,
 }
 
-/// Options of an import. Defaults in brackets.
+/// Options of an import (each field says its default).
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
-    /// Table to load [the schema's only table].
+    /// Table to load (default: the schema's only table).
     pub table: Option<String>,
-    /// Input format [from each file's extension: `.tsv` TSV, `.jsonl`/`.ndjson` JSON lines,
-    /// else CSV].
+    /// Input format (default: from each file's extension: `.tsv` TSV, `.jsonl`/`.ndjson` JSON lines,
+    /// else CSV).
     pub format: Option<Format>,
-    /// The first record of each file names the columns [false]. Ignored for JSON lines.
+    /// The first record of each file names the columns (default: false). Ignored for JSON lines.
     pub header: bool,
-    /// Field delimiter [`,` for CSV, tab for TSV].
+    /// Field delimiter (default: `,` for CSV, tab for TSV).
     pub delimiter: Option<u8>,
-    /// CSV quote character [`"`]; `None` disables quoting.
+    /// CSV quote character (default: `"`); `None` disables quoting.
     pub quote: Option<u8>,
-    /// A field equal to this string is NULL [none for CSV, `\N` for TSV]. An empty unquoted
+    /// A field equal to this string is NULL (default: none for CSV, `\N` for TSV). An empty unquoted
     /// field is NULL for non-text columns in any case.
     pub null: Option<String>,
-    /// Parse workers [all cores].
+    /// Parse workers (default: all cores).
     pub threads: usize,
-    /// Memory budget in bytes for chunks in flight and sort buffers [a quarter of RAM].
+    /// Memory budget in bytes for chunks in flight and sort buffers (default: a quarter of RAM).
     pub memory: u64,
-    /// Where spilled runs and final files are written [a directory inside the Db directory].
+    /// Where spilled runs and final files are written (default: a directory inside the Db directory).
     pub tmp_dir: Option<PathBuf>,
-    /// Bad rows tolerated before the import fails [0].
+    /// Bad rows tolerated before the import fails (default: 0).
     pub max_errors: u64,
-    /// Where rejected rows go (`# file:line: reason` then the record) [nowhere].
+    /// Where rejected rows go (`# file:line: reason` then the record) (default: nowhere).
     pub rejects: Option<PathBuf>,
-    /// Duplicate primary keys [error].
+    /// Duplicate primary keys (default: error).
     pub on_duplicate: OnDuplicate,
-    /// Target size of final SST files in bytes [64 MiB].
+    /// Target size of final SST files in bytes (default: 64 MiB).
     pub target_file_size: u64,
-    /// Progress display [auto].
+    /// Progress display (default: auto).
     pub progress: ProgressMode,
-    /// Chunk size in bytes [memory / 64, clamped to 64 KiB..4 MiB]; tests set it small.
+    /// Chunk size in bytes (default: memory / 64, clamped to 64 KiB..4 MiB); tests set it small.
     pub chunk_size: Option<usize>,
 }
 
