@@ -60,3 +60,10 @@ def test_a_closed_pipe_ends_output_quietly(sluice, tmp):
     err = p.stderr.read()
     assert p.wait() == 141
     assert err == b"", err
+
+
+def test_wal_dump_of_a_file_that_is_not_a_wal_fails(sluice, tmp):
+    f = tmp / "notes.log"
+    f.write_bytes(b"hello, this is not a write-ahead log\n" * 10)
+    r = sluice("wal", "dump", f, check=False)
+    assert r.returncode == 1 and b"not a WAL" in r.stderr
