@@ -351,7 +351,9 @@ impl<R: Read> Chunker<R> {
 
     fn fill(&mut self) -> Result<(), ChunkError> {
         let old = self.buf.len();
-        let grow = (self.target / 4).clamp(64 << 10, 1 << 20);
+        // Read about a quarter chunk at a time: a chunk ends at the last record end once it
+        // reaches the target, so it is at most a read (plus one record) over it.
+        let grow = (self.target / 4).clamp(16, 1 << 20);
         self.buf.resize(old + grow, 0);
         let n = loop {
             match self.reader.read(&mut self.buf[old..]) {

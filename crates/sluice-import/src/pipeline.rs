@@ -718,11 +718,16 @@ impl Import {
             }
             if st.streaming {
                 st.stop_streaming()?;
+                // What was streamed is merged again: its unique values are checked again then.
+                ctx.last_unique[slot] = None;
                 if slot == 0 {
                     // Secondary entries may only stream while the primary does (duplicates
                     // found later must be able to take their secondary entries with them).
-                    for other in indexes.iter_mut().skip(1) {
-                        other.stop_streaming()?;
+                    for (n, other) in indexes.iter_mut().enumerate().skip(1) {
+                        if other.streaming {
+                            other.stop_streaming()?;
+                            ctx.last_unique[n] = None;
+                        }
                     }
                 }
             }
@@ -1042,7 +1047,8 @@ impl<'a> EmitCtx<'a> {
 
     fn where_(&self, src: u64) -> String {
         if src == 0 {
-            return "an earlier row".into();
+            // Rows streamed before the input turned out unsorted carry no position.
+            return "an earlier row of the input".into();
         }
         let file = (src >> LINE_BITS) as usize;
         let line = src & ((1 << LINE_BITS) - 1);
@@ -1158,7 +1164,8 @@ impl<'a> EmitCtx<'a> {
             }
         }
         let (src, value) = &group[keep];
-        if self.existing_rows {
+        // src 0: a streamed row merged again, already checked against the table.
+        if self.existing_rows && *src != 0 {
             if let Some(old) = self.db.get(key)? {
                 match self.opts.on_duplicate {
                     OnDuplicate::Error => {

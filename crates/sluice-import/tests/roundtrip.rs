@@ -163,17 +163,19 @@ fn duplicate_across_chunks_is_found_with_both_lines() {
     let db = open_db(dir.path().join("db"), true).unwrap();
     let before = dump(&db);
     let schema = "CREATE TABLE d (id INT PRIMARY KEY, n INT)";
-    // Row 900 (line 901) repeats row 3's key; chunks are 64 bytes, so they are far apart.
-    let f = write(dir.path(), "d.csv", &many_rows(1000, Some((900, 3))));
+    // Row 900 (line 901) repeats row 30's key; chunks are about 64 bytes, so they are far
+    // apart (and the first chunk, streamed before the input turned out unsorted, is not
+    // involved, so both lines are named).
+    let f = write(dir.path(), "d.csv", &many_rows(1000, Some((900, 30))));
     let e = import(&db, schema, vec![f.clone()], opts())
         .unwrap_err()
         .to_string();
     assert!(e.contains("d.csv:901: duplicate primary key"), "{e}");
-    assert!(e.contains("d.csv:4"), "{e}");
+    assert!(e.contains("(also at ") && e.contains("d.csv:31)"), "{e}");
     assert_eq!(dump(&db), before);
     assert!(leftovers(&dir.path().join("db")).is_empty());
     // first / last keep one of them.
-    for (mode, n) in [(OnDuplicate::First, "3"), (OnDuplicate::Last, "900")] {
+    for (mode, n) in [(OnDuplicate::First, "30"), (OnDuplicate::Last, "900")] {
         let db2 = open_db(dir.path().join(format!("db{n}")), true).unwrap();
         let s = import(
             &db2,
@@ -187,7 +189,7 @@ fn duplicate_across_chunks_is_found_with_both_lines() {
         .unwrap();
         assert_eq!((s.rows, s.duplicates_dropped), (999, 1));
         let r = TableReader::open(&db2, None).unwrap();
-        let key = (3 * 7919).to_string();
+        let key = ((30 * 7919) % 100_003).to_string();
         let row = r.get(&[key]).unwrap().unwrap();
         assert_eq!(
             r.format_row(&row, sluice_import::OutputFormat::Csv)
@@ -440,4 +442,38 @@ fn explicit_format_and_delimiter() {
     )
     .unwrap();
     assert_eq!(rows(&db, "x", None), vec!["1,a;b", "2,c"]);
+}
+
+#[test]
+fn streaming_then_out_of_order_with_a_unique_index() {
+    // The first chunks are in key order (streamed), later ones are not: what was streamed is
+    // merged again, and must not collide with itself in the unique index.
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE q (id INT PRIMARY KEY, email TEXT); CREATE UNIQUE INDEX by_email ON q (email);";
+    let mut content = String::new();
+    for i in 0..200 {
+        content.push_str(&format!("{i},user{i}@example.com\n"));
+    }
+    for i in (200..400).rev() {
+        content.push_str(&format!("{i},user{i}@example.com\n"));
+    }
+    let f = write(dir.path(), "q.csv", content.as_bytes());
+    let s = import(&db, schema, vec![f], opts()).unwrap();
+    assert_eq!(s.rows, 400);
+    assert!(s.streamed_indexes.is_empty(), "{s:?}");
+    assert_eq!(rows(&db, "q", None).len(), 400);
+    assert_eq!(rows(&db, "q", Some("by_email")).len(), 400);
+    // A duplicate of a streamed row found after the fallback names both lines.
+    let mut bad = content.clone();
+    bad.push_str("5,again@example.com\n");
+    let f = write(dir.path(), "q2.csv", bad.as_bytes());
+    let db2 = open_db(dir.path().join("db2"), true).unwrap();
+    let e = import(&db2, schema, vec![f], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("q2.csv:401: duplicate primary key (5) (also at an earlier row of the input)"),
+        "{e}"
+    );
 }
