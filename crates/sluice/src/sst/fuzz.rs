@@ -7,11 +7,22 @@ use crate::base::iterator::InternalIterator;
 use crate::base::key;
 use crate::sst::table::{IterBounds, Table, TableReadOptions};
 
-/// Opens `bytes` as a table and exercises every read path. Must never panic; returns the
-/// number of entries seen when everything read cleanly, or `None` if an error surfaced.
+/// Opens `bytes` as a table and exercises every read path, with checksums verified and then
+/// with them off (so that corrupt bytes reach every parser). Must never panic; returns the
+/// number of entries seen when everything read cleanly with checksums verified, or `None` if
+/// an error surfaced.
 pub fn exercise_table_bytes(bytes: &[u8]) -> Option<u64> {
+    let unchecked = TableReadOptions {
+        verify_checksums: false,
+        cache: None,
+    };
+    let _ = exercise(bytes, &unchecked);
+    exercise(bytes, &TableReadOptions::new())
+}
+
+fn exercise(bytes: &[u8], opts: &TableReadOptions) -> Option<u64> {
     let file: Arc<dyn crate::fs::RandomAccessFile> = Arc::new(bytes.to_vec());
-    let table = Table::open(file, "fuzz.sst".into(), &TableReadOptions::new()).ok()?;
+    let table = Table::open(file, "fuzz.sst".into(), opts).ok()?;
     let mut n = 0u64;
     let mut ok = true;
     {
