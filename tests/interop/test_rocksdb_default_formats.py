@@ -213,9 +213,14 @@ def test_rocksdb_file_with_range_deletions(sluice, tmp):
     assert p["format version"] == "6" and p["rocksdb.num.range-deletions"] == "1", p
     out = sluice("sst", "check", sst).stdout.decode()
     assert out.startswith(f"OK: {len(kept)} entries"), out
-    internal = sluice("sst", "dump", "--internal", sst).stdout.decode().splitlines()
-    assert [(bytes.fromhex(l.split("\t")[0]), bytes.fromhex(l.split("\t")[1])) for l in internal] == kept
-    assert all(l.split("\t")[3] == "put" and int(l.split("\t")[2]) > 0 for l in internal)
+    lines = [l.split("\t") for l in sluice("sst", "dump", "--internal", sst).stdout.decode().splitlines()]
+    points = [l for l in lines if l[3] != "rangedel"]
+    assert [(bytes.fromhex(l[0]), bytes.fromhex(l[1])) for l in points] == kept
+    assert all(l[3] == "put" and int(l[2]) > 0 for l in points)
+    # The range deletion itself: START, END (exclusive), its seqno.
+    tombs = [l for l in lines if l[3] == "rangedel"]
+    assert [(bytes.fromhex(l[0]), bytes.fromhex(l[1])) for l in tombs] == [(lo, hi)]
+    assert int(tombs[0][2]) > 0
 
 
 @pytest.mark.parametrize("bloom", [True, False])

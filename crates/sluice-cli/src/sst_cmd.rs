@@ -175,6 +175,19 @@ fn dump(a: DumpArgs) -> CmdResult {
         it.next();
     }
     it.status()?;
+    if a.internal {
+        // Range deletions live in their own block: START<TAB>END<TAB>SEQNO<TAB>rangedel.
+        for t in t.range_deletions() {
+            writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                render(&t.start, a.text),
+                render(&t.end, a.text),
+                t.seqno,
+                ValueKind::RangeDeletion.name()
+            )?;
+        }
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
