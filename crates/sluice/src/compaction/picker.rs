@@ -152,12 +152,11 @@ pub fn pick_compaction_with(
     busy: &HashSet<u64>,
 ) -> Option<CompactionChoice> {
     let (_, base) = level_targets(v, o);
-    let mut scores = level_scores(v, o);
+    let scores = level_scores(v, o);
+    // L0 scores by its sublevel count, the same measure the write stalls use: a staircase of
+    // files (many sublevels, shallow stacks) must still be compacted, or writes would stall
+    // with nothing picked. Candidates come from the stacks not already compacting.
     let sub = l0.sublevels.clone().with_compacting(busy, l0.running);
-    // What L0's stacks will be once running compactions finish: a second L0 compaction is
-    // picked only where work remains.
-    scores[0] =
-        (sub.max_depth_after_running() as u64 * 100) / o.l0_compaction_trigger.max(1) as u64;
     let mut order: Vec<usize> = (0..NUM_LEVELS - 1).filter(|&l| scores[l] >= 100).collect();
     order.sort_by(|a, b| scores[*b].cmp(&scores[*a]).then(a.cmp(b)));
     for level in order {

@@ -68,18 +68,24 @@ impl Inner {
             bottommost: &bottommost,
         };
         let bytes_in: u64 = inputs.iter().map(|(_, f)| f.size).sum();
+        // An intra-L0 compaction writes exactly one file, placed in L0 by its newest input:
+        // split outputs would each be placed by their own newest entry, and a piece could sort
+        // below an older file it overlaps.
+        let intra_l0 = output_level == 0;
         let ranges = subcompaction_ranges(
             inputs,
             output_level,
             self.opts.max_subcompactions,
-            bytes_in > 2 * self.opts.target_file_size,
+            !intra_l0 && bytes_in > 2 * self.opts.target_file_size,
         );
         let results: Vec<Result<(Vec<FileMeta>, MergeStats)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = ranges
                 .iter()
                 .map(|range| {
                     let policy = &policy;
-                    scope.spawn(move || self.subcompaction(inputs, output_level, range, policy))
+                    scope.spawn(move || {
+                        self.subcompaction(inputs, output_level, range, policy, intra_l0)
+                    })
                 })
                 .collect();
             handles
@@ -136,6 +142,7 @@ impl Inner {
         output_level: usize,
         range: &IterBounds,
         policy: &DropPolicy<'_>,
+        single_output: bool,
     ) -> Result<(Vec<FileMeta>, MergeStats)> {
         let (mut merged, tombstones) = self.compaction_input(inputs, range)?;
         let mut alloc = self.allocate_numbers();
@@ -143,7 +150,11 @@ impl Inner {
             fs: &*self.fs,
             dir: &self.dir,
             table: self.opts.table_options(output_level),
-            target_file_size: self.opts.target_file_size,
+            target_file_size: if single_output {
+                u64::MAX
+            } else {
+                self.opts.target_file_size
+            },
             split_keys: &[],
             new_file_number: &mut alloc,
         };

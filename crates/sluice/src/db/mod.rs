@@ -9,7 +9,8 @@
 //! * `manifest`: serializes version edits. Held while an edit is written and synced, so the
 //!   order of edits in the MANIFEST is the order versions are installed.
 //! * Background workers run flushes and compactions without holding `state`.
-//! * Lock order: `queue` → `manifest` → `snapshots` → `state` → `wal`; never the reverse.
+//! * Lock order: `ingest_order` → `queue` → `manifest` → `snapshots` → `state` → `wal`;
+//!   never the reverse.
 //!
 //! Invariants:
 //! 1. A seqno is published (`visible_seq`) only after its batch is in the memtable (or its
@@ -195,6 +196,9 @@ struct Inner {
     lock: Mutex<Option<Box<dyn DirLock>>>,
     /// Opened with `Db::open_read_only`: nothing is ever written or deleted.
     read_only: bool,
+    /// Held by an ingest from its latch to its install or queueing: ingests are applied one
+    /// at a time (lock order: before `queue`).
+    ingest_order: Mutex<()>,
 }
 
 /// An open database. `Send + Sync`: share it between threads with `Arc`.

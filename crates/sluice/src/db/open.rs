@@ -444,6 +444,7 @@ impl Inner {
             obsolete_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             read_only,
+            ingest_order: Mutex::new(()),
             lock: Mutex::new(lock),
             dir,
             fs,

@@ -163,12 +163,22 @@ impl Inner {
         };
         add_mem(&mem, &mut children);
         let mut ingested: Vec<Arc<FileMeta>> = Vec::new();
+        let mut queued = Vec::new();
         for entry in &imm {
             match entry {
                 Flushable::Mem(m) => add_mem(m, &mut children),
-                Flushable::Ingested(t) => ingested.extend(t.files.iter().cloned()),
+                Flushable::Ingested(t) => {
+                    ingested.extend(t.files.iter().cloned());
+                    queued.push(Arc::clone(t));
+                }
             }
         }
+        // The queued ingests keep their tables on disk while the iterator lives (invariant 7).
+        pins.extend(
+            queued
+                .into_iter()
+                .map(|t| t as Arc<dyn std::any::Any + Send + Sync>),
+        );
         self.add_files(&ingested, &bounds, &mut children, &mut tombs)?;
         for (level, files) in version.levels.iter().enumerate() {
             if level == 0 {

@@ -274,7 +274,7 @@ impl WritableFile for MemWritable {
     fn sync(&mut self) -> io::Result<()> {
         self.fs.sync_inode(&self.path, &self.inode)
     }
-    fn sync_handle(&self) -> Option<super::SyncHandle> {
+    fn sync_handle(&mut self) -> Option<super::SyncHandle> {
         let (fs, path, inode) = (self.fs.clone(), self.path.clone(), Arc::clone(&self.inode));
         Some(Box::new(move || fs.sync_inode(&path, &inode)))
     }

@@ -25,8 +25,9 @@ pub trait WritableFile: Write + Send {
     /// Makes everything written so far durable (flush + fdatasync).
     fn sync(&mut self) -> io::Result<()>;
     /// A handle syncing what was flushed to the OS so far, usable without access to the
-    /// writer (so a WAL can be synced without holding its lock). `None`: not supported.
-    fn sync_handle(&self) -> Option<SyncHandle> {
+    /// writer (so a WAL can be synced without holding its lock). It also reports the failure
+    /// of any background sync started before it was taken. `None`: not supported.
+    fn sync_handle(&mut self) -> Option<SyncHandle> {
         None
     }
 }
@@ -183,10 +184,20 @@ impl WritableFile for RealWritable {
         self.flush()?;
         self.file.sync_data()
     }
-    fn sync_handle(&self) -> Option<SyncHandle> {
-        // Covers what was flushed out of `buf` (the log flushes after every record).
+    fn sync_handle(&mut self) -> Option<SyncHandle> {
+        // Covers what was flushed out of `buf` (the log flushes after every record). A
+        // background sync in flight is handed over: its error (which the kernel reports only
+        // once) must reach whoever relies on this sync.
+        self.flush().ok()?;
         let f = self.file.file().try_clone().ok()?;
-        Some(Box::new(move || f.sync_data()))
+        let pending = self.file.syncer.take();
+        Some(Box::new(move || {
+            if let Some(h) = pending {
+                h.join()
+                    .map_err(|_| io::Error::other("background sync thread panicked"))??;
+            }
+            f.sync_data()
+        }))
     }
 }
 

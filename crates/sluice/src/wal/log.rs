@@ -108,7 +108,7 @@ impl LogWriter {
 
     /// A handle syncing every record appended so far without access to this writer (see
     /// [`WritableFile::sync_handle`]); `None` when the file does not support it.
-    pub fn sync_handle(&self) -> Option<crate::fs::SyncHandle> {
+    pub fn sync_handle(&mut self) -> Option<crate::fs::SyncHandle> {
         self.file.sync_handle()
     }
 

@@ -137,6 +137,11 @@ impl Inner {
             return self.ingest_as_batch(&big);
         }
         self.ingest_link(&mut big, opts)?;
+        // Ingests are ordered against each other: the choice between the flushable path and
+        // the version path, and the seqno it leads to, must not interleave with another
+        // ingest's (a later version-path ingest landing below an earlier queued flushable
+        // would be hidden by it). Validation and copying above still run in parallel.
+        let _ingest_order = self.ingest_order.lock();
         // Step 3: latch the ranges (released on every path out, panics included): writes
         // already queued are applied, and no new write enters the ranges until the end.
         let ranges = big
