@@ -342,6 +342,9 @@ impl Db {
                 && s.compactions_running == 0
                 && picker::pick_compaction(&s.version, &picker_opts, &s.compacting_files).is_none();
             if idle {
+                // Settled: delete what the last jobs left to readers that are gone by now.
+                drop(s);
+                self.inner.purge_obsolete_tables();
                 return Ok(());
             }
             self.inner.bg_cv.notify_all();

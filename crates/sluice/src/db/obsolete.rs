@@ -10,9 +10,9 @@ use crate::base::filenames::{classify, table_file_name, FileKind};
 use super::*;
 
 /// Held by every reader of a view (snapshot, iterator, point read), holding its own reference
-/// to the view's version and dropped after every other one the reader holds. The reader that
-/// lets go of a version last (`Arc::try_unwrap` succeeds for exactly one) deletes the obsolete
-/// tables only that version held, at once (invariant 7). Every other drop costs an atomic
+/// to the view's version and dropped after every other one the reader holds. A reader that
+/// finds the version dead once it let go deletes the obsolete tables only that version held,
+/// at once (invariant 7). Every other drop costs an atomic
 /// decrement: readers never contend for `state` to find out that nothing can be deleted.
 pub(crate) struct ReadPin {
     inner: Weak<Inner>,
@@ -31,7 +31,11 @@ impl Drop for ReadPin {
         let Some(v) = self.version.take() else {
             return;
         };
-        if Arc::try_unwrap(v).is_err() {
+        // Whoever finds the version dead after letting go purges. (`Arc::try_unwrap` would miss
+        // two readers dropping at once: both see the other's reference, then both let go.)
+        let weak = Arc::downgrade(&v);
+        drop(v);
+        if weak.strong_count() > 0 {
             return;
         }
         if let Some(inner) = self.inner.upgrade() {
