@@ -261,20 +261,23 @@ impl Inner {
         self.queue_cv.notify_all();
     }
 
-    /// Latches user-key ranges (inclusive) against writes, then waits for writes queued
-    /// before the latch. Returns the latch id.
+    /// Latches user-key ranges (inclusive) against writes, then waits until every write queued
+    /// before the latch is applied — without holding the queue: writes queued after it go on
+    /// (those into the ranges wait at the latch). Returns the latch id.
     pub(super) fn latch_ranges(&self, ranges: Vec<(Vec<u8>, Vec<u8>)>) -> u64 {
-        let id = {
-            let mut q = self.queue.lock();
-            q.next_latch += 1;
-            let id = q.next_latch;
-            for (lo, hi) in ranges {
-                q.latches.push((id, lo, hi));
+        let mut q = self.queue.lock();
+        q.next_latch += 1;
+        let id = q.next_latch;
+        for (lo, hi) in ranges {
+            q.latches.push((id, lo, hi));
+        }
+        // Entries leave the queue in order: once the last one queued now is gone, so is every
+        // write before the latch.
+        if let Some(last) = q.q.back().cloned() {
+            while q.q.iter().any(|w| Arc::ptr_eq(w, &last)) {
+                self.queue_cv.wait(&mut q);
             }
-            id
-        };
-        let me = self.enter_queue_barrier();
-        self.leave_queue_barrier(&me);
+        }
         id
     }
 
