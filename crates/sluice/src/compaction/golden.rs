@@ -15,6 +15,7 @@ use crate::base::key::{make_internal_key, parse_internal_key, ValueKind, MAX_SEQ
 use crate::base::range_tombstone::RangeTombstone;
 use crate::compaction::job::{DropPolicy, DropRules};
 use crate::compaction::picker::{level_scores, level_targets, pick_compaction, PickerOptions};
+use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 fn arg<'a>(tc: &'a datadriven::TestCase, name: &str) -> Option<&'a str> {
@@ -106,7 +107,7 @@ fn compaction_picker_golden() {
                 "scores" => {
                     let o = picker_options(tc);
                     let (targets, base) = level_targets(&version, &o);
-                    let scores = level_scores(&version, &o);
+                    let scores = level_scores(&version, &L0Sublevels::from_version(&version), &o);
                     let mut s = format!("base L{base}\n");
                     for l in 0..NUM_LEVELS {
                         s.push_str(&format!(

@@ -301,17 +301,9 @@ fn finish_output(
     fs: &dyn FileSystem,
 ) -> Result<FileMeta> {
     for t in tombs {
-        let start = match &o.lower {
-            Some(lo) if lo.as_slice() > t.start.as_slice() => lo.as_slice(),
-            _ => t.start.as_slice(),
-        };
-        let end = match upper {
-            Some(up) if up < t.end.as_slice() => up,
-            _ => t.end.as_slice(),
-        };
-        if start >= end {
+        let Some((start, end)) = t.clipped(o.lower.as_deref(), upper) else {
             continue;
-        }
+        };
         o.builder.add_range_deletion(start, end, t.seqno)?;
         let sk = key::make_internal_key(start, t.seqno, ValueKind::RangeDeletion);
         if o.smallest.is_empty() || compare_internal(&sk, &o.smallest).is_lt() {

@@ -83,10 +83,10 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
 }
 
 /// Scores of L0..L5 (×100), as the picker sees them.
-pub fn level_scores(v: &Version, o: &PickerOptions) -> [u64; NUM_LEVELS] {
+pub fn level_scores(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> [u64; NUM_LEVELS] {
     let (targets, base) = level_targets(v, o);
     let mut scores = [0u64; NUM_LEVELS];
-    scores[0] = l0_score(&L0Sublevels::from_version(v), o);
+    scores[0] = l0_score(l0, o);
     for l in base..NUM_LEVELS - 1 {
         if let Some(s) = (v.level_bytes(l) * 100).checked_div(targets[l]) {
             scores[l] = s;
@@ -97,9 +97,9 @@ pub fn level_scores(v: &Version, o: &PickerOptions) -> [u64; NUM_LEVELS] {
 
 /// Estimated bytes compaction is behind (RocksDB's pending compaction bytes): every level's
 /// excess over its target, plus L0's bytes once L0 is due for compaction.
-pub fn pending_compaction_bytes(v: &Version, o: &PickerOptions) -> u64 {
+pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> u64 {
     let (targets, base) = level_targets(v, o);
-    let l0 = if l0_score(&L0Sublevels::from_version(v), o) >= 100 {
+    let l0 = if l0_score(l0, o) >= 100 {
         v.level_bytes(0)
     } else {
         0
@@ -152,7 +152,7 @@ pub fn pick_compaction_with(
     busy: &HashSet<u64>,
 ) -> Option<CompactionChoice> {
     let (_, base) = level_targets(v, o);
-    let scores = level_scores(v, o);
+    let scores = level_scores(v, l0.sublevels, o);
     // L0 scores by its sublevel count, the same measure the write stalls use: a staircase of
     // files (many sublevels, shallow stacks) must still be compacted, or writes would stall
     // with nothing picked. Candidates come from the stacks not already compacting.

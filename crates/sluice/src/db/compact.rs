@@ -173,13 +173,15 @@ impl Inner {
         for (_, f) in inputs {
             let t = self.table(f)?;
             for rt in t.range_deletions() {
-                let seqno = if f.global_seqno > 0 {
-                    f.global_seqno
-                } else {
-                    rt.seqno
-                };
-                if let Some(clipped) = clip(rt, range) {
-                    tombstones.push(RangeTombstone { seqno, ..clipped });
+                let seqno = f.entry_seqno(rt.seqno);
+                if let Some((start, end)) =
+                    rt.clipped(range.lower.as_deref(), range.upper.as_deref())
+                {
+                    tombstones.push(RangeTombstone {
+                        start: start.to_vec(),
+                        end: end.to_vec(),
+                        seqno,
+                    });
                 }
             }
             children.push(file_iter(&t, f, range.clone()));
@@ -378,23 +380,6 @@ fn subcompaction_ranges(
     }
     ranges.push(IterBounds { lower, upper: None });
     ranges
-}
-
-/// `t` clipped to `range`, if anything of it is left.
-fn clip(t: &RangeTombstone, range: &IterBounds) -> Option<RangeTombstone> {
-    let start = match &range.lower {
-        Some(lo) if lo > &t.start => lo.clone(),
-        _ => t.start.clone(),
-    };
-    let end = match &range.upper {
-        Some(hi) if hi < &t.end => hi.clone(),
-        _ => t.end.clone(),
-    };
-    (start < end).then_some(RangeTombstone {
-        start,
-        end,
-        seqno: t.seqno,
-    })
 }
 
 /// A compaction out of L0 as the L0 picker tracks it (see `L0Context`).

@@ -80,7 +80,7 @@ pub(super) struct Counters {
 impl Inner {
     pub(super) fn metrics(&self) -> Metrics {
         let s = self.state.lock();
-        let scores = picker::level_scores(&s.version, &self.picker_options());
+        let scores = picker::level_scores(&s.version, &s.l0, &self.picker_options());
         let levels: Vec<LevelMetrics> = (0..NUM_LEVELS)
             .map(|l| LevelMetrics {
                 files: s.version.levels[l].len(),

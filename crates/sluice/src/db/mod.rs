@@ -396,7 +396,7 @@ impl Inner {
     fn set_version(&self, s: &mut State, version: Arc<Version>) {
         s.l0 = Arc::new(L0Sublevels::from_version(&version));
         s.pending_compaction_bytes =
-            picker::pending_compaction_bytes(&version, &self.picker_options());
+            picker::pending_compaction_bytes(&version, &s.l0, &self.picker_options());
         s.version = version;
     }
 

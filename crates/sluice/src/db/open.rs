@@ -403,10 +403,15 @@ impl Inner {
     ) -> Inner {
         let version = Arc::new(rec.version);
         let picker_opts = picker_options(&opts);
+        let l0 = Arc::new(L0Sublevels::from_version(&version));
         Inner {
             state: Mutex::new(State {
-                l0: Arc::new(L0Sublevels::from_version(&version)),
-                pending_compaction_bytes: picker::pending_compaction_bytes(&version, &picker_opts),
+                pending_compaction_bytes: picker::pending_compaction_bytes(
+                    &version,
+                    &l0,
+                    &picker_opts,
+                ),
+                l0,
                 log_number: mem.wal_number,
                 mem,
                 imm,

@@ -114,11 +114,7 @@ impl Inner {
         {
             let table = self.table(f)?;
             for t in table.range_deletions() {
-                let ts = if f.global_seqno > 0 {
-                    f.global_seqno
-                } else {
-                    t.seqno
-                };
+                let ts = f.entry_seqno(t.seqno);
                 if ts <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice() {
                     *max_tomb = (*max_tomb).max(ts);
                 }
@@ -235,11 +231,7 @@ impl Inner {
         for f in files.iter().filter(|f| f.range_dels > 0) {
             let t = self.table(f)?;
             tombs.extend(t.range_deletions().iter().map(|t| RangeTombstone {
-                seqno: if f.global_seqno > 0 {
-                    f.global_seqno
-                } else {
-                    t.seqno
-                },
+                seqno: f.entry_seqno(t.seqno),
                 ..t.clone()
             }));
         }

@@ -60,6 +60,15 @@ impl FileMeta {
     pub fn largest_user(&self) -> &[u8] {
         key::user_key(&self.largest)
     }
+    /// The seqno an entry of this file written at `own` is read at: the file's global seqno
+    /// (ingested files), else its own.
+    pub fn entry_seqno(&self, own: u64) -> u64 {
+        if self.global_seqno > 0 {
+            self.global_seqno
+        } else {
+            own
+        }
+    }
     /// True if the largest key is a range-deletion end sentinel (not itself contained).
     pub fn largest_is_exclusive(&self) -> bool {
         key::trailer(&self.largest) == key::pack_trailer(MAX_SEQNO, ValueKind::RangeDeletion as u8)
