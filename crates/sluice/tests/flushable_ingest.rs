@@ -1,34 +1,15 @@
 //! Flushable ingest (issue 10, part 2): an ingest that overlaps the memtable is queued above it
 //! instead of waiting for a flush, logged in the WAL, readable at once, installed by the flush.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sluice::fs::{FileSystem, MemFs};
-use sluice::key::{make_internal_key, ValueKind};
-use sluice::sst::table_builder::TableIdentity;
-use sluice::{Db, IngestOptions, Options, ReadOptions, TableBuilder, TableOptions};
+use sluice::fs::MemFs;
+use sluice::{Db, IngestOptions, Options, ReadOptions};
 use sluice::{WriteBatch, WriteOptions};
 
-fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
-    let identity = TableIdentity {
-        external_sst: true,
-        ..Default::default()
-    };
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), identity).unwrap();
-    for k in keys {
-        b.add(
-            &make_internal_key(k.as_bytes(), 0, ValueKind::Value),
-            value.as_bytes(),
-        )
-        .unwrap();
-    }
-    let p = Path::new("/src").join(name);
-    fs.write_raw(&p, b.finish().unwrap().0);
-    fs.sync_dir(Path::new("/src")).unwrap();
-    p
-}
+mod common;
+use common::external;
 
 fn opts(fs: &MemFs) -> Options {
     Options {

@@ -6,33 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sluice::fs::{FileSystem, MemFs};
-use sluice::key::{make_internal_key, ValueKind};
-use sluice::sst::table_builder::TableIdentity;
-use sluice::{Db, Error, IngestOptions, Options, ReadOptions, TableBuilder, TableOptions};
+use sluice::{Db, Error, IngestOptions, Options, ReadOptions, TableOptions};
 use sluice::{WriteBatch, WriteOptions};
 
-/// An external SST on `fs` at `/src/<name>` with `puts` (key, value) and range deletions.
-fn external(fs: &MemFs, name: &str, puts: &[(&str, &str)], range_dels: &[(&str, &str)]) -> PathBuf {
-    let identity = TableIdentity {
-        external_sst: true,
-        ..Default::default()
-    };
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), identity).unwrap();
-    for (k, v) in puts {
-        b.add(
-            &make_internal_key(k.as_bytes(), 0, ValueKind::Value),
-            v.as_bytes(),
-        )
-        .unwrap();
-    }
-    for (s, e) in range_dels {
-        b.add_range_deletion(s.as_bytes(), e.as_bytes(), 0).unwrap();
-    }
-    let p = Path::new("/src").join(name);
-    fs.write_raw(&p, b.finish().unwrap().0);
-    fs.sync_dir(Path::new("/src")).unwrap();
-    p
-}
+mod common;
+use common::external_sst as external;
 
 fn mem_opts(fs: &MemFs) -> Options {
     Options {

@@ -2,33 +2,15 @@
 //! failed before their fixes (ingests ordered by `ingest_order`; L0 scored by sublevels like the
 //! stalls; iterators pin queued ingests); the others pin behaviour the review found sound.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sluice::fs::{FileSystem, MemFs};
-use sluice::key::{make_internal_key, ValueKind};
-use sluice::sst::table_builder::TableIdentity;
-use sluice::{Db, IngestOptions, Options, ReadOptions, TableBuilder, TableOptions};
+use sluice::{Db, IngestOptions, Options, ReadOptions};
 
-fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
-    let identity = TableIdentity {
-        external_sst: true,
-        ..Default::default()
-    };
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), identity).unwrap();
-    for k in keys {
-        b.add(
-            &make_internal_key(k.as_bytes(), 0, ValueKind::Value),
-            value.as_bytes(),
-        )
-        .unwrap();
-    }
-    let p = Path::new("/src").join(name);
-    fs.write_raw(&p, b.finish().unwrap().0);
-    fs.sync_dir(Path::new("/src")).unwrap();
-    p
-}
+mod common;
+use common::external;
 
 fn opts(fs: &MemFs) -> Options {
     Options {

@@ -1,0 +1,44 @@
+//! Helpers shared by the integration tests (each test file includes this module).
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::{Path, PathBuf};
+
+use sluice::fs::{FileSystem, MemFs};
+use sluice::key::{make_internal_key, ValueKind};
+use sluice::sst::table_builder::TableIdentity;
+use sluice::{TableBuilder, TableOptions};
+
+/// An external SST on `fs` at `/src/<name>` (seqno 0, durable) with `puts` (key, value) and
+/// range deletions `[start, end)`.
+pub fn external_sst(
+    fs: &MemFs,
+    name: &str,
+    puts: &[(&str, &str)],
+    range_dels: &[(&str, &str)],
+) -> PathBuf {
+    let identity = TableIdentity {
+        external_sst: true,
+        ..Default::default()
+    };
+    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), identity).unwrap();
+    for (k, v) in puts {
+        b.add(
+            &make_internal_key(k.as_bytes(), 0, ValueKind::Value),
+            v.as_bytes(),
+        )
+        .unwrap();
+    }
+    for (s, e) in range_dels {
+        b.add_range_deletion(s.as_bytes(), e.as_bytes(), 0).unwrap();
+    }
+    let p = Path::new("/src").join(name);
+    fs.write_raw(&p, b.finish().unwrap().0);
+    fs.sync_dir(Path::new("/src")).unwrap();
+    p
+}
+
+/// An external SST holding `keys`, each set to `value`.
+pub fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
+    let puts: Vec<(&str, &str)> = keys.iter().map(|k| (*k, value)).collect();
+    external_sst(fs, name, &puts, &[])
+}
