@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,8 @@ func isEngineWorkload(w string) bool {
 func engineOptions() *pebble.Options {
 	o := &pebble.Options{
 		FormatMajorVersion:         pebble.FormatNewest,
-		MemTableSize:               64 << 20,
+		MemTableSize:               memTableBytes,
+		CacheSize:                  pebbleCacheBytes,
 		Logger:                     quietLogger{},
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
 	}
@@ -89,10 +91,18 @@ func (e *engine) bgBytes() bgBytes {
 	return b
 }
 
-// l0 returns the current L0 sublevel and file counts.
-func (e *engine) l0() (sublevels, files int64) {
+// shape is an LSM shape sample (or the maxima of several): L0 sublevels, L0 files and read
+// amplification (L0 sublevels + non-empty levels >= 1: Metrics.ReadAmp).
+type shape struct{ sublevels, files, readAmp int64 }
+
+// put writes read_amp, max_l0_files and max_l0_sublevels into a result line.
+func (s shape) put(line map[string]any) {
+	line["read_amp"], line["max_l0_files"], line["max_l0_sublevels"] = s.readAmp, s.files, s.sublevels
+}
+
+func (e *engine) l0() shape {
 	m := e.db.Metrics()
-	return int64(m.Levels[0].Sublevels), m.Levels[0].TablesCount
+	return shape{int64(m.Levels[0].Sublevels), m.Levels[0].TablesCount, int64(m.ReadAmp())}
 }
 
 // settle optionally flushes the memtable, then waits until no flush or compaction is scheduled,
@@ -122,14 +132,14 @@ func (e *engine) settle(flush bool) (float64, error) {
 	return time.Since(t).Seconds(), nil
 }
 
-// withL0Sampler runs f while a goroutine polls the L0 sublevel and file counts; returns the
-// maxima seen.
-func (e *engine) withL0Sampler(f func() error) (maxSub, maxFiles int64, err error) {
+// withL0Sampler runs f while a goroutine polls the LSM shape every 20 ms; returns the maxima
+// seen.
+func (e *engine) withL0Sampler(f func() error) (m shape, err error) {
 	var mu sync.Mutex
 	sample := func() {
-		s, n := e.l0()
+		s := e.l0()
 		mu.Lock()
-		maxSub, maxFiles = max(maxSub, s), max(maxFiles, n)
+		m = shape{max(m.sublevels, s.sublevels), max(m.files, s.files), max(m.readAmp, s.readAmp)}
 		mu.Unlock()
 	}
 	sample()
@@ -151,7 +161,7 @@ func (e *engine) withL0Sampler(f func() error) (maxSub, maxFiles int64, err erro
 	close(stop)
 	<-done
 	sample()
-	return maxSub, maxFiles, err
+	return m, err
 }
 
 func (e *engine) sstFiles() int {
@@ -235,13 +245,14 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 			return err
 		}
 		e.db = db
-		params := map[string]any{"n": n, "key_bytes": 16, "value_bytes": 100, "compression": "none",
-			"bloom_bits": 10, "filter": "table", "block_size": 4096, "memtable_mib": 64,
+		params := withParams(tableParams(), map[string]any{"n": n,
 			"target_file_mib": 64, "compaction_concurrency": "1..2 (CompactionConcurrencyRange; flushes run separately)",
-			"wal": true, "sync": false, "write_options": "pebble.NoSync", "block_cache": "default (8 MiB)",
-			"table_format": db.TableFormat().String(), "pebble": pebbleVersion(),
+			"compaction_threads": "1 flush + up to 2 concurrent compactions (Pebble v2.1 has no subcompactions)",
+			"wal":                true, "sync": false, "write_options": "pebble.NoSync",
+			"wal_writes":       "NoSync: records go to the WAL writer's user-space buffer, written by its flush loop (not one write(2) per batch)",
+			"table_format":     db.TableFormat().String(),
 			"write_amp_source": "db.Metrics(): sum over levels of TableBytesFlushed+TableBytesCompacted (+blob bytes, 0 here); WAL not counted",
-			"read_amp_source":  "max db.Metrics().Levels[0].Sublevels, polled every 20 ms during the timed phase"}
+			"read_amp_source":  "max db.Metrics().ReadAmp() (L0 sublevels + non-empty levels >= 1), polled every 20 ms during the timed phase"})
 		seconds := map[string]any{}
 		line := map[string]any{"workload": a.workload, "engine": "pebble", "round": round}
 		var runErr error
@@ -266,7 +277,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				}
 				before := e.bgBytes()
 				var secs float64
-				maxSub, maxFiles, err := e.withL0Sampler(func() (err error) {
+				maxShape, err := e.withL0Sampler(func() (err error) {
 					secs, err = puts(db, n, rows, &lat)
 					return err
 				})
@@ -283,7 +294,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				line["mb_per_s"] = float64(n*kvBytes) / 1e6 / secs
 				line["latency_us"] = latencyJSON(lat)
 				line["write_amp"], line["write_bytes"] = wa, wb
-				line["read_amp"], line["max_l0_files"] = maxSub, maxFiles
+				maxShape.put(line)
 				return nil
 			}()
 
@@ -302,12 +313,28 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				}
 				wa, wb := writeAmpJSON(before, e.bgBytes(), n*kvBytes)
 				params["write_amp_method"] = "of the setup: (flush+compaction bytes of fillrandom + flush + compactions) / (n x 116 B)"
+				// The same LSM shape and cache state in every engine before the reads: one full
+				// manual compaction, then every file read once (both untimed).
+				tc := time.Now()
+				if err := db.Compact(context.Background(), []byte{}, bytes.Repeat([]byte{0xff}, 32), true); err != nil {
+					return err
+				}
+				if _, err := e.settle(false); err != nil {
+					return err
+				}
+				seconds["setup_compact"] = time.Since(tc).Seconds()
+				tw := time.Now()
+				if err := warmDir(e.path); err != nil {
+					return err
+				}
+				seconds["setup_warm"] = time.Since(tw).Seconds()
+				params["setup"] = "fillrandom, flush, wait for compactions, full db.Compact, read every file once"
 				lat := make([]int64, 0, reads)
 				key := make([]byte, keyLen)
 				val := make([]byte, valueLen)
 				var secs float64
 				bad := 0
-				maxSub, maxFiles, err := e.withL0Sampler(func() error {
+				maxShape, err := e.withL0Sampler(func() error {
 					t := time.Now()
 					if a.workload == "readrandom" {
 						for i := uint64(0); i < reads; i++ {
@@ -366,7 +393,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				line["mb_per_s"] = float64(reads*kvBytes) / 1e6 / secs
 				line["latency_us"] = latencyJSON(lat)
 				line["write_amp"], line["write_bytes"] = wa, wb
-				line["read_amp"], line["max_l0_files"] = maxSub, maxFiles
+				maxShape.put(line)
 				return nil
 			}()
 
@@ -383,7 +410,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				perSec := make([]uint64, 0, target)
 				lat := make([]int64, 0, 1<<20)
 				var ops uint64
-				maxSub, maxFiles, err := e.withL0Sampler(func() error {
+				maxShape, err := e.withL0Sampler(func() error {
 					key := make([]byte, keyLen)
 					val := make([]byte, valueLen)
 					txn := make([]byte, txnLen)
@@ -467,7 +494,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				line["per_second_ops"] = perSec
 				line["first10_ops_per_s"], line["last10_ops_per_s"], line["ratio"] = first, last, ratio
 				line["write_amp"], line["write_bytes"] = wa, wb
-				line["read_amp"], line["max_l0_files"] = maxSub, maxFiles
+				maxShape.put(line)
 				return nil
 			}()
 		}

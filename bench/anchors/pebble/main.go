@@ -2,7 +2,7 @@
 //
 // Same CLI and JSON result lines as sluice-bench:
 //
-//	pebble-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] [--rounds R]
+//	pebble-anchor <sst-write|sst-scan|sst-scan-db|kv-bulkload> [--n N] [--dir DIR] [--rounds R]
 //	              [--file-mib M] [--reads R]
 //	pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer>
 //	              [--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]
@@ -15,7 +15,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -39,7 +38,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-const usage = "usage: pebble-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] " +
+const usage = "usage: pebble-anchor <sst-write|sst-scan|sst-scan-db|kv-bulkload> [--n N] [--dir DIR] " +
 	"[--rounds R] [--file-mib M] [--reads R]\n" +
 	"       pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> " +
 	"[--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]\n" +
@@ -112,7 +111,7 @@ func parseArgs(argv []string) (args, error) {
 		case "-h", "--help":
 			fmt.Println(usage)
 			os.Exit(0)
-		case "sst-write", "sst-scan", "kv-bulkload",
+		case "sst-write", "sst-scan", "sst-scan-db", "kv-bulkload",
 			"fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer",
 			"ingest-under-load":
 			if a.workload != "" {
@@ -204,11 +203,12 @@ func pebbleVersion() string {
 }
 
 // dbOptions: no compression, Bloom 10 bits/key (table filter), 4 KiB blocks, 64 MiB
-// memtables, WAL off.
+// memtables, a 160 MiB cache (32 MiB of blocks + the memtable reservation), WAL off.
 func dbOptions() *pebble.Options {
 	o := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
-		MemTableSize:       64 << 20,
+		MemTableSize:       memTableBytes,
+		CacheSize:          pebbleCacheBytes,
 		DisableWAL:         true,
 		Logger:             quietLogger{},
 	}
@@ -257,7 +257,7 @@ func writeSSTs(count int, rec func(int) []byte, dir, prefix string, fileBytes ui
 				return nil, err
 			}
 			files = append(files, p)
-			w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)
+			w = sstable.NewWriter(newBufWritable(f), wo)
 		}
 		r := rec(j)
 		if err := w.Set(r[:keyLen], r[keyLen:]); err != nil {
@@ -278,18 +278,53 @@ func writeSSTs(count int, rec func(int) []byte, dir, prefix string, fileBytes ui
 	return files, nil
 }
 
+// scanRaw reads every entry of the given SSTs with sstable.Reader; returns the entry count and
+// user key + value bytes.
+func scanRaw(files []string, opts *pebble.Options) (entries, nbytes uint64, err error) {
+	ropts := opts.MakeReaderOptions()
+	for _, p := range files {
+		f, err := vfs.Default.Open(p)
+		if err != nil {
+			return 0, 0, err
+		}
+		readable, err := objstorageprovider.NewFileReadable(f, vfs.Default,
+			objstorageprovider.NewReadaheadConfig(), p)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := sstable.NewReader(context.Background(), readable, ropts)
+		if err != nil {
+			return 0, 0, err
+		}
+		it, err := r.NewIter(sstable.NoTransforms, nil, nil, sstable.AssertNoBlobHandles)
+		if err != nil {
+			return 0, 0, err
+		}
+		for kv := it.First(); kv != nil; kv = it.Next() {
+			v, _, err := kv.Value(nil)
+			if err != nil {
+				return 0, 0, err
+			}
+			entries++
+			nbytes += uint64(len(kv.K.UserKey) + len(v))
+		}
+		if err := errors.Join(it.Error(), it.Close(), r.Close()); err != nil {
+			return 0, 0, err
+		}
+	}
+	return entries, nbytes, nil
+}
+
 func percentileUs(sortedNs []int64, q float64) float64 {
 	if len(sortedNs) == 0 {
 		return 0
 	}
-	idx := int(float64(len(sortedNs))*q + 0.999999999)
-	if idx < 1 {
-		idx = 1
+	// sorted[min(floor(len*q), len-1)], the rule of every engine in the harness.
+	idx := int(float64(len(sortedNs)) * q)
+	if idx > len(sortedNs)-1 {
+		idx = len(sortedNs) - 1
 	}
-	if idx > len(sortedNs) {
-		idx = len(sortedNs)
-	}
-	return float64(sortedNs[idx-1]) / 1e3
+	return float64(sortedNs[idx]) / 1e3
 }
 
 func run(a args, out *bufio.Writer) error {
@@ -334,12 +369,10 @@ func run(a args, out *bufio.Writer) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		params := map[string]any{"n": a.n, "key_bytes": 16, "value_bytes": 100, "file_mib": fileMiB,
-			"compression": "none", "bloom_bits": 10, "block_size": 4096, "filter": "table",
-			"pebble": pebbleVersion()}
+		params := withParams(tableParams(), map[string]any{"n": a.n, "file_mib": fileMiB})
 		var line map[string]any
 		switch a.workload {
-		case "sst-write", "sst-scan":
+		case "sst-write", "sst-scan", "sst-scan-db":
 			format := pebble.FormatNewest.MaxTableFormat()
 			params["table_format"] = format.String()
 			wo := writerOptions(opts, format)
@@ -360,46 +393,61 @@ func run(a args, out *bufio.Writer) error {
 					"files": len(files), "bytes_on_disk": onDisk, "peak_rss_kib": peakRSSKiB()}
 				break
 			}
-			params["reader"] = "sstable.Reader + point iterator (objstorageprovider readable, readahead)"
-			ropts := opts.MakeReaderOptions()
-			t = time.Now()
+			seconds := map[string]any{"generate": genSecs, "write": writeSecs}
 			var entries, nbytes uint64
-			for _, p := range files {
-				f, err := vfs.Default.Open(p)
+			var scanSecs float64
+			if a.workload == "sst-scan" {
+				params["reader"] = "sstable.Reader + point iterator per file (objstorageprovider readable, readahead)"
+				// The same cache state in every engine: each file read once, untimed.
+				tw := time.Now()
+				if err := warmFiles(files); err != nil {
+					return err
+				}
+				seconds["warm"] = time.Since(tw).Seconds()
+				t = time.Now()
+				if entries, nbytes, err = scanRaw(files, opts); err != nil {
+					return err
+				}
+				scanSecs = time.Since(t).Seconds()
+			} else {
+				params["reader"] = "db.Ingest (untimed) into a fresh DB, then one db.NewIter(nil)"
+				ti := time.Now()
+				db, err := pebble.Open(filepath.Join(dir, "db"), opts)
 				if err != nil {
 					return err
 				}
-				readable, err := objstorageprovider.NewFileReadable(f, vfs.Default,
-					objstorageprovider.NewReadaheadConfig(), p)
+				if err := db.Ingest(context.Background(), files); err != nil {
+					return err
+				}
+				seconds["ingest"] = time.Since(ti).Seconds()
+				tw := time.Now()
+				if err := warmDir(filepath.Join(dir, "db")); err != nil {
+					return err
+				}
+				seconds["warm"] = time.Since(tw).Seconds()
+				t = time.Now()
+				it, err := db.NewIter(nil)
 				if err != nil {
 					return err
 				}
-				r, err := sstable.NewReader(context.Background(), readable, ropts)
-				if err != nil {
-					return err
-				}
-				it, err := r.NewIter(sstable.NoTransforms, nil, nil, sstable.AssertNoBlobHandles)
-				if err != nil {
-					return err
-				}
-				for kv := it.First(); kv != nil; kv = it.Next() {
-					v, _, err := kv.Value(nil)
-					if err != nil {
-						return err
-					}
+				for ok := it.First(); ok; ok = it.Next() {
 					entries++
-					nbytes += uint64(len(kv.K.UserKey) + len(v))
+					nbytes += uint64(len(it.Key()) + len(it.Value()))
 				}
-				if err := errors.Join(it.Error(), it.Close(), r.Close()); err != nil {
+				if err := errors.Join(it.Error(), it.Close()); err != nil {
+					return err
+				}
+				scanSecs = time.Since(t).Seconds()
+				if err := db.Close(); err != nil {
 					return err
 				}
 			}
-			scanSecs := time.Since(t).Seconds()
+			seconds["scan"] = scanSecs
 			if entries != a.n {
 				return fmt.Errorf("scan saw %d entries, wrote %d", entries, a.n)
 			}
-			line = map[string]any{"workload": "sst-scan", "engine": "pebble", "round": round, "params": params,
-				"seconds":  map[string]any{"generate": genSecs, "write": writeSecs, "scan": scanSecs},
+			line = map[string]any{"workload": a.workload, "engine": "pebble", "round": round, "params": params,
+				"seconds":  seconds,
 				"mb_per_s": float64(nbytes) / 1e6 / scanSecs, "ops_per_s": float64(entries) / scanSecs,
 				"files": len(files), "bytes_on_disk": onDisk, "peak_rss_kib": peakRSSKiB()}
 
@@ -407,7 +455,8 @@ func run(a args, out *bufio.Writer) error {
 			params["reads"] = a.reads
 			params["writer_threads"] = 2
 			params["recipe"] = "sort index; 2 sstable.Writer goroutines on disjoint key ranges; one db.Ingest"
-			params["block_cache"] = "default"
+			params["sort"] = "lsd radix sort, 8-bit digits, on the BE64 key prefix"
+			params["cache_state"] = "every DB file read once (untimed) before the reads"
 			ssts := filepath.Join(dir, "ssts")
 			dbPath := filepath.Join(dir, "db")
 			if err := os.MkdirAll(ssts, 0o755); err != nil {
@@ -415,16 +464,12 @@ func run(a args, out *bufio.Writer) error {
 			}
 			// --- load: from the generated pairs in memory to the data being readable.
 			t := time.Now()
-			type ent struct {
-				k uint64
-				i uint32
-			}
 			// Keys start with BE64(p), p unique: sorting by that prefix sorts the keys.
 			idx := make([]ent, n)
 			for i := range idx {
 				idx[i] = ent{binary.BigEndian.Uint64(input[i*recLen:]), uint32(i)}
 			}
-			slices.SortFunc(idx, func(x, y ent) int { return cmp.Compare(x.k, y.k) })
+			idx = radixSort(idx)
 			sortSecs := time.Since(t).Seconds()
 			to := time.Now()
 			db, err := pebble.Open(dbPath, opts)
@@ -462,6 +507,12 @@ func run(a args, out *bufio.Writer) error {
 			ingestSecs := time.Since(ti).Seconds()
 			loadSecs := time.Since(t).Seconds()
 			idx = nil
+			// --- the same cache state in every engine: each file read once, untimed.
+			tw = time.Now()
+			if err := warmDir(dbPath); err != nil {
+				return err
+			}
+			warmSecs := time.Since(tw).Seconds()
 			// --- reads
 			lat := make([]int64, 0, a.reads)
 			key := make([]byte, keyLen)
@@ -512,6 +563,7 @@ func run(a args, out *bufio.Writer) error {
 			if entries != a.n {
 				return fmt.Errorf("scan saw %d entries, loaded %d", entries, a.n)
 			}
+			readAmp := db.Metrics().ReadAmp()
 			if err := db.Close(); err != nil {
 				return err
 			}
@@ -521,11 +573,11 @@ func run(a args, out *bufio.Writer) error {
 			}
 			line = map[string]any{"workload": "kv-bulkload", "engine": "pebble", "round": round, "params": params,
 				"seconds": map[string]any{"generate": genSecs, "load": loadSecs, "reads": readsSecs,
-					"sort": sortSecs, "open_db": openSecs, "write_ssts": writeSecs, "ingest": ingestSecs},
+					"sort": sortSecs, "open_db": openSecs, "write_ssts": writeSecs, "ingest": ingestSecs, "warm": warmSecs},
 				"mb_per_s": inputMB / loadSecs, "ops_per_s": opsPerS,
 				"latency_us": map[string]any{"p50": percentileUs(lat, 0.50), "p99": percentileUs(lat, 0.99),
 					"p999": percentileUs(lat, 0.999)},
-				"scan_sha256": hex.EncodeToString(h.Sum(nil)),
+				"scan_sha256": hex.EncodeToString(h.Sum(nil)), "read_amp": readAmp,
 				"files":       len(all), "bytes_on_disk": treeBytes(dbPath), "peak_rss_kib": peakRSSKiB()}
 		}
 		b, err := json.Marshal(line)

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice::{Db, Options, ReadOptions};
 
+use crate::fair;
 use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
 
 /// Latency recorder: one duration per op, percentiles at the end.
@@ -55,7 +56,6 @@ fn value(p: u64) -> [u8; VALUE_LEN] {
 struct Fill {
     secs: f64,
     lat: Latencies,
-    max_l0: usize,
 }
 
 fn fill(
@@ -65,21 +65,16 @@ fn fill(
     val: impl Fn(u64) -> u64,
 ) -> sluice::Result<Fill> {
     let mut lat = Latencies::with_capacity(n as usize);
-    let mut max_l0 = 0;
     let t0 = Instant::now();
     for i in 0..n {
         let p = order(i);
         let t = Instant::now();
         db.put(&key(p), &value(val(p)))?;
         lat.record(t);
-        if i % 50_000 == 0 {
-            max_l0 = max_l0.max(db.metrics().levels[0].files);
-        }
     }
     Ok(Fill {
         secs: t0.elapsed().as_secs_f64(),
         lat,
-        max_l0,
     })
 }
 
@@ -111,7 +106,9 @@ fn base(workload: &str, n: u64, dir: &Path, db: &Db) -> Value {
     let m = db.metrics();
     json!({
         "workload": workload, "engine": "sluice",
-        "params": {"n": n, "wal": true, "sync": false, "memtable_mib": 64, "compression": "none", "bloom_bits": 10},
+        "params": fair::with(fair::table_params(), json!({"n": n, "wal": true, "sync": false,
+            "wal_writes": "one write(2) per batch (no user-space WAL buffer)",
+            "read_amp_source": "max of (L0 sublevels + non-empty levels >= 1) from Db::metrics, polled every 20 ms during the timed phase"})),
         "stalls": m.stall_count, "stall_micros": m.stall_micros,
         "bytes_on_disk": dir_bytes(dir),
         "peak_rss_kib": crate::peak_rss_kib(),
@@ -138,78 +135,107 @@ pub fn run(
     let mb = |ops: u64, s: f64| ops as f64 * (KEY_LEN + VALUE_LEN) as f64 / 1e6 / s;
     let out = match workload {
         "fillseq" | "fillrandom" => {
-            let f = if workload == "fillseq" {
-                fill(&db, n, |i| i, |p| p)?
-            } else {
-                fill(&db, n, |i| perm.apply(i), |p| p)?
-            };
+            let (f, shape) = fair::with_sampler(&db, || {
+                if workload == "fillseq" {
+                    fill(&db, n, |i| i, |p| p)
+                } else {
+                    fill(&db, n, |i| perm.apply(i), |p| p)
+                }
+            });
+            let f = f?;
             let wa = window_write_amp(&db, 0, n * 116)?;
-            merge(
+            let out = merge(
                 base(workload, n, dir, &db),
                 json!({
                     "write_amp": wa,
                     "seconds": {"fill": f.secs}, "ops_per_s": n as f64 / f.secs, "mb_per_s": mb(n, f.secs),
-                    "latency_us": f.lat.summary(), "read_amp": f.max_l0,
+                    "latency_us": f.lat.summary(),
                 }),
-            )
+            );
+            merge(out, shape.json())
         }
         "overwrite" => {
             let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
             db.wait_for_background_work()?;
             let before = written_bytes(&db);
-            let f = fill(&db, n, |i| gen::read_row(i, n), |p| p ^ 1)?;
+            let (f, shape) =
+                fair::with_sampler(&db, || fill(&db, n, |i| gen::read_row(i, n), |p| p ^ 1));
+            let f = f?;
             let wa = window_write_amp(&db, before, n * 116)?;
-            merge(
+            let out = merge(
                 base(workload, n, dir, &db),
                 json!({
                     "write_amp": wa,
                     "seconds": {"setup": setup.secs, "overwrite": f.secs}, "ops_per_s": n as f64 / f.secs,
-                    "mb_per_s": mb(n, f.secs), "latency_us": f.lat.summary(), "read_amp": f.max_l0,
+                    "mb_per_s": mb(n, f.secs), "latency_us": f.lat.summary(),
                 }),
-            )
+            );
+            merge(out, shape.json())
         }
         "readrandom" | "seekrandom" => {
             let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
             let setup_wa = window_write_amp(&db, 0, n * 116)?;
+            // The same LSM shape and cache state in every engine before the reads: one full
+            // manual compaction, then every file read once (both untimed).
+            let t = Instant::now();
+            db.compact_range(None, None)?;
+            db.wait_for_background_work()?;
+            let compact_secs = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            fair::warm_dir(dir)?;
+            let warm_secs = t.elapsed().as_secs_f64();
             let mut lat = Latencies::with_capacity(reads as usize);
-            let t0 = Instant::now();
-            if workload == "readrandom" {
-                for i in 0..reads {
-                    let p = gen::read_row(i, n);
-                    let t = Instant::now();
-                    let v = db.get(&key(p))?;
-                    lat.record(t);
-                    if v.as_deref() != Some(&value(p)[..]) {
-                        return Err(format!("readrandom: key {p} read back wrong").into());
+            let (reads_result, shape) =
+                fair::with_sampler(&db, || -> Result<f64, Box<dyn std::error::Error>> {
+                    let t0 = Instant::now();
+                    if workload == "readrandom" {
+                        for i in 0..reads {
+                            let p = gen::read_row(i, n);
+                            let t = Instant::now();
+                            let v = db.get(&key(p))?;
+                            lat.record(t);
+                            if v.as_deref() != Some(&value(p)[..]) {
+                                return Err(format!("readrandom: key {p} read back wrong").into());
+                            }
+                        }
+                    } else {
+                        let mut it = db.iter(ReadOptions::default())?;
+                        let mut bytes = 0usize;
+                        for i in 0..reads {
+                            let p = gen::read_row(i, n);
+                            let t = Instant::now();
+                            it.seek(&key(p));
+                            if !it.valid() || it.key() != key(p) {
+                                return Err(format!("seekrandom: key {p} not found").into());
+                            }
+                            bytes += it.key().len() + it.value().len();
+                            lat.record(t);
+                        }
+                        std::hint::black_box(bytes);
                     }
-                }
-            } else {
-                let mut it = db.iter(ReadOptions::default())?;
-                let mut bytes = 0usize;
-                for i in 0..reads {
-                    let p = gen::read_row(i, n);
-                    let t = Instant::now();
-                    it.seek(&key(p));
-                    if !it.valid() || it.key() != key(p) {
-                        return Err(format!("seekrandom: key {p} not found").into());
-                    }
-                    bytes += it.key().len() + it.value().len();
-                    lat.record(t);
-                }
-                std::hint::black_box(bytes);
-            }
-            let secs = t0.elapsed().as_secs_f64();
+                    Ok(t0.elapsed().as_secs_f64())
+                });
+            let secs = reads_result?;
             let m = db.metrics();
-            merge(
+            let mut out = merge(
                 base(workload, n, dir, &db),
                 json!({
-                    "params": {"n": n, "reads": reads}, "seconds": {"setup": setup.secs, "reads": secs},
+                    "seconds": {"setup": setup.secs, "setup_compact": compact_secs, "setup_warm": warm_secs, "reads": secs},
                     "ops_per_s": reads as f64 / secs, "latency_us": lat.summary(), "write_amp": setup_wa,
-                    "read_amp": m.levels[0].files, "sources_per_read": m.read_amplification, "block_cache_hits": m.block_cache_hits, "block_cache_misses": m.block_cache_misses,
+                    "block_cache_hits": m.block_cache_hits, "block_cache_misses": m.block_cache_misses,
                 }),
-            )
+            );
+            out["params"]["reads"] = reads.into();
+            out["params"]["setup"] =
+                "fillrandom, flush, wait for compactions, full compact_range, read every file once"
+                    .into();
+            merge(out, shape.json())
         }
-        "block_writer" => block_writer(&db, n, seconds, &perm, dir)?,
+        "block_writer" => {
+            let (out, shape) =
+                fair::with_sampler(&db, || block_writer(&db, n, seconds, &perm, dir));
+            merge(out?, shape.json())
+        }
         other => return Err(format!("unknown engine workload {other}").into()),
     };
     db.close()?;
@@ -235,7 +261,6 @@ fn block_writer(
     let mut next_tick = start + Duration::from_secs(1);
     let mut i = 0u64;
     let mut touched_max = 0u64;
-    let mut max_l0 = 0usize;
     while per_second.len() < seconds as usize {
         let tk = txn_key(i);
         let mut upper = tk.clone();
@@ -258,7 +283,6 @@ fn block_writer(
         i += 1;
         ops_this_second += 1;
         if Instant::now() >= next_tick {
-            max_l0 = max_l0.max(db.metrics().levels[0].files);
             println!(
                 "{}",
                 json!({"workload": "block_writer", "engine": "sluice", "second": per_second.len() + 1, "ops": ops_this_second})
@@ -277,7 +301,7 @@ fn block_writer(
     Ok(merge(
         base("block_writer", n, dir, db),
         json!({
-            "write_amp": wa, "read_amp": max_l0, "per_second_ops": per_second,
+            "write_amp": wa, "per_second_ops": per_second,
             "seconds": {"run": run_secs}, "ops_per_s": i as f64 / run_secs,
             "first10_ops_per_s": first, "last10_ops_per_s": last, "ratio": last / first,
             "max_entries_touched_per_seek": touched_max, "window_seconds": w,
@@ -410,6 +434,10 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
     let ingest_secs = t.elapsed().as_secs_f64();
     let load_secs = load_start.elapsed().as_secs_f64();
     drop(records);
+    // The same cache state in every engine: each file read once, untimed.
+    let t = Instant::now();
+    fair::warm_dir(&dir.join("db"))?;
+    let warm_secs = t.elapsed().as_secs_f64();
 
     let mut lat = Latencies::with_capacity(reads as usize);
     let t = Instant::now();
@@ -439,16 +467,17 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
         return Err(format!("kv-bulkload: scan saw {count} entries, loaded {n}").into());
     }
     let sha: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    let m = db.metrics();
     let out = json!({
         "workload": "kv-bulkload", "engine": "sluice",
-        "params": {"n": n, "reads": reads, "recipe": "lsd radix sort + 2 SstWriter threads + one ingest", "file_mib": 128},
-        "seconds": {"generate": gen_secs, "load": load_secs, "sort": sort_secs, "write_ssts": write_secs, "open_db": open_secs, "ingest": ingest_secs, "reads": read_secs},
+        "params": fair::with(fair::table_params(), json!({"n": n, "reads": reads, "recipe": "lsd radix sort + 2 SstWriter threads + one ingest (linked, no re-verification)", "file_mib": 128,
+            "sort": "lsd radix sort, 8-bit digits, on the BE64 key prefix",
+            "cache_state": "every DB file read once (untimed) before the reads"})),
+        "seconds": {"generate": gen_secs, "load": load_secs, "sort": sort_secs, "write_ssts": write_secs, "open_db": open_secs, "ingest": ingest_secs, "warm": warm_secs, "reads": read_secs},
         "mb_per_s": (n as f64 * rec as f64) / 1e6 / load_secs,
         "ops_per_s": reads as f64 / read_secs,
         "latency_us": lat.summary(),
         "files": files.len(), "scan_sha256": sha,
-        "read_amp": m.read_amplification,
+        "read_amp": fair::MaxShape::of(&db).read_amp,
         "bytes_on_disk": dir_bytes(&dir.join("db")),
         "peak_rss_kib": crate::peak_rss_kib(),
     });
@@ -545,7 +574,7 @@ pub fn ingest_under_load(
     let m = db.metrics();
     let out = json!({
         "workload": "ingest-under-load", "engine": "sluice",
-        "params": {"rate": rate, "seconds": secs, "writers": 2, "rows_per_file": PER_FILE},
+        "params": fair::with(fair::table_params(), json!({"rate": rate, "seconds": secs, "writers": 2, "rows_per_file": PER_FILE, "n": n, "wal": true, "sync": false})),
         "latency_us_without": a, "latency_us_with": b, "p9999_ratio": ratio,
         "ingest_ms": ingest_ms, "stalls": m.stall_count, "stall_micros": m.stall_micros,
         "peak_rss_kib": crate::peak_rss_kib(),

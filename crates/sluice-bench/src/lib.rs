@@ -2,6 +2,7 @@
 //! workload (and by tests that check it against the spec's SHA-256 values).
 
 pub mod engine;
+pub mod fair;
 pub mod gen;
 
 /// Peak resident set size of this process, KiB (from /proc).

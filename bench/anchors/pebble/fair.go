@@ -1,0 +1,160 @@
+package main
+
+// What keeps the anchor's work equal to Sluice's and RocksDB's (issue 11): the same cache
+// budget, the same file-write buffer, the same sort, the same cache state before timed reads
+// and the same read-amplification count.
+
+import (
+	"bufio"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2/objstorage"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+const (
+	// blockCacheBytes is Sluice's default block cache (and RocksDB's, set explicitly there).
+	blockCacheBytes = 32 << 20
+	// memTableBytes is every engine's memtable size.
+	memTableBytes = 64 << 20
+	// pebbleCacheBytes: Pebble charges memtables against its block cache (up to
+	// MemTableStopWritesThreshold = 2 of them), so the cache a Pebble user would size for the
+	// same usable block cache is the block share plus that reservation.
+	pebbleCacheBytes = blockCacheBytes + 2*memTableBytes
+	// fileWriteBuffer is Sluice's SST writer buffer; Pebble's default writable buffers 4 KiB.
+	fileWriteBuffer = 64 << 10
+)
+
+// tableParams are the settings every anchor prints and bench/test_params.py compares with
+// Sluice's.
+func tableParams() map[string]any {
+	return map[string]any{"key_bytes": 16, "value_bytes": 100, "compression": "none",
+		"bloom_bits": 10, "filter": "table", "block_size": 4096,
+		"cache_bytes":             pebbleCacheBytes,
+		"cache_block_share_bytes": blockCacheBytes,
+		"cache_note":              "Options.CacheSize = 32 MiB block share + 2 x 64 MiB memtable reservation (Pebble charges memtables to its cache)",
+		"memtable_bytes":          memTableBytes,
+		"file_write_buffer":       "64 KiB (bufio around the vfs file; Pebble's default is 4 KiB)",
+		"pebble":                  pebbleVersion()}
+}
+
+// withParams adds extra's fields to a copy of base.
+func withParams(base map[string]any, extra map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(extra))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// bufWritable is objstorageprovider's file writable with a fileWriteBuffer-sized buffer.
+type bufWritable struct {
+	file vfs.File
+	bw   *bufio.Writer
+}
+
+var _ objstorage.Writable = (*bufWritable)(nil)
+
+func newBufWritable(f vfs.File) *bufWritable {
+	return &bufWritable{file: f, bw: bufio.NewWriterSize(f, fileWriteBuffer)}
+}
+
+func (w *bufWritable) Write(p []byte) error {
+	_, err := w.bw.Write(p)
+	return err
+}
+
+func (w *bufWritable) Finish() error {
+	err := w.bw.Flush()
+	if err == nil {
+		err = w.file.Sync()
+	}
+	if cerr := w.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (w *bufWritable) Abort() { _ = w.file.Close() }
+
+// radixSort sorts (BE64 key prefix, record index) pairs with the LSD radix sort sluice-bench
+// uses: eight 8-bit passes, a pass skipped when every item has the same byte there.
+func radixSort(items []ent) []ent {
+	n := len(items)
+	tmp := make([]ent, n)
+	for pass := 0; pass < 8; pass++ {
+		shift := uint(pass * 8)
+		var counts [257]int
+		for _, it := range items {
+			counts[int((it.k>>shift)&0xff)+1]++
+		}
+		skip := false
+		for _, c := range counts[1:] {
+			if c == n {
+				skip = true
+				break
+			}
+		}
+		if skip {
+			continue
+		}
+		for i := 0; i < 256; i++ {
+			counts[i+1] += counts[i]
+		}
+		for _, it := range items {
+			b := int((it.k >> shift) & 0xff)
+			tmp[counts[b]] = it
+			counts[b]++
+		}
+		items, tmp = tmp, items
+	}
+	return items
+}
+
+// ent is one record's BE64 key prefix and index.
+type ent struct {
+	k uint64
+	i uint32
+}
+
+// warmDir reads every regular file under dir once, so timed reads start from the page cache
+// in every engine.
+func warmDir(dir string) error {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return warmFiles(files)
+}
+
+// warmFiles reads each file once in 1 MiB reads.
+func warmFiles(files []string) error {
+	buf := make([]byte, 1<<20)
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+//! What keeps the anchor's work equal to Sluice's and Pebble's (issue 11): the same cache state
+//! before timed reads, the same sort, raw-table scans through RocksDB's own `SstFileReader`,
+//! and the same read-amplification count.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rocksdb::DB;
+
+mod ffi {
+    extern "C" {
+        pub fn anchor_sst_scan(
+            path: *const std::os::raw::c_char,
+            entries: *mut u64,
+            bytes: *mut u64,
+            err: *mut *mut std::os::raw::c_char,
+        ) -> std::os::raw::c_int;
+        pub fn anchor_free_error(err: *mut std::os::raw::c_char);
+    }
+}
+
+/// Scans every entry of one SST with `rocksdb::SstFileReader` (checksums verified, no block
+/// cache fill, 2 MiB readahead); adds its entries and user key + value bytes to the totals.
+pub fn scan_sst(path: &Path, entries: &mut u64, bytes: &mut u64) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: path contains a NUL byte", path.display()))?;
+    let mut err: *mut std::os::raw::c_char = std::ptr::null_mut();
+    // SAFETY: `c_path` is a valid NUL-terminated string for the call; `entries`, `bytes` and
+    // `err` point to live locals; the shim only writes `*err` with a malloc'd string (or leaves it
+    // null), which is read here and released with `anchor_free_error` exactly once.
+    let rc = unsafe { ffi::anchor_sst_scan(c_path.as_ptr(), entries, bytes, &mut err) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let msg = if err.is_null() {
+        "unknown error".to_string()
+    } else {
+        // SAFETY: non-null `err` is the NUL-terminated string the shim allocated; freed once.
+        unsafe {
+            let m = std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned();
+            ffi::anchor_free_error(err);
+            m
+        }
+    };
+    Err(format!("{}: {msg}", path.display()))
+}
+
+/// Reads every regular file under `dir` (recursively) once, so timed reads start from the page
+/// cache in every engine (RocksDB's `SstFileWriter` drops what it wrote from the cache).
+pub fn warm_dir(dir: &Path) -> std::io::Result<u64> {
+    let mut files = Vec::new();
+    collect_files(dir, &mut files)?;
+    warm_files(&files)
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let t = e.file_type()?;
+        if t.is_dir() {
+            collect_files(&e.path(), out)?;
+        } else if t.is_file() {
+            out.push(e.path());
+        }
+    }
+    Ok(())
+}
+
+/// Reads each file once (1 MiB reads); returns the bytes read.
+pub fn warm_files(files: &[PathBuf]) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    for f in files {
+        let mut file = std::fs::File::open(f)?;
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+    }
+    Ok(total)
+}
+
+/// Sorts `(BE64 key prefix, record index)` pairs with the LSD radix sort sluice-bench uses (eight
+/// 8-bit passes, a pass skipped when every item has the same byte there). The spec's prefixes
+/// are unique, so the prefix order is the key order.
+pub fn radix_sort(items: &mut Vec<(u64, u32)>) {
+    let n = items.len();
+    let mut tmp = items.clone();
+    for pass in 0..8 {
+        let shift = pass * 8;
+        let mut counts = [0usize; 257];
+        for (p, _) in items.iter() {
+            counts[((p >> shift) & 0xff) as usize + 1] += 1;
+        }
+        if counts[1..].contains(&n) {
+            continue;
+        }
+        for i in 0..256 {
+            counts[i + 1] += counts[i];
+        }
+        for it in items.iter() {
+            let b = ((it.0 >> shift) & 0xff) as usize;
+            tmp[counts[b]] = *it;
+            counts[b] += 1;
+        }
+        std::mem::swap(items, &mut tmp);
+    }
+}
+
+/// Files per level L0..L6 from `rocksdb.num-files-at-level<N>`.
+pub fn level_files(db: &DB) -> [u64; 7] {
+    let mut out = [0u64; 7];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = db
+            .property_value(format!("rocksdb.num-files-at-level{l}").as_str())
+            .ok()
+            .flatten()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+    }
+    out
+}
+
+/// Tables a point read may consult, counted as every engine in the harness counts it: L0
+/// sublevels (RocksDB has none: each L0 file is one) + non-empty levels ≥ 1. Memtables are not
+/// counted.
+pub fn read_amp(levels: &[u64; 7]) -> u64 {
+    levels[0] + levels[1..].iter().filter(|&&f| f > 0).count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radix_sort_orders_by_prefix() {
+        let mut items: Vec<(u64, u32)> = (0..1000u32)
+            .map(|i| (crate::gen::splitmix64(i as u64), i))
+            .collect();
+        radix_sort(&mut items);
+        assert!(items.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert_eq!(items.len(), 1000);
+    }
+
+    #[test]
+    fn read_amp_counts_l0_files_and_nonempty_levels() {
+        assert_eq!(read_amp(&[3, 0, 0, 0, 0, 2, 9]), 5);
+        assert_eq!(read_amp(&[0; 7]), 0);
+    }
+}
