@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent
-SOURCES = [BENCH / "results" / "full.jsonl", BENCH / "out" / "results.jsonl"]
+SOURCES = [BENCH / "results" / "full.jsonl", BENCH / "out" / "results.jsonl",
+           BENCH / "results" / "l0.jsonl"]
 CHECKED = ["block_size", "bloom_bits", "cache_bytes", "compression", "memtable_bytes"]
 # Checked only where the workload sorts.
 SORTING = {"kv-bulkload": ["sort"]}
@@ -76,6 +77,10 @@ def check(source, hint):
 
 def test_committed_full_run_had_equal_settings():
     check(SOURCES[0], "commit the full run BENCHMARKS.md was generated from")
+
+
+def test_committed_l0_run_had_equal_settings():
+    check(SOURCES[2], "commit the run BENCHMARKS-L0.md was generated from (bench/run l0)")
 
 
 def test_latest_run_had_equal_settings():

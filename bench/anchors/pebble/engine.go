@@ -100,6 +100,11 @@ func (s shape) put(line map[string]any) {
 	line["read_amp"], line["max_l0_files"], line["max_l0_sublevels"] = s.readAmp, s.files, s.sublevels
 }
 
+// maxWith is the larger of each figure.
+func (s shape) maxWith(o shape) shape {
+	return shape{max(s.sublevels, o.sublevels), max(s.files, o.files), max(s.readAmp, o.readAmp)}
+}
+
 func (e *engine) l0() shape {
 	m := e.db.Metrics()
 	return shape{int64(m.Levels[0].Sublevels), m.Levels[0].TablesCount, int64(m.ReadAmp())}

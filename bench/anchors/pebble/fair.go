@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2/objstorage"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -82,6 +83,11 @@ func (w *bufWritable) Finish() error {
 }
 
 func (w *bufWritable) Abort() { _ = w.file.Close() }
+
+// newSSTWriter is an sstable.Writer over f with the fileWriteBuffer-sized buffer.
+func newSSTWriter(f vfs.File, wo sstable.WriterOptions) *sstable.Writer {
+	return sstable.NewWriter(newBufWritable(f), wo)
+}
 
 // radixSort sorts (BE64 key prefix, record index) pairs with the LSD radix sort sluice-bench
 // uses: eight 8-bit passes, a pass skipped when every item has the same byte there.

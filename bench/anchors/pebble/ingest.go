@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -39,7 +38,8 @@ func sluicePercentiles(lat []int64) map[string]any {
 		i := min(int(float64(len(lat))*q), len(lat)-1)
 		return float64(lat[i]) / 1e3
 	}
-	return map[string]any{"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999)}
+	return map[string]any{"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999),
+		"max": float64(lat[len(lat)-1]) / 1e3}
 }
 
 // sleepUntil blocks the calling goroutine's OS thread in nanosleep(2) until t, as Rust's
@@ -112,7 +112,7 @@ func writeIngestFile(path string, j uint64, prefix byte, wo sstable.WriterOption
 	if err != nil {
 		return err
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)
+	w := newSSTWriter(f, wo)
 	key := make([]byte, 1+keyLen)
 	key[0] = prefix
 	val := make([]byte, valueLen)

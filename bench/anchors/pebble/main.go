@@ -113,7 +113,7 @@ func parseArgs(argv []string) (args, error) {
 			os.Exit(0)
 		case "sst-write", "sst-scan", "sst-scan-db", "kv-bulkload",
 			"fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer",
-			"ingest-under-load":
+			"ingest-under-load", "l0-fillrandom", "l0-fillrandom-widefile", "l0-ingest-random":
 			if a.workload != "" {
 				return a, fmt.Errorf("unexpected argument '%s'", arg)
 			}
@@ -257,7 +257,7 @@ func writeSSTs(count int, rec func(int) []byte, dir, prefix string, fileBytes ui
 				return nil, err
 			}
 			files = append(files, p)
-			w = sstable.NewWriter(newBufWritable(f), wo)
+			w = newSSTWriter(f, wo)
 		}
 		r := rec(j)
 		if err := w.Set(r[:keyLen], r[keyLen:]); err != nil {
@@ -337,6 +337,9 @@ func run(a args, out *bufio.Writer) error {
 	}
 	if a.workload == "ingest-under-load" {
 		return runIngestUnderLoad(a, base, out)
+	}
+	if isL0Workload(a.workload) {
+		return runL0(a, base, out)
 	}
 	if isEngineWorkload(a.workload) {
 		return runEngine(a, base, out)
@@ -578,20 +581,25 @@ func run(a args, out *bufio.Writer) error {
 				"latency_us": map[string]any{"p50": percentileUs(lat, 0.50), "p99": percentileUs(lat, 0.99),
 					"p999": percentileUs(lat, 0.999)},
 				"scan_sha256": hex.EncodeToString(h.Sum(nil)), "read_amp": readAmp,
-				"files":       len(all), "bytes_on_disk": treeBytes(dbPath), "peak_rss_kib": peakRSSKiB()}
+				"files": len(all), "bytes_on_disk": treeBytes(dbPath), "peak_rss_kib": peakRSSKiB()}
 		}
-		b, err := json.Marshal(line)
-		if err != nil {
-			return err
-		}
-		out.Write(b)
-		out.WriteByte('\n')
-		out.Flush()
-		if err := os.RemoveAll(dir); err != nil {
+		if err := emit(out, line, dir); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// emit prints one result line and removes the round's directory.
+func emit(out *bufio.Writer, line map[string]any, dir string) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	out.Write(b)
+	out.WriteByte('\n')
+	out.Flush()
+	return os.RemoveAll(dir)
 }
 
 func main() {

@@ -17,6 +17,10 @@ impl Latencies {
     pub fn with_capacity(n: usize) -> Self {
         Latencies(Vec::with_capacity(n))
     }
+    /// Adds another recorder's samples.
+    pub fn extend(&mut self, other: Latencies) {
+        self.0.extend(other.0);
+    }
     /// Records one op that started at `t`.
     #[inline]
     pub fn record(&mut self, t: Instant) {
@@ -33,7 +37,8 @@ impl Latencies {
             let i = ((self.0.len() as f64 * q) as usize).min(self.0.len() - 1);
             self.0[i] as f64 / 1000.0
         };
-        json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999)})
+        let max = self.0[self.0.len() - 1] as f64 / 1000.0;
+        json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999), "max": max})
     }
 }
 
@@ -78,16 +83,6 @@ fn fill(
     })
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
 /// Bytes written by flushes and compactions so far.
 fn written_bytes(db: &Db) -> u64 {
     let m = db.metrics();
@@ -110,7 +105,7 @@ fn base(workload: &str, n: u64, dir: &Path, db: &Db) -> Value {
             "wal_writes": "one write(2) per batch (no user-space WAL buffer)",
             "read_amp_source": "max of (L0 sublevels + non-empty levels >= 1) from Db::metrics, polled every 20 ms during the timed phase"})),
         "stalls": m.stall_count, "stall_micros": m.stall_micros,
-        "bytes_on_disk": dir_bytes(dir),
+        "bytes_on_disk": fair::dir_bytes(dir),
         "peak_rss_kib": crate::peak_rss_kib(),
     })
 }
@@ -478,7 +473,7 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
         "latency_us": lat.summary(),
         "files": files.len(), "scan_sha256": sha,
         "read_amp": fair::MaxShape::of(&db).read_amp,
-        "bytes_on_disk": dir_bytes(&dir.join("db")),
+        "bytes_on_disk": fair::dir_bytes(&dir.join("db")),
         "peak_rss_kib": crate::peak_rss_kib(),
     });
     db.close()?;
@@ -516,7 +511,7 @@ fn paced_writers(db: &std::sync::Arc<Db>, rate: u64, secs: u64, n: u64, offset: 
         .collect();
     let mut all = Latencies::with_capacity((per_thread * threads) as usize);
     for h in handles {
-        all.0.extend(h.join().expect("writer").0);
+        all.extend(h.join().expect("writer"));
     }
     all
 }

@@ -61,6 +61,18 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Bytes of the regular files directly in `dir`.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// Reads each file once (1 MiB reads); returns the bytes read.
 pub fn warm_files(files: &[PathBuf]) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 1 << 20];
@@ -99,6 +111,15 @@ impl MaxShape {
             l0_files: m.levels[0].files,
             l0_sublevels: m.l0_sublevels,
             read_amp: m.l0_sublevels + m.levels[1..].iter().filter(|l| l.files > 0).count(),
+        }
+    }
+
+    /// The larger of each figure.
+    pub fn max(self, o: MaxShape) -> MaxShape {
+        MaxShape {
+            l0_files: self.l0_files.max(o.l0_files),
+            l0_sublevels: self.l0_sublevels.max(o.l0_sublevels),
+            read_amp: self.read_amp.max(o.read_amp),
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod engine;
 pub mod fair;
 pub mod gen;
+pub mod l0;
 
 /// Peak resident set size of this process, KiB (from /proc).
 pub fn peak_rss_kib() -> u64 {

@@ -3,7 +3,7 @@
 //! Workloads so far: `sst-write` and `sst-scan` (the table layer on its own). The engine
 //! workloads arrive with the engine.
 
-use sluice_bench::{engine, fair, gen};
+use sluice_bench::{engine, fair, gen, l0};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -45,6 +45,15 @@ enum Workload {
     /// The BENCH-SPEC stream loaded by the fastest path, then random reads.
     #[value(name = "kv-bulkload")]
     KvBulkload,
+    /// 10M random-order pairs in write batches of 1,000 until compactions are done (L0 shape).
+    #[value(name = "l0-fillrandom")]
+    L0Fillrandom,
+    /// As l0-fillrandom, plus two puts at the keyspace's ends after every batch.
+    #[value(name = "l0-fillrandom-widefile")]
+    L0FillrandomWidefile,
+    /// 50k-pair SSTs spanning the keyspace ingested one after another beside online writers.
+    #[value(name = "l0-ingest-random")]
+    L0IngestRandom,
 }
 
 /// Sluice benchmark workloads; one JSON line per run on stdout.
@@ -223,6 +232,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (None, Workload::IngestUnderLoad) => Some(Box::new(move |dir| {
             engine::ingest_under_load(args.n, args.rate, args.seconds.unwrap_or(20), dir)
         })),
+        (None, Workload::L0Fillrandom | Workload::L0FillrandomWidefile) => {
+            let wide = args.workload == Workload::L0FillrandomWidefile;
+            Some(Box::new(move |dir| l0::fill(args.n, wide, dir)))
+        }
+        (None, Workload::L0IngestRandom) => {
+            Some(Box::new(move |dir| l0::ingest_random(args.n, dir)))
+        }
         (None, Workload::KvBulkload) => Some(Box::new(move |dir| {
             engine::kv_bulkload(
                 args.n,

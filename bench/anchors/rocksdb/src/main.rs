@@ -24,6 +24,7 @@ use rocksdb::{
 };
 
 mod fair;
+mod l0;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -136,6 +137,9 @@ enum Workload {
     SstWrite,
     SstScan,
     SstScanDb,
+    L0Fillrandom,
+    L0FillrandomWidefile,
+    L0IngestRandom,
     KvBulkload,
     FillSeq,
     FillRandom,
@@ -147,7 +151,10 @@ enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 11] = [
+    const ALL: [Workload; 14] = [
+        Workload::L0Fillrandom,
+        Workload::L0FillrandomWidefile,
+        Workload::L0IngestRandom,
         Workload::SstWrite,
         Workload::SstScan,
         Workload::SstScanDb,
@@ -166,6 +173,9 @@ impl Workload {
             Workload::SstWrite => "sst-write",
             Workload::SstScan => "sst-scan",
             Workload::SstScanDb => "sst-scan-db",
+            Workload::L0Fillrandom => "l0-fillrandom",
+            Workload::L0FillrandomWidefile => "l0-fillrandom-widefile",
+            Workload::L0IngestRandom => "l0-ingest-random",
             Workload::KvBulkload => "kv-bulkload",
             Workload::FillSeq => "fillseq",
             Workload::FillRandom => "fillrandom",
@@ -182,7 +192,13 @@ impl Workload {
     fn is_engine(self) -> bool {
         !matches!(
             self,
-            Workload::SstWrite | Workload::SstScan | Workload::SstScanDb | Workload::KvBulkload
+            Workload::SstWrite
+                | Workload::SstScan
+                | Workload::SstScanDb
+                | Workload::KvBulkload
+                | Workload::L0Fillrandom
+                | Workload::L0FillrandomWidefile
+                | Workload::L0IngestRandom
         )
     }
 }
@@ -425,6 +441,12 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.workload.is_engine() {
         return engine::run(args, &base);
     }
+    if matches!(
+        args.workload,
+        Workload::L0Fillrandom | Workload::L0FillrandomWidefile | Workload::L0IngestRandom
+    ) {
+        return l0::run(args, &base);
+    }
     let default_mib = if args.workload == Workload::KvBulkload {
         128
     } else {
@@ -635,7 +657,7 @@ mod engine {
     }
 
     /// WAL on, sync off (the defaults, spelled out).
-    fn write_opts() -> WriteOptions {
+    pub(crate) fn write_opts() -> WriteOptions {
         let mut wo = WriteOptions::default();
         wo.set_sync(false);
         wo.disable_wal(false);
@@ -644,36 +666,44 @@ mod engine {
 
     /// The largest L0 file count and read amplification seen during a phase.
     #[derive(Clone, Copy)]
-    struct MaxShape {
-        l0_files: u64,
-        read_amp: u64,
+    pub(crate) struct MaxShape {
+        pub(crate) l0_files: u64,
+        pub(crate) read_amp: u64,
     }
 
     impl MaxShape {
+        /// The larger of each figure.
+        pub(crate) fn max(self, o: MaxShape) -> MaxShape {
+            MaxShape {
+                l0_files: self.l0_files.max(o.l0_files),
+                read_amp: self.read_amp.max(o.read_amp),
+            }
+        }
+
         /// `read_amp`, `max_l0_files` and `max_l0_sublevels` (RocksDB has no sublevels: null).
-        fn put(self, line: &mut serde_json::Value) {
+        pub(crate) fn put(self, line: &mut serde_json::Value) {
             line["read_amp"] = json!(self.read_amp);
             line["max_l0_files"] = json!(self.l0_files);
             line["max_l0_sublevels"] = serde_json::Value::Null;
         }
     }
 
-    struct Engine {
-        db: DB,
+    pub(crate) struct Engine {
+        pub(crate) db: DB,
         /// The options the DB was opened with; they share its Statistics object.
-        opts: Options,
-        path: PathBuf,
+        pub(crate) opts: Options,
+        pub(crate) path: PathBuf,
     }
 
     /// Bytes written by flushes and by compactions so far.
     #[derive(Clone, Copy, Default)]
-    struct BgBytes {
-        flush: u64,
-        compaction: u64,
+    pub(crate) struct BgBytes {
+        pub(crate) flush: u64,
+        pub(crate) compaction: u64,
     }
 
     impl Engine {
-        fn open(path: &Path) -> Result<Self, rocksdb::Error> {
+        pub(crate) fn open(path: &Path) -> Result<Self, rocksdb::Error> {
             let opts = db_opts();
             let db = DB::open(&opts, path)?;
             Ok(Engine {
@@ -683,7 +713,7 @@ mod engine {
             })
         }
 
-        fn bg_bytes(&self) -> BgBytes {
+        pub(crate) fn bg_bytes(&self) -> BgBytes {
             BgBytes {
                 flush: self.opts.get_ticker_count(Ticker::FlushWriteBytes),
                 compaction: self.opts.get_ticker_count(Ticker::CompactWriteBytes),
@@ -698,7 +728,7 @@ mod engine {
 
         /// Optionally flushes the memtable, then waits until no flush or compaction is pending
         /// or running.
-        fn settle(&self, flush: bool) -> Result<f64, rocksdb::Error> {
+        pub(crate) fn settle(&self, flush: bool) -> Result<f64, rocksdb::Error> {
             let t = Instant::now();
             if flush {
                 self.db.flush()?;
@@ -710,7 +740,7 @@ mod engine {
 
         /// Runs `f` while a thread polls the LSM shape every 20 ms; returns f's result and the
         /// maxima seen.
-        fn with_l0_sampler<R>(&self, f: impl FnOnce() -> R) -> (R, MaxShape) {
+        pub(crate) fn with_l0_sampler<R>(&self, f: impl FnOnce() -> R) -> (R, MaxShape) {
             let stop = AtomicBool::new(false);
             let (l0, ra) = self.shape();
             let max_l0 = AtomicU64::new(l0);
@@ -825,7 +855,8 @@ mod engine {
             let i = ((lat.len() as f64 * q) as usize).min(lat.len() - 1);
             lat[i] as f64 / 1e3
         };
-        json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999)})
+        let max = lat[lat.len() - 1] as f64 / 1e3;
+        json!({"p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "p9999": p(0.9999), "max": max})
     }
 
     /// Paced writers (sluice-bench's `paced_writers`): `IUL_WRITERS` threads putting
