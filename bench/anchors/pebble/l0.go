@@ -38,6 +38,7 @@ type stallTracker struct {
 	count int
 	begin time.Time
 	total time.Duration
+	most  time.Duration
 }
 
 func (s *stallTracker) attach(o *pebble.Options) {
@@ -50,7 +51,9 @@ func (s *stallTracker) attach(o *pebble.Options) {
 	o.EventListener.WriteStallEnd = func() {
 		s.mu.Lock()
 		if !s.begin.IsZero() {
-			s.total += time.Since(s.begin)
+			d := time.Since(s.begin)
+			s.total += d
+			s.most = max(s.most, d)
 			s.begin = time.Time{}
 		}
 		s.mu.Unlock()
@@ -61,6 +64,7 @@ func (s *stallTracker) put(line map[string]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	line["stalls"], line["stall_micros"] = s.count, s.total.Microseconds()
+	line["stall_max_micros"] = s.most.Microseconds()
 }
 
 // settleSampled flushes and waits for compactions while sampling the LSM shape.

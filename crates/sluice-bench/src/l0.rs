@@ -48,7 +48,10 @@ fn bg_bytes(db: &Db) -> u64 {
 /// The fields every L0 workload reports about stalls, from the Db's counters.
 fn stalls(db: &Db, before: (u64, u64)) -> Value {
     let m = db.metrics();
-    json!({"stalls": m.stall_count - before.0, "stall_micros": m.stall_micros - before.1})
+    json!({"stalls": m.stall_count - before.0, "stall_micros": m.stall_micros - before.1,
+           "stall_max_micros": m.stall_max_micros,
+           "compactions": m.compactions, "subcompactions": m.subcompactions,
+           "write_bytes": {"flush": m.flush_bytes, "compaction": m.compaction_bytes_written}})
 }
 
 /// `l0-fillrandom` (`widefile = false`) and `l0-fillrandom-widefile`.

@@ -2,6 +2,7 @@
 
 pub mod job;
 pub mod picker;
+pub mod split;
 
 /// A running compaction's output: nothing may be ingested into its range at or below it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use crate::base::filenames::table_file_name;
 use crate::base::range_tombstone::RangeTombstone;
 use crate::compaction::job::{merge_to_tables, DropPolicy, MergeStats, OutputSpec};
 use crate::compaction::picker::CompactionChoice;
+use crate::compaction::split::subcompaction_ranges;
 use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
 use crate::read::merging::{BoxIter, MergingIter};
@@ -72,12 +73,12 @@ impl Inner {
         // split outputs would each be placed by their own newest entry, and a piece could sort
         // below an older file it overlaps.
         let intra_l0 = output_level == 0;
-        let ranges = subcompaction_ranges(
-            inputs,
-            output_level,
-            self.opts.max_subcompactions,
-            !intra_l0 && bytes_in > 2 * self.opts.target_file_size,
-        );
+        let split = !intra_l0 && bytes_in > 2 * self.opts.target_file_size;
+        let ranges = if split {
+            subcompaction_ranges(inputs, output_level, self.opts.max_subcompactions)
+        } else {
+            vec![IterBounds::default()]
+        };
         let results: Vec<Result<(Vec<FileMeta>, MergeStats)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = ranges
                 .iter()
@@ -327,59 +328,6 @@ pub(super) fn running_output(c: &CompactionChoice) -> RunningOutput {
         lo,
         hi,
     }
-}
-
-/// The key ranges a compaction is split into: one unbounded range unless `split`, else up to
-/// `max` ranges cut at input file boundaries — the output level's files' smallest keys, or the
-/// input files' when the output level has none (everything in L0: no priming compaction is
-/// needed to get parallelism) — spread evenly over the input bytes.
-fn subcompaction_ranges(
-    inputs: &[(usize, Arc<FileMeta>)],
-    output_level: usize,
-    max: usize,
-    split: bool,
-) -> Vec<IterBounds> {
-    if !split || max < 2 {
-        return vec![IterBounds::default()];
-    }
-    let at_output: Vec<&Arc<FileMeta>> = inputs
-        .iter()
-        .filter(|(l, _)| *l == output_level)
-        .map(|(_, f)| f)
-        .collect();
-    let sources: Vec<&Arc<FileMeta>> = if at_output.len() >= 2 {
-        at_output
-    } else {
-        inputs.iter().map(|(_, f)| f).collect()
-    };
-    let mut points: Vec<(Vec<u8>, u64)> = sources
-        .iter()
-        .map(|f| (f.smallest_user().to_vec(), f.size))
-        .collect();
-    points.sort();
-    let total: u64 = points.iter().map(|p| p.1).sum::<u64>().max(1);
-    let mut cuts: Vec<Vec<u8>> = Vec::new();
-    let mut acc = 0u64;
-    for (key, size) in &points {
-        let want = (cuts.len() as u64 + 1) * total / max as u64;
-        if acc >= want && cuts.len() + 1 < max && cuts.last() != Some(key) {
-            cuts.push(key.clone());
-        }
-        acc += size;
-    }
-    let smallest = points.first().map(|p| p.0.clone());
-    cuts.retain(|c| Some(c) != smallest.as_ref());
-    let mut ranges = Vec::with_capacity(cuts.len() + 1);
-    let mut lower = None;
-    for c in cuts {
-        ranges.push(IterBounds {
-            lower: lower.take(),
-            upper: Some(c.clone()),
-        });
-        lower = Some(c);
-    }
-    ranges.push(IterBounds { lower, upper: None });
-    ranges
 }
 
 /// A compaction out of L0 as the L0 picker tracks it (see `L0Context`).

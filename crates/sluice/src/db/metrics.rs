@@ -50,10 +50,13 @@ pub struct Metrics {
     pub compaction_bytes_read: u64,
     /// Bytes written by compactions.
     pub compaction_bytes_written: u64,
-    /// Times a write had to wait (stop) or was delayed (slowdown).
+    /// Writes that had to wait (stop: L0 sublevels, compaction debt or memtables full, counted
+    /// once per write however long it waited) or were delayed (slowdown: 1 ms).
     pub stall_count: u64,
     /// Total time writers spent stalled, in microseconds.
     pub stall_micros: u64,
+    /// The longest single stall of one write, in microseconds.
+    pub stall_max_micros: u64,
     /// Last sequence number visible to readers.
     pub last_sequence: u64,
     /// Block cache (hits, misses).
@@ -75,6 +78,7 @@ pub(super) struct Counters {
     pub(super) compaction_written: AtomicU64,
     pub(super) stall_count: AtomicU64,
     pub(super) stall_micros: AtomicU64,
+    pub(super) stall_max_micros: AtomicU64,
 }
 
 impl Inner {
@@ -116,6 +120,7 @@ impl Inner {
             compaction_bytes_written: c.compaction_written.load(Ordering::Relaxed),
             stall_count: c.stall_count.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),
+            stall_max_micros: c.stall_max_micros.load(Ordering::Relaxed),
             last_sequence: self.visible_seq.load(Ordering::Acquire),
             block_cache_hits: hits,
             block_cache_misses: misses,

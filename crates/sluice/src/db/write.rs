@@ -157,9 +157,14 @@ impl Inner {
     /// Returns the memtable to write into, stalling or switching memtables as needed.
     pub(super) fn make_room_for_write(self: &Arc<Self>) -> Result<Arc<MemTable>> {
         let mut delayed = false;
+        // When this write first had to stop: one stall per write, however many waits it takes.
+        let mut stopped: Option<Instant> = None;
         let mut s = self.state.lock();
         loop {
             if let Some(e) = self.read_only_error(&s) {
+                if let Some(t) = stopped {
+                    self.record_stall(t);
+                }
                 return Err(e);
             }
             // Backpressure by L0's read amplification (its sublevels, not its file count: many
@@ -180,32 +185,33 @@ impl Inner {
                 s = self.state.lock();
                 continue;
             }
-            if stop {
-                let t = Instant::now();
+            let memtables_full = s.mem.approximate_bytes() >= self.opts.write_buffer_size as u64
+                && s.imm.len() + 1 >= self.opts.max_write_buffer_number;
+            if stop || memtables_full {
+                stopped.get_or_insert_with(Instant::now);
                 self.bg_cv.notify_all();
                 self.done_cv.wait_for(&mut s, Duration::from_millis(100));
-                self.record_stall(t);
                 continue;
+            }
+            if let Some(t) = stopped.take() {
+                self.record_stall(t);
             }
             if s.mem.approximate_bytes() < self.opts.write_buffer_size as u64 {
                 return Ok(Arc::clone(&s.mem));
-            }
-            if s.imm.len() + 1 >= self.opts.max_write_buffer_number {
-                let t = Instant::now();
-                self.bg_cv.notify_all();
-                self.done_cv.wait_for(&mut s, Duration::from_millis(100));
-                self.record_stall(t);
-                continue;
             }
             self.switch_memtable(&mut s)?;
         }
     }
 
     pub(super) fn record_stall(&self, since: Instant) {
+        let micros = since.elapsed().as_micros() as u64;
         self.counters.stall_count.fetch_add(1, Ordering::Relaxed);
         self.counters
             .stall_micros
-            .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(micros, Ordering::Relaxed);
+        self.counters
+            .stall_max_micros
+            .fetch_max(micros, Ordering::Relaxed);
     }
 
     /// Makes the active memtable immutable and starts a new WAL (leader or flush caller only).
