@@ -40,8 +40,8 @@ const (
 
 func isEngineWorkload(w string) bool {
 	switch w {
-	case "fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer",
-		"ingest-under-load":
+	case "fillseq", "fillrandom", "fillrandom-sync", "overwrite", "readrandom", "seekrandom",
+		"block_writer", "ingest-under-load":
 		return true
 	}
 	return false
@@ -186,6 +186,12 @@ func (e *engine) sstFiles() int {
 // puts does count Sets of (key(k), value(v)) for (k, v) = rows(i); per-put latencies (ns) are
 // appended to *lat if lat is not nil. Returns the phase's seconds.
 func puts(db *pebble.DB, count uint64, rows func(uint64) (uint64, uint64), lat *[]int64) (float64, error) {
+	return putsWith(db, count, rows, lat, pebble.NoSync)
+}
+
+// putsWith is puts with the given write options.
+func putsWith(db *pebble.DB, count uint64, rows func(uint64) (uint64, uint64), lat *[]int64,
+	wo *pebble.WriteOptions) (float64, error) {
 	key := make([]byte, keyLen)
 	val := make([]byte, valueLen)
 	t := time.Now()
@@ -194,7 +200,7 @@ func puts(db *pebble.DB, count uint64, rows func(uint64) (uint64, uint64), lat *
 		keyOf(k, key)
 		valueOf(v, val)
 		s := time.Now()
-		if err := db.Set(key, val, pebble.NoSync); err != nil {
+		if err := db.Set(key, val, wo); err != nil {
 			return 0, err
 		}
 		if lat != nil {
@@ -207,7 +213,8 @@ func puts(db *pebble.DB, count uint64, rows func(uint64) (uint64, uint64), lat *
 func latencyJSON(lat []int64) map[string]any {
 	slices.Sort(lat)
 	return map[string]any{"p50": percentileUs(lat, 0.50), "p99": percentileUs(lat, 0.99),
-		"p999": percentileUs(lat, 0.999), "p9999": percentileUs(lat, 0.9999)}
+		"p999": percentileUs(lat, 0.999), "p9999": percentileUs(lat, 0.9999),
+		"max": float64(slices.Max(append(lat, 0))) / 1e3}
 }
 
 func writeAmpJSON(before, after bgBytes, userBytes uint64) (float64, map[string]any) {
@@ -262,7 +269,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 		line := map[string]any{"workload": a.workload, "engine": "pebble", "round": round}
 		var runErr error
 		switch a.workload {
-		case "fillseq", "fillrandom", "overwrite":
+		case "fillseq", "fillrandom", "fillrandom-sync", "overwrite":
 			runErr = func() error {
 				lat := make([]int64, 0, n)
 				rows := randomRow
@@ -280,10 +287,17 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 					}
 					rows = func(i uint64) (uint64, uint64) { r := readRow(i, n); return r, r ^ 1 }
 				}
+				wo := pebble.NoSync
+				if a.workload == "fillrandom-sync" {
+					// Each put synced to the WAL (equal durability in every engine).
+					wo = pebble.Sync
+					params["sync"] = true
+					params["wal_writes"] = "WAL record written and fsynced per Set (pebble.Sync)"
+				}
 				before := e.bgBytes()
 				var secs float64
 				maxShape, err := e.withL0Sampler(func() (err error) {
-					secs, err = puts(db, n, rows, &lat)
+					secs, err = putsWith(db, n, rows, &lat, wo)
 					return err
 				})
 				if err != nil {

@@ -112,7 +112,7 @@ func parseArgs(argv []string) (args, error) {
 			fmt.Println(usage)
 			os.Exit(0)
 		case "sst-write", "sst-scan", "sst-scan-db", "kv-bulkload",
-			"fillseq", "fillrandom", "overwrite", "readrandom", "seekrandom", "block_writer",
+			"fillseq", "fillrandom", "fillrandom-sync", "overwrite", "readrandom", "seekrandom", "block_writer",
 			"ingest-under-load", "l0-fillrandom", "l0-fillrandom-widefile", "l0-ingest-random":
 			if a.workload != "" {
 				return a, fmt.Errorf("unexpected argument '%s'", arg)

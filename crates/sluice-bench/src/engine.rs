@@ -83,6 +83,30 @@ fn fill(
     })
 }
 
+/// fillrandom's puts, each one write batch synced to the WAL.
+fn fill_synced(db: &Db, n: u64, perm: &Permutation) -> sluice::Result<Fill> {
+    let mut lat = Latencies::with_capacity(n as usize);
+    let t0 = Instant::now();
+    for i in 0..n {
+        let p = perm.apply(i);
+        let mut b = sluice::WriteBatch::new();
+        b.put(&key(p), &value(p));
+        let t = Instant::now();
+        db.write(
+            b,
+            sluice::WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+        )?;
+        lat.record(t);
+    }
+    Ok(Fill {
+        secs: t0.elapsed().as_secs_f64(),
+        lat,
+    })
+}
+
 /// Bytes written by flushes and compactions so far.
 fn written_bytes(db: &Db) -> u64 {
     let m = db.metrics();
@@ -129,6 +153,24 @@ pub fn run(
     let db = Db::open(dir, options())?;
     let mb = |ops: u64, s: f64| ops as f64 * (KEY_LEN + VALUE_LEN) as f64 / 1e6 / s;
     let out = match workload {
+        "fillrandom-sync" => {
+            // As fillrandom, each put synced to the WAL before it returns (equal durability in
+            // every engine; `bench/WORKLOADS.md`).
+            let (f, shape) = fair::with_sampler(&db, || fill_synced(&db, n, &perm));
+            let f = f?;
+            let wa = window_write_amp(&db, 0, n * 116)?;
+            let mut out = merge(
+                base(workload, n, dir, &db),
+                json!({
+                    "write_amp": wa,
+                    "seconds": {"fill": f.secs}, "ops_per_s": n as f64 / f.secs, "mb_per_s": mb(n, f.secs),
+                    "latency_us": f.lat.summary(),
+                }),
+            );
+            out["params"]["sync"] = true.into();
+            out["params"]["wal_writes"] = "write(2) + fdatasync per put".into();
+            merge(out, shape.json())
+        }
         "fillseq" | "fillrandom" => {
             let (f, shape) = fair::with_sampler(&db, || {
                 if workload == "fillseq" {

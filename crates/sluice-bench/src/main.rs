@@ -28,6 +28,9 @@ enum Workload {
     Fillseq,
     /// Random-order puts through the write path.
     Fillrandom,
+    /// As fillrandom, each put synced to the WAL (default N 20,000 in bench/run).
+    #[value(name = "fillrandom-sync")]
+    FillrandomSync,
     /// Random overwrites of existing keys.
     Overwrite,
     /// Random point reads after fillrandom.
@@ -213,6 +216,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine_name = match args.workload {
         Workload::Fillseq => Some("fillseq"),
         Workload::Fillrandom => Some("fillrandom"),
+        Workload::FillrandomSync => Some("fillrandom-sync"),
         Workload::Overwrite => Some("overwrite"),
         Workload::Readrandom => Some("readrandom"),
         Workload::Seekrandom => Some("seekrandom"),

@@ -143,6 +143,7 @@ enum Workload {
     KvBulkload,
     FillSeq,
     FillRandom,
+    FillRandomSync,
     Overwrite,
     ReadRandom,
     SeekRandom,
@@ -151,7 +152,7 @@ enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 14] = [
+    const ALL: [Workload; 15] = [
         Workload::L0Fillrandom,
         Workload::L0FillrandomWidefile,
         Workload::L0IngestRandom,
@@ -161,6 +162,7 @@ impl Workload {
         Workload::KvBulkload,
         Workload::FillSeq,
         Workload::FillRandom,
+        Workload::FillRandomSync,
         Workload::Overwrite,
         Workload::ReadRandom,
         Workload::SeekRandom,
@@ -179,6 +181,7 @@ impl Workload {
             Workload::KvBulkload => "kv-bulkload",
             Workload::FillSeq => "fillseq",
             Workload::FillRandom => "fillrandom",
+            Workload::FillRandomSync => "fillrandom-sync",
             Workload::Overwrite => "overwrite",
             Workload::ReadRandom => "readrandom",
             Workload::SeekRandom => "seekrandom",
@@ -788,9 +791,19 @@ mod engine {
         db: &DB,
         count: u64,
         rows: impl Fn(u64) -> (u64, u64),
-        mut lat: Option<&mut Vec<u64>>,
+        lat: Option<&mut Vec<u64>>,
     ) -> Result<f64, rocksdb::Error> {
-        let wo = write_opts();
+        puts_with(db, count, rows, lat, &write_opts())
+    }
+
+    /// `puts` with the given write options.
+    fn puts_with(
+        db: &DB,
+        count: u64,
+        rows: impl Fn(u64) -> (u64, u64),
+        mut lat: Option<&mut Vec<u64>>,
+        wo: &WriteOptions,
+    ) -> Result<f64, rocksdb::Error> {
         let mut key = [0u8; gen::KEY_LEN];
         let mut val = [0u8; gen::VALUE_LEN];
         let t = Instant::now();
@@ -799,7 +812,7 @@ mod engine {
             gen::key_of(k, &mut key);
             gen::value_of(v, &mut val);
             let s = Instant::now();
-            db.put_opt(key, val, &wo)?;
+            db.put_opt(key, val, wo)?;
             if let Some(l) = lat.as_deref_mut() {
                 l.push(s.elapsed().as_nanos() as u64);
             }
@@ -810,7 +823,8 @@ mod engine {
     fn latency_json(lat: &mut [u64]) -> serde_json::Value {
         lat.sort_unstable();
         json!({"p50": percentile_us(lat, 0.50), "p99": percentile_us(lat, 0.99),
-               "p999": percentile_us(lat, 0.999), "p9999": percentile_us(lat, 0.9999)})
+               "p999": percentile_us(lat, 0.999), "p9999": percentile_us(lat, 0.9999),
+               "max": lat.last().map_or(0.0, |&x| x as f64 / 1e3)})
     }
 
     fn write_amp_json(
@@ -1034,10 +1048,17 @@ mod engine {
                 "write_amp_source": "statistics tickers rocksdb.flush.write.bytes + rocksdb.compact.write.bytes (StatsLevel::ExceptHistogramOrTimers)",
                 "read_amp_source": "max of (L0 files + non-empty levels >= 1) from rocksdb.num-files-at-level<N>, polled every 20 ms during the timed phase; RocksDB has no L0 sublevels, so each L0 file counts as one"}),
             );
+            if w == Workload::FillRandomSync {
+                params["sync"] = json!(true);
+                params["wal_writes"] = json!("write(2) + fdatasync per put (WriteOptions::sync)");
+            }
             let mut seconds = serde_json::Map::new();
             let mut line = json!({"workload": w.name(), "engine": "rocksdb", "round": round});
             match w {
-                Workload::FillSeq | Workload::FillRandom | Workload::Overwrite => {
+                Workload::FillSeq
+                | Workload::FillRandom
+                | Workload::FillRandomSync
+                | Workload::Overwrite => {
                     let mut lat = Vec::with_capacity(n as usize);
                     let before;
                     let (secs, max_l0) = if w == Workload::Overwrite {
@@ -1062,6 +1083,11 @@ mod engine {
                         let (r, m) = eng.with_l0_sampler(|| {
                             if w == Workload::FillSeq {
                                 puts(db, n, |i| (i, i), Some(&mut lat))
+                            } else if w == Workload::FillRandomSync {
+                                // Each put synced to the WAL (equal durability in every engine).
+                                let mut wo = write_opts();
+                                wo.set_sync(true);
+                                puts_with(db, n, random_row, Some(&mut lat), &wo)
                             } else {
                                 puts(db, n, random_row, Some(&mut lat))
                             }
