@@ -30,6 +30,7 @@
 //!    `ReadPin`) lets go; a full scan at open and after background jobs catches the rest.
 
 mod background;
+mod checkpoint;
 mod compact;
 mod flush;
 mod flushable;
@@ -52,6 +53,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+pub use checkpoint::CheckpointInfo;
 pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
