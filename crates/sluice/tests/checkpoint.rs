@@ -83,3 +83,30 @@ fn checkpoint_under_concurrent_writes_is_a_prefix() {
         assert_eq!(k, format!("w{i:08}").as_bytes());
     }
 }
+
+#[test]
+fn approximate_size_grows_with_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let value = vec![7u8; 200];
+    for i in 0..5000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &value).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let total = db.approximate_size(None, None).unwrap();
+    let half = db.approximate_size(None, Some(b"k02500")).unwrap();
+    let tenth = db
+        .approximate_size(Some(b"k01000"), Some(b"k01500"))
+        .unwrap();
+    assert!(total > 5000 * 200 / 2, "{total}");
+    assert!(
+        half > total / 3 && half < total * 2 / 3,
+        "{half} of {total}"
+    );
+    assert!(
+        tenth > total / 20 && tenth < total / 5,
+        "{tenth} of {total}"
+    );
+    assert_eq!(db.approximate_size(Some(b"z"), None).unwrap(), 0);
+    assert_eq!(db.approximate_size(Some(b"a"), Some(b"b")).unwrap(), 0);
+}

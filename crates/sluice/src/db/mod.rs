@@ -313,6 +313,30 @@ impl Db {
         self.inner.manual_compaction(start, end)
     }
 
+    /// Approximate bytes on disk of the keys in `[start, end)` (`None` = unbounded): every
+    /// table overlapping the range, the tables at its edges pro-rated by their index (RocksDB's
+    /// `GetApproximateSizes` without memtables). Reads only table indexes.
+    pub fn approximate_size(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<u64> {
+        let pin = self.inner.pin(self.current_version());
+        let mut total = 0u64;
+        for f in pin.version().levels.iter().flatten() {
+            if !f.overlaps(start, end) || end.is_some_and(|e| e <= f.smallest_user()) {
+                continue;
+            }
+            let t = self.inner.table(f)?;
+            let lo = match start {
+                Some(k) if k > f.smallest_user() => t.approximate_offset_of(k),
+                _ => 0,
+            };
+            let hi = match end {
+                Some(k) if k <= f.largest_user() => t.approximate_offset_of(k),
+                _ => t.file_size(),
+            };
+            total += hi.saturating_sub(lo);
+        }
+        Ok(total)
+    }
+
     /// Current counters and LSM shape.
     pub fn metrics(&self) -> Metrics {
         self.inner.metrics()

@@ -313,6 +313,19 @@ impl Table {
         Ok(out)
     }
 
+    /// The approximate file offset where `user_key`'s entries begin (RocksDB's
+    /// `ApproximateOffsetOf`): the offset of the first data block that may hold the key, or
+    /// the file size if it lies past the last one. Reads only the index.
+    pub fn approximate_offset_of(&self, user_key: &[u8]) -> u64 {
+        let target = key::make_internal_key(user_key, key::MAX_SEQNO, key::ValueKind::Value);
+        let mut it = self.index_iter();
+        it.seek(&target);
+        match it.handle() {
+            Some(h) if it.valid() => h.offset.min(self.size),
+            _ => self.size,
+        }
+    }
+
     /// An iterator over the index entries (separator → data block handle).
     pub(crate) fn index_iter(&self) -> IndexIter {
         IndexIter::new(
