@@ -181,4 +181,6 @@ def test_json_outputs_are_valid(sluice, tmp):
     f = m["files"][0]
     assert f["smallest"] == "café" and f["largest_hex"] == "ff00"
     s = json.loads(sluice("stats", "--db", db, "--json").stdout)
-    assert s["levels"][0]["files"] == 1
+    assert s["levels"][0]["files"] == 1 and s["levels"][0]["entries"] == 2
+    assert b"entries" in sluice("stats", "--db", db).stdout
+    assert sluice("lsm", "--db", db, "--width", "99999999999").returncode == 0  # clamped, no abort

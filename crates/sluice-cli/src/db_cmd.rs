@@ -433,16 +433,41 @@ pub fn approx_size(a: DbArg, enc: KvEnc, start: Option<String>, end: Option<Stri
     Ok(ExitCode::SUCCESS)
 }
 
+/// Entries and deletions per level, from each table's properties (reads only the footer,
+/// index and properties of each table).
+fn level_entries(
+    dir: &Path,
+    v: &sluice::version::Version,
+) -> Result<Vec<(u64, u64)>, sluice::Error> {
+    let mut out = Vec::new();
+    for files in &v.levels {
+        let (mut entries, mut deletions) = (0u64, 0u64);
+        for f in files {
+            let t = sluice::Table::open_path(
+                &dir.join(format!("{:06}.sst", f.number)),
+                &sluice::TableReadOptions::new(),
+            )?;
+            let p = t.properties();
+            entries += p.num_entries;
+            deletions += p.num_deletions + p.num_range_deletions;
+        }
+        out.push((entries, deletions));
+    }
+    Ok(out)
+}
+
 /// `sluice stats`.
 pub fn stats(a: DbArg, json: bool) -> CmdResult {
     let db = open_read_only(&a.db)?;
     let m = db.metrics();
+    let entries = level_entries(&a.db, &db.current_version())?;
     if json {
         let levels: Vec<serde_json::Value> = m
             .levels
             .iter()
+            .zip(&entries)
             .enumerate()
-            .map(|(i, l)| serde_json::json!({"level": i, "files": l.files, "bytes": l.bytes, "score": l.score_x100 as f64 / 100.0}))
+            .map(|(i, (l, (n, d)))| serde_json::json!({"level": i, "files": l.files, "bytes": l.bytes, "entries": n, "deletions": d, "score": l.score_x100 as f64 / 100.0}))
             .collect();
         println!(
             "{}",
@@ -451,6 +476,7 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
                 "read_amplification": m.read_amplification,
                 "l0_sublevels": m.l0_sublevels,
                 "pending_compaction_bytes": m.pending_compaction_bytes,
+                "counters_scope": "this process (a CLI command opens the Db afresh)",
                 "write_amplification": m.write_amplification,
                 "flushes": m.flushes,
                 "compactions": m.compactions,
@@ -463,12 +489,14 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
             }))?
         );
     } else {
-        println!("level  files  bytes        score");
-        for (i, l) in m.levels.iter().enumerate() {
+        println!("level  files  bytes        entries     deletions   score");
+        for (i, (l, (n, d))) in m.levels.iter().zip(&entries).enumerate() {
             println!(
-                "L{i:<5} {:<6} {:<12} {:.2}",
+                "L{i:<5} {:<6} {:<12} {:<11} {:<11} {:.2}",
                 l.files,
                 l.bytes,
+                n,
+                d,
                 l.score_x100 as f64 / 100.0
             );
         }
@@ -477,13 +505,17 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
             m.read_amplification, m.l0_sublevels
         );
         println!("pending compaction bytes: {}", m.pending_compaction_bytes);
-        println!("write amplification: {:.2}", m.write_amplification);
+        println!("last sequence: {}", m.last_sequence);
         println!(
-            "flushes: {}  compactions: {} (read {} B, written {} B)",
+            "since this process opened the Db (the library's Db::metrics() counts a long-running \
+             process's; a CLI command opens the Db afresh):"
+        );
+        println!("  write amplification: {:.2}", m.write_amplification);
+        println!(
+            "  flushes: {}  compactions: {} (read {} B, written {} B)",
             m.flushes, m.compactions, m.compaction_bytes_read, m.compaction_bytes_written
         );
-        println!("stalls: {} ({} µs)", m.stall_count, m.stall_micros);
-        println!("last sequence: {}", m.last_sequence);
+        println!("  stalls: {} ({} µs)", m.stall_count, m.stall_micros);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -493,7 +525,7 @@ pub fn lsm(a: DbArg, width: usize) -> CmdResult {
     let db = open_read_only(&a.db)?;
     print!(
         "{}",
-        sluice::version::render::render(&db.current_version(), width.max(20))
+        sluice::version::render::render(&db.current_version(), width.clamp(20, 1000))
     );
     let m = db.metrics();
     println!(

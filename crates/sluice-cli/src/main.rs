@@ -157,7 +157,8 @@ enum Command {
         #[arg(long)]
         db: PathBuf,
     },
-    /// Per-level files and bytes, amplification, compactions, stalls.
+    /// Per-level files, bytes, entries and deletions; amplification; this process's flush,
+    /// compaction and stall counters.
     Stats {
         #[command(flatten)]
         db: DbArg,
@@ -188,7 +189,7 @@ enum Command {
     Lsm {
         #[command(flatten)]
         db: DbArg,
-        /// Width of the drawing in columns.
+        /// Width of the drawing in columns (20 to 1000).
         #[arg(long, default_value_t = 80)]
         width: usize,
     },
