@@ -109,8 +109,8 @@ fn lock_message(dir: &Path, e: sluice::Error) -> Box<dyn std::error::Error> {
         if source.kind() == std::io::ErrorKind::WouldBlock {
             return format!(
                 "{} is open for writing by another process (it holds the LOCK file); \
-                 read commands (get, scan, stats, lsm, verify, …) work beside it, write commands wait \
-                 for it to close",
+                 read commands (get, scan, stats, lsm, verify, …) work beside it; write commands fail \
+                 until it closes",
                 dir.display()
             )
             .into();

@@ -14,14 +14,17 @@ use clap::{Parser, Subcommand};
 use db_cmd::{DbArg, KvEnc, OutArgs};
 
 const AFTER_HELP: &str = "\
-Keys and values: text by default, printed with reversible escapes (UTF-8 as is; \\\\, \\t, \\n, \\r, \\xNN
-for other control bytes and bytes that are not UTF-8); --hex, --key-hex, --value-hex for hex
-(input may start with 0x). JSON output carries bytes that are not UTF-8 as key_hex/value_hex.
+Keys and values: text by default. Command-line keys and values are taken as given; output
+escapes reversibly (UTF-8 as is; \\\\, \\t, \\n, \\r, and \\xNN for other control bytes and bytes
+that are not UTF-8), and input lines (load, sst build --text) read the same escapes.
+--hex, --key-hex, --value-hex switch to hex (input may start with 0x). JSON output carries
+bytes that are not UTF-8 as key_hex/value_hex.
 
 Locking: a write command (put, delete, delete-range, load, ingest, import, flush, compact,
-checkpoint) holds the Db's LOCK file while it runs, one writer at a time; read commands (get,
-scan, approx-size, stats, lsm, verify, tables, manifest dump) open the Db read-only, take no lock
-and write nothing, so they run beside a writer.
+checkpoint) holds the Db's LOCK file while it runs; a second writer fails at once (exit 2).
+Read commands (get, scan, approx-size, stats, lsm, verify, tables, manifest dump) open the Db
+read-only, take no lock and write nothing, so they run beside a writer (a table the writer
+deletes meanwhile makes them fail: rerun).
 
 Exit status: 0 success; 1 `get`: the key (or row) is absent; 2 any error (bad usage, I/O,
 corruption, a failed `sst check` or `verify`); 141 the output pipe was closed (`| head`).";
