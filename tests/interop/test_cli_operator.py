@@ -184,3 +184,19 @@ def test_json_outputs_are_valid(sluice, tmp):
     assert s["levels"][0]["files"] == 1 and s["levels"][0]["entries"] == 2
     assert b"entries" in sluice("stats", "--db", db).stdout
     assert sluice("lsm", "--db", db, "--width", "99999999999").returncode == 0  # clamped, no abort
+
+
+def test_manifest_keeps_history_and_stats_count_every_process(sluice, tmp):
+    db = tmp / "db"
+    for i in range(3):
+        sluice("load", "--db", db, input="".join(f"k{i}-{j:04}\t{'v' * 50}\n" for j in range(500)).encode())
+    sluice("flush", "--db", db)
+    sluice("compact", "--db", db)
+    m = json.loads(sluice("manifest", "dump", "--db", db, "--json").stdout)
+    # One MANIFEST across the six writer processes: every open's edit is still there.
+    assert len(m["edits"]) >= 6, m["edits"]
+    s = json.loads(sluice("stats", "--db", db, "--json").stdout)
+    h = s["manifest_history"]
+    assert h["flushes"] >= 3 and h["compactions"] >= 1 and h["write_amplification"] > 1.0, h
+    assert s["flushes"] == 0  # this (read-only) process's own counter
+    assert b"from the MANIFEST" in sluice("stats", "--db", db).stdout

@@ -456,11 +456,87 @@ fn level_entries(
     Ok(out)
 }
 
+/// Flush, compaction and ingest totals derived from the edits of the current MANIFEST (its
+/// history since it was started: see `Options::max_manifest_file_size`), so they count the
+/// work of every process that had the Db open, not only this one.
+#[derive(Default, Debug, PartialEq)]
+struct History {
+    edits: u64,
+    /// Flushes (edits advancing the flushed seqno, and an open's flush of a WAL left behind).
+    flushes: u64,
+    flush_bytes: u64,
+    /// Compactions that rewrote files, and the bytes they read and wrote.
+    compactions: u64,
+    compaction_bytes_read: u64,
+    compaction_bytes_written: u64,
+    /// Compactions that moved files down without rewriting them.
+    trivial_moves: u64,
+    /// Ingest edits and the bytes they added.
+    ingests: u64,
+    ingest_bytes: u64,
+}
+
+impl History {
+    /// (flush + compaction bytes written) / flush bytes: RocksDB's write amplification.
+    fn write_amplification(&self) -> f64 {
+        if self.flush_bytes == 0 {
+            return 0.0;
+        }
+        (self.flush_bytes + self.compaction_bytes_written) as f64 / self.flush_bytes as f64
+    }
+
+    fn from_manifest(dir: &Path) -> Result<History, Box<dyn std::error::Error>> {
+        let current = std::fs::read_to_string(dir.join("CURRENT"))?;
+        let path = dir.join(current.trim());
+        let data = std::fs::read(&path)?;
+        let mut r = LogReader::new(&data, &path);
+        let mut v = sluice::version::Version::default();
+        let mut h = History::default();
+        while let Some((off, rec)) = r.next_record()? {
+            let e =
+                VersionEdit::decode(&rec).map_err(|e| sluice::Error::corruption(&path, off, e))?;
+            h.edits += 1;
+            let added: u64 = e.added.iter().map(|(_, f)| f.size).sum();
+            if e.format_version.is_some() {
+                // The snapshot starting a MANIFEST: the version as it was, not new work.
+            } else if !e.deleted.is_empty() {
+                let moved = e
+                    .deleted
+                    .iter()
+                    .all(|(_, n)| e.added.iter().any(|(_, f)| f.number == *n));
+                if moved {
+                    h.trivial_moves += 1;
+                } else {
+                    h.compactions += 1;
+                    h.compaction_bytes_written += added;
+                    h.compaction_bytes_read += e
+                        .deleted
+                        .iter()
+                        .filter_map(|(l, n)| v.levels[*l].iter().find(|f| f.number == *n))
+                        .map(|f| f.size)
+                        .sum::<u64>();
+                }
+            } else if e.flushed_seqno.is_some() || (e.log_number.is_some() && !e.added.is_empty()) {
+                h.flushes += 1;
+                h.flush_bytes += added;
+            } else if !e.added.is_empty() {
+                h.ingests += 1;
+                h.ingest_bytes += added;
+            }
+            v = v
+                .apply(&e)
+                .map_err(|e| sluice::Error::corruption(&path, off, e))?;
+        }
+        Ok(h)
+    }
+}
+
 /// `sluice stats`.
 pub fn stats(a: DbArg, json: bool) -> CmdResult {
     let db = open_read_only(&a.db)?;
     let m = db.metrics();
     let entries = level_entries(&a.db, &db.current_version())?;
+    let h = History::from_manifest(&a.db)?;
     if json {
         let levels: Vec<serde_json::Value> = m
             .levels
@@ -476,7 +552,19 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
                 "read_amplification": m.read_amplification,
                 "l0_sublevels": m.l0_sublevels,
                 "pending_compaction_bytes": m.pending_compaction_bytes,
-                "counters_scope": "this process (a CLI command opens the Db afresh)",
+                "manifest_history": {
+                    "edits": h.edits,
+                    "flushes": h.flushes,
+                    "flush_bytes": h.flush_bytes,
+                    "compactions": h.compactions,
+                    "compaction_bytes_read": h.compaction_bytes_read,
+                    "compaction_bytes_written": h.compaction_bytes_written,
+                    "trivial_moves": h.trivial_moves,
+                    "ingests": h.ingests,
+                    "ingest_bytes": h.ingest_bytes,
+                    "write_amplification": h.write_amplification(),
+                },
+                "counters_scope": "the fields below: this process only (a CLI command opens the Db afresh)",
                 "write_amplification": m.write_amplification,
                 "flushes": m.flushes,
                 "compactions": m.compactions,
@@ -506,6 +594,25 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
         );
         println!("pending compaction bytes: {}", m.pending_compaction_bytes);
         println!("last sequence: {}", m.last_sequence);
+        println!(
+            "from the MANIFEST's {} edits (every process's work since it was started):",
+            h.edits
+        );
+        println!(
+            "  flushes: {} ({} B)  compactions: {} (read {} B, written {} B)  trivial moves: {}  ingests: {} ({} B)",
+            h.flushes,
+            h.flush_bytes,
+            h.compactions,
+            h.compaction_bytes_read,
+            h.compaction_bytes_written,
+            h.trivial_moves,
+            h.ingests,
+            h.ingest_bytes
+        );
+        println!(
+            "  write amplification: {:.2} ((flush + compaction bytes written) / flush bytes)",
+            h.write_amplification()
+        );
         println!(
             "since this process opened the Db (the library's Db::metrics() counts a long-running \
              process's; a CLI command opens the Db afresh):"
