@@ -456,6 +456,26 @@ fn level_entries(
     Ok(out)
 }
 
+/// A whole file; the error names it.
+fn read_file(path: &Path) -> Result<Vec<u8>, sluice::Error> {
+    std::fs::read(path).map_err(|e| sluice::Error::io(path, e))
+}
+
+/// The path and bytes of the MANIFEST that `CURRENT` names.
+fn read_manifest(dir: &Path) -> Result<(PathBuf, Vec<u8>), sluice::Error> {
+    let current = dir.join("CURRENT");
+    let name = String::from_utf8(read_file(&current)?)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| s.starts_with("MANIFEST-") && !s.contains('/'))
+        .ok_or_else(|| {
+            sluice::Error::corruption(&current, 0, "CURRENT does not name a MANIFEST")
+        })?;
+    let path = dir.join(name);
+    let data = read_file(&path)?;
+    Ok((path, data))
+}
+
 /// Flush, compaction and ingest totals derived from the edits of the current MANIFEST (its
 /// history since it was started: see `Options::max_manifest_file_size`), so they count the
 /// work of every process that had the Db open, not only this one.
@@ -486,9 +506,7 @@ impl History {
     }
 
     fn from_manifest(dir: &Path) -> Result<History, Box<dyn std::error::Error>> {
-        let current = std::fs::read_to_string(dir.join("CURRENT"))?;
-        let path = dir.join(current.trim());
-        let data = std::fs::read(&path)?;
+        let (path, data) = read_manifest(dir)?;
         let mut r = LogReader::new(&data, &path);
         let mut v = sluice::version::Version::default();
         let mut h = History::default();
@@ -688,9 +706,7 @@ fn edit_json(off: u64, e: &VersionEdit) -> serde_json::Value {
 /// object with `edits` and `levels`).
 pub fn manifest_dump(db_dir: PathBuf, json: bool) -> CmdResult {
     check_db_dir(&db_dir, false)?;
-    let current = std::fs::read_to_string(db_dir.join("CURRENT"))?;
-    let path = db_dir.join(current.trim());
-    let data = std::fs::read(&path)?;
+    let (path, data) = read_manifest(&db_dir)?;
     let mut r = LogReader::new(&data, &path);
     let mut v = sluice::version::Version::default();
     let mut out = BufWriter::new(std::io::stdout().lock());
@@ -774,7 +790,7 @@ fn describe_edit(e: &VersionEdit) -> String {
 
 /// `sluice wal dump FILE`: one line per batch and entry.
 pub fn wal_dump(file: PathBuf, enc: KvEnc) -> CmdResult {
-    let data = std::fs::read(&file)?;
+    let data = read_file(&file)?;
     let mut r = LogReader::new(&data, &file);
     let mut records = 0u64;
     let (k, v) = (enc.keys(), enc.values());
