@@ -200,3 +200,31 @@ def test_manifest_keeps_history_and_stats_count_every_process(sluice, tmp):
     assert h["flushes"] >= 3 and h["compactions"] >= 1 and h["write_amplification"] > 1.0, h
     assert s["flushes"] == 0  # this (read-only) process's own counter
     assert b"from the MANIFEST" in sluice("stats", "--db", db).stdout
+
+
+def test_sst_layout_covers_the_file_block_by_block(sluice, tmp):
+    sst = tmp / "a.sst"
+    sluice("sst", "build", "--out", sst, "--text", "--compression", "lz4",
+           input="".join(f"k{i:04}\tvalue{i}\n" for i in range(500)).encode())
+    rows = [json.loads(l) for l in sluice("sst", "layout", sst, "--json").stdout.splitlines()]
+    at = 0
+    for r in rows:
+        assert r["offset"] == at, rows
+        at += r["size"]
+    assert at == sst.stat().st_size
+    data = [r for r in rows if r["block"].startswith("data")]
+    assert sum(r["entries"] for r in data) == 500
+    assert data[0]["first_key"] == "k0000" and data[-1]["last_key"] == "k0499"
+    props = json.loads(sluice("sst", "props", sst, "--json").stdout)
+    assert len(data) == props["properties"]["rocksdb.num.data.blocks"]
+    assert rows[-1]["block"] == "footer"
+
+
+def test_a_missing_manifest_or_wal_is_named(sluice, tmp):
+    db = tmp / "db"
+    sluice("put", "--db", db, "k", "v")
+    (db / "CURRENT").write_text("MANIFEST-000999\n")
+    r = sluice("manifest", "dump", "--db", db, check=False)
+    assert r.returncode == 2 and b"MANIFEST-000999" in r.stderr, r.stderr
+    r = sluice("wal", "dump", tmp / "nope.log", check=False)
+    assert r.returncode == 2 and b"nope.log" in r.stderr, r.stderr

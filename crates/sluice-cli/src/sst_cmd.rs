@@ -31,6 +31,15 @@ pub enum SstCommand {
         /// The SST file.
         file: PathBuf,
     },
+    /// Print every block in file order: data blocks (entries, first and last key), meta
+    /// blocks, metaindex, index, footer.
+    Layout {
+        /// The SST file.
+        file: PathBuf,
+        /// One JSON object per block.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the table properties and footer, and the smallest and largest key.
     Props {
         /// The SST file.
@@ -89,6 +98,7 @@ pub fn run(cmd: SstCommand) -> CmdResult {
         SstCommand::Dump(a) => dump(a),
         SstCommand::Check { file } => check(file),
         SstCommand::Props { file, json } => props(file, json),
+        SstCommand::Layout { file, json } => layout(file, json),
     }
 }
 
@@ -297,4 +307,123 @@ fn key_range(t: &std::sync::Arc<Table>) -> Result<KeyRange, sluice::Error> {
         }
     }
     Ok((lo, hi))
+}
+
+/// One block of `sst layout`.
+struct BlockRow {
+    offset: u64,
+    /// On-disk size, trailer included (the footer: its own length).
+    size: u64,
+    kind: String,
+    /// Data blocks: entries, first and last user key.
+    data: Option<(u64, Vec<u8>, Vec<u8>)>,
+}
+
+fn layout(file: PathBuf, json: bool) -> CmdResult {
+    use sluice::sst::block::KeyOrder;
+    use sluice::sst::format::{BLOCK_TRAILER_LEN, FOOTER_LEN};
+    let t = Table::open_path(&file, &TableReadOptions::new())?;
+    let trailer = BLOCK_TRAILER_LEN as u64;
+    let mut rows = Vec::new();
+    for (i, h) in t.data_block_handles()?.into_iter().enumerate() {
+        let b = t.data_block(h)?;
+        let mut it = b.iter(KeyOrder::Internal);
+        it.seek_to_first();
+        let (mut n, mut first, mut last) = (0u64, Vec::new(), Vec::new());
+        while it.valid() {
+            let user = parse_internal_key(it.key())
+                .map(|p| p.user_key.to_vec())
+                .ok_or_else(|| {
+                    format!(
+                        "{}: data block at offset {} holds a malformed key",
+                        file.display(),
+                        h.offset
+                    )
+                })?;
+            if n == 0 {
+                first = user;
+            } else {
+                last = user;
+            }
+            n += 1;
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(
+                sluice::Error::corruption(&file, h.offset, format!("data block: {e}")).into(),
+            );
+        }
+        if n == 1 {
+            last = first.clone();
+        }
+        rows.push(BlockRow {
+            offset: h.offset,
+            size: h.size + trailer,
+            kind: format!("data #{i}"),
+            data: Some((n, first, last)),
+        });
+    }
+    for (name, h) in t.metaindex() {
+        rows.push(BlockRow {
+            offset: h.offset,
+            size: h.size + trailer,
+            kind: format!("meta {name}"),
+            data: None,
+        });
+    }
+    let f = t.footer();
+    rows.push(BlockRow {
+        offset: f.metaindex.offset,
+        size: f.metaindex.size + trailer,
+        kind: "metaindex".into(),
+        data: None,
+    });
+    let ih = t.index_handle();
+    if !rows.iter().any(|r| r.offset == ih.offset) {
+        rows.push(BlockRow {
+            offset: ih.offset,
+            size: ih.size + trailer,
+            kind: "index".into(),
+            data: None,
+        });
+    }
+    rows.push(BlockRow {
+        offset: t.file_size().saturating_sub(FOOTER_LEN as u64),
+        size: FOOTER_LEN as u64,
+        kind: "footer".into(),
+        data: None,
+    });
+    rows.sort_by_key(|r| r.offset);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if !json {
+        writeln!(out, "offset\tsize\tblock\tentries\tfirst key\tlast key")?;
+    }
+    for r in &rows {
+        if json {
+            let mut m = serde_json::Map::new();
+            m.insert("offset".into(), r.offset.into());
+            m.insert("size".into(), r.size.into());
+            m.insert("block".into(), r.kind.clone().into());
+            if let Some((n, first, last)) = &r.data {
+                m.insert("entries".into(), (*n).into());
+                json_field(&mut m, "first_key", first, false);
+                json_field(&mut m, "last_key", last, false);
+            }
+            writeln!(out, "{}", serde_json::Value::Object(m))?;
+        } else if let Some((n, first, last)) = &r.data {
+            writeln!(
+                out,
+                "{}\t{}\t{}\t{n}\t{}\t{}",
+                r.offset,
+                r.size,
+                r.kind,
+                Enc::Text.show(first),
+                Enc::Text.show(last)
+            )?;
+        } else {
+            writeln!(out, "{}\t{}\t{}", r.offset, r.size, r.kind)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
