@@ -228,3 +228,11 @@ def test_a_missing_manifest_or_wal_is_named(sluice, tmp):
     assert r.returncode == 2 and b"MANIFEST-000999" in r.stderr, r.stderr
     r = sluice("wal", "dump", tmp / "nope.log", check=False)
     assert r.returncode == 2 and b"nope.log" in r.stderr, r.stderr
+
+
+def test_raw_scan_flags_are_refused_with_table(sluice, tmp):
+    db = tmp / "db"
+    sluice("put", "--db", db, "k", "v")
+    for flag in ("--count", "--json", "--prefix=a"):
+        r = sluice("scan", "--db", db, "--table", "t", flag, check=False)
+        assert r.returncode == 2 and b"cannot be used with" in r.stderr, flag

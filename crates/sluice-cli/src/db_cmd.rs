@@ -146,7 +146,7 @@ pub fn put(a: DbArg, enc: KvEnc, key: String, value: String) -> CmdResult {
 pub struct OutArgs {
     /// One JSON object per entry: `key`/`value` strings, or `key_hex`/`value_hex` for bytes
     /// that are not UTF-8 (and always with --hex).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "table")]
     pub json: bool,
 }
 
@@ -352,13 +352,13 @@ pub struct ScanArgs {
     #[arg(long)]
     pub(crate) end: Option<String>,
     /// Only keys with this prefix.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "table")]
     prefix: Option<String>,
     /// At most this many entries.
     #[arg(long)]
     pub(crate) limit: Option<u64>,
     /// Print only the number of entries.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "table")]
     count: bool,
     #[command(flatten)]
     out: OutArgs,
