@@ -193,3 +193,42 @@ pub fn verify(a: DbArg) -> CmdResult {
     );
     Ok(ExitCode::from(2))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::key::{make_internal_key, ValueKind};
+
+    fn file(number: u64, lo: &str, hi: &str) -> Arc<FileMeta> {
+        Arc::new(FileMeta {
+            number,
+            size: 100,
+            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            global_seqno: 0,
+            range_dels: 0,
+        })
+    }
+
+    #[test]
+    fn overlapping_files_of_a_run_are_reported() {
+        let mut problems = Vec::new();
+        check_run("L1", &[file(2, "d", "f"), file(1, "a", "c")], &mut problems);
+        assert!(problems.is_empty());
+        check_run(
+            "L2",
+            &[file(3, "a", "c"), file(4, "c", "e"), file(5, "x", "z")],
+            &mut problems,
+        );
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0]
+                .0
+                .contains("L2: 000003.sst [a, c] overlaps 000004.sst [c, e]"),
+            "{}",
+            problems[0].0
+        );
+    }
+}
