@@ -66,4 +66,4 @@ def test_wal_dump_of_a_file_that_is_not_a_wal_fails(sluice, tmp):
     f = tmp / "notes.log"
     f.write_bytes(b"hello, this is not a write-ahead log\n" * 10)
     r = sluice("wal", "dump", f, check=False)
-    assert r.returncode == 1 and b"not a WAL" in r.stderr
+    assert r.returncode == 2 and b"not a WAL" in r.stderr

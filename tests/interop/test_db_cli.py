@@ -25,7 +25,7 @@ def test_put_get_delete_scan_stats(sluice, tmp):
 
 def test_get_on_missing_db_is_a_clear_error(sluice, tmp):
     r = sluice("get", "--db", tmp / "nope", "k", check=False)
-    assert r.returncode == 1 and b"does not exist" in r.stderr
+    assert r.returncode == 2 and b"does not exist" in r.stderr
 
 
 def test_ingest_sluice_and_rocksdb_files(sluice, tmp):

@@ -52,7 +52,7 @@ def test_penguins_import_scan_get(sluice, tmp):
 
     # Importing the same rows again: duplicate keys against the table are an error...
     r = import_penguins(sluice, db, check=False)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert b"penguins.csv:2: duplicate primary key (1): already in table penguins" in r.stderr
     # ...unless --on-duplicate says which row wins.
     s = json.loads(import_penguins(sluice, db, "--json", "--on-duplicate", "first").stdout)
@@ -67,7 +67,7 @@ def test_bad_rows_rejects_and_compressed_input(sluice, tmp):
     with gzip.open(data, "wb") as f:
         f.write(b"1,1.5,2024-01-01\n2,notanumber,2024-01-02\n3,2.5,2024-02-30\n4,,\n")
     r = sluice("import", "--db", db, "--schema", schema, data, check=False)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert b'orders.csv.gz:2: column score: "notanumber" is not a DOUBLE' in r.stderr
     assert sluice("tables", "--db", db).stdout == b""  # nothing, not even the catalog
 
@@ -87,5 +87,5 @@ def test_schema_error_names_file_and_line(sluice, tmp):
     data = tmp / "t.csv"
     data.write_text("1,2\n")
     r = sluice("import", "--db", tmp / "db", "--schema", schema, data, check=False)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert b"bad.sql:3: column b: column type POINT is not supported" in r.stderr

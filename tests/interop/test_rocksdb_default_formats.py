@@ -261,11 +261,11 @@ def corrupt_check(sluice, path, offset, expect_at, expect_reason):
     path.write_bytes(bytes(data))
     for cmd in (["sst", "check", path], ["sst", "dump", path]):
         r = sluice(*cmd, check=False)
-        assert r.returncode == 1, cmd
+        assert r.returncode == 2, cmd
         err = r.stderr.decode()
         assert f"corruption in {path} at offset {expect_at}" in err and expect_reason in err, err
     r = sluice("ingest", "--db", path.parent / "db", path, check=False)
-    assert r.returncode == 1 and f"at offset {expect_at}" in r.stderr.decode(), r.stderr.decode()
+    assert r.returncode == 2 and f"at offset {expect_at}" in r.stderr.decode(), r.stderr.decode()
 
 
 def test_corrupt_format_version_6_footer_is_refused(sluice, tmp):

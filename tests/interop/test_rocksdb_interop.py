@@ -123,7 +123,7 @@ def test_corrupt_file_check_names_offset(sluice, tmp):
     data[100] ^= 0x01
     sst.write_bytes(bytes(data))
     r = sluice("sst", "check", sst, check=False)
-    assert r.returncode == 1
+    assert r.returncode == 2
     err = r.stderr.decode()
     assert "corruption in" in err and "at offset 0" in err and "checksum mismatch" in err, err
 
@@ -131,9 +131,9 @@ def test_corrupt_file_check_names_offset(sluice, tmp):
 def test_build_rejects_unsorted_input_and_leaves_no_file(sluice, tmp):
     sst = tmp / "bad.sst"
     r = sluice("sst", "build", "--out", sst, input=b"02\t00\n01\t00\n", check=False)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "<stdin>:2" in r.stderr.decode() and "strictly increasing" in r.stderr.decode()
     assert not sst.exists()
     r = sluice("sst", "build", "--out", sst, input=b"zz\t00\n", check=False)
-    assert r.returncode == 1 and "<stdin>:1: key is not valid hex" in r.stderr.decode()
+    assert r.returncode == 2 and "<stdin>:1: key is not valid hex" in r.stderr.decode()
     assert not sst.exists()

@@ -137,6 +137,13 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * mul as f64) as u64)
 }
 
+impl ImportArgs {
+    /// The database directory.
+    pub fn db(&self) -> &std::path::Path {
+        &self.db
+    }
+}
+
 /// `sluice import`.
 pub fn import(a: ImportArgs) -> CmdResult {
     let schema =

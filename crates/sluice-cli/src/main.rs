@@ -2,15 +2,36 @@
 
 mod db_cmd;
 mod import_cmd;
+mod ops_cmd;
 mod sst_cmd;
+mod text;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use db_cmd::{DbArg, KvEnc, OutArgs};
+
+const AFTER_HELP: &str = "\
+Keys and values: text by default. Command-line keys and values are taken as given; output
+escapes reversibly (UTF-8 as is; \\\\, \\t, \\n, \\r, and \\xNN for other control bytes and bytes
+that are not UTF-8), and input lines (load, sst build --text) read the same escapes.
+--hex, --key-hex, --value-hex switch to hex (input may start with 0x). JSON output carries
+bytes that are not UTF-8 as key_hex/value_hex.
+
+Locking: a write command (put, delete, delete-range, load, ingest, import, flush, compact,
+checkpoint) holds the Db's LOCK file while it runs; a second writer fails at once (exit 2).
+Read commands (get, scan, approx-size, stats, lsm, verify, tables, manifest dump) open the Db
+read-only, take no lock and write nothing, so they run beside a writer (a table the writer
+deletes meanwhile makes them fail: rerun).
+
+Exit status: 0 success; 1 `get`: the key (or row) is absent; 2 any error (bad usage, I/O,
+corruption, a failed `sst check` or `verify`); 141 the output pipe was closed (`| head`).";
+
 /// Sluice: bulk-load-first LSM key-value store.
 #[derive(Parser)]
-#[command(name = "sluice", version, about)]
+#[command(name = "sluice", version, about, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,19 +45,28 @@ enum Command {
     /// Set a key (synced).
     Put {
         #[command(flatten)]
-        db: db_cmd::DbArg,
+        db: DbArg,
+        #[command(flatten)]
+        enc: KvEnc,
         /// The key.
         key: String,
         /// The value.
         value: String,
     },
-    /// Print a key's value, or with --table a row by primary key (exit 1 if absent).
+    /// Print a key's value, or with --pk a table row (exit 1 if absent, 2 on error).
     Get {
         #[command(flatten)]
-        db: db_cmd::DbArg,
+        db: DbArg,
+        #[command(flatten)]
+        enc: KvEnc,
         /// The key (raw mode).
         #[arg(required_unless_present = "pk")]
         key: Option<String>,
+        /// Write the value's exact bytes, no escaping, no newline.
+        #[arg(long, conflicts_with_all = ["json", "pk"])]
+        raw: bool,
+        #[command(flatten)]
+        out: OutArgs,
         /// Table of the row.
         #[arg(long, requires = "pk")]
         table: Option<String>,
@@ -50,16 +80,77 @@ enum Command {
     /// Delete a key (synced).
     Delete {
         #[command(flatten)]
-        db: db_cmd::DbArg,
+        db: DbArg,
+        #[command(flatten)]
+        enc: KvEnc,
         /// The key.
         key: String,
     },
-    /// Print keys and values in order, or with --table a table's rows.
+    /// Delete every key in [--start, --end) with one range tombstone (synced).
+    DeleteRange {
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        enc: KvEnc,
+        /// First key deleted (inclusive).
+        #[arg(long)]
+        start: String,
+        /// End of the range (exclusive).
+        #[arg(long)]
+        end: String,
+    },
+    /// Write `KEY<TAB>VALUE` lines (or JSON lines) from stdin in large batches.
+    Load(db_cmd::LoadArgs),
+    /// Print keys and values in order (or their count), or with --table a table's rows.
     Scan {
         #[command(flatten)]
         raw: db_cmd::ScanArgs,
         #[command(flatten)]
         table: import_cmd::TableScanArgs,
+    },
+    /// Estimated bytes on disk of the keys in [--start, --end) (table indexes; no memtable).
+    ApproxSize {
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        enc: KvEnc,
+        /// First key (inclusive; default: the first).
+        #[arg(long)]
+        start: Option<String>,
+        /// End key (exclusive; default: past the last).
+        #[arg(long)]
+        end: Option<String>,
+    },
+    /// Flush the memtable and any WAL left behind into L0 tables.
+    Flush {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Compact every file overlapping [--start, --end] (inclusive) into the last level.
+    Compact {
+        #[command(flatten)]
+        db: DbArg,
+        #[command(flatten)]
+        enc: KvEnc,
+        /// First key (default: the first).
+        #[arg(long)]
+        start: Option<String>,
+        /// Last key, inclusive (default: the last).
+        #[arg(long)]
+        end: Option<String>,
+    },
+    /// Write a consistent, openable copy of the Db into DIR (tables hard-linked).
+    Checkpoint {
+        #[command(flatten)]
+        db: DbArg,
+        /// The new directory (must not exist).
+        dir: PathBuf,
+    },
+    /// Verify every table (checksums, sizes and key ranges vs the MANIFEST) and key order
+    /// across the files of each level and L0 sublevel; exit 2 naming what is damaged.
+    Verify {
+        #[command(flatten)]
+        db: DbArg,
     },
     /// Import CSV/TSV/JSON-lines files into a table described by a SQL schema.
     Import(import_cmd::ImportArgs),
@@ -67,12 +158,13 @@ enum Command {
     Tables {
         /// The database directory.
         #[arg(long)]
-        db: std::path::PathBuf,
+        db: PathBuf,
     },
-    /// Per-level files and bytes, amplification, compactions, stalls.
+    /// Per-level files, bytes, entries and deletions; amplification; this process's flush,
+    /// compaction and stall counters.
     Stats {
         #[command(flatten)]
-        db: db_cmd::DbArg,
+        db: DbArg,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -81,10 +173,10 @@ enum Command {
     Ingest {
         /// The database directory.
         #[arg(long)]
-        db: std::path::PathBuf,
+        db: PathBuf,
         /// SST files (from `sluice sst build`, SstWriter or RocksDB's SstFileWriter).
         #[arg(required = true)]
-        files: Vec<std::path::PathBuf>,
+        files: Vec<PathBuf>,
         /// Allow the files to overlap each other (layered in L0, later files newer).
         #[arg(long)]
         allow_overlap: bool,
@@ -99,8 +191,8 @@ enum Command {
     /// Draw the LSM: levels and L0 sublevels as key-span bars (wide files marked).
     Lsm {
         #[command(flatten)]
-        db: db_cmd::DbArg,
-        /// Width of the drawing in columns.
+        db: DbArg,
+        /// Width of the drawing in columns (20 to 1000).
         #[arg(long, default_value_t = 80)]
         width: usize,
     },
@@ -149,30 +241,84 @@ fn main() -> ExitCode {
         default_hook(info);
     }));
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = run(cli.command);
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&*e) => ExitCode::from(141),
+        Err(e) => {
+            eprintln!("sluice: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> db_cmd::CmdResult {
+    match command {
         Command::Sst(c) => sst_cmd::run(c),
-        Command::Put { db, key, value } => db_cmd::put(db, key, value),
+        Command::Put {
+            db,
+            enc,
+            key,
+            value,
+        } => db_cmd::put(db, enc, key, value),
         Command::Get {
             db,
+            enc,
             key,
+            raw,
+            out,
             table,
             pk,
             format,
         } => match (pk, key) {
-            (Some(pk), _) => import_cmd::get(db.db, table, pk, format),
-            (None, Some(key)) => db_cmd::get(db, key),
-            (None, None) => unreachable!("clap requires a key or --pk"),
+            (Some(pk), _) => {
+                db_cmd::check_db_dir(&db.db, false)?;
+                import_cmd::get(db.db, table, pk, format)
+            }
+            (None, Some(key)) => db_cmd::get(db, enc, key, raw, out),
+            (None, None) => Err("give a KEY, or --pk for a table row".into()),
         },
-        Command::Delete { db, key } => db_cmd::delete(db, key),
+        Command::Delete { db, enc, key } => db_cmd::delete(db, enc, key),
+        Command::DeleteRange {
+            db,
+            enc,
+            start,
+            end,
+        } => db_cmd::delete_range(db, enc, start, end),
+        Command::Load(a) => db_cmd::load(a),
         Command::Scan { raw, table } if table.table.is_some() => {
+            db_cmd::check_db_dir(&raw.db.db, false)?;
             import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit)
         }
         Command::Scan { raw, .. } => db_cmd::scan(raw),
-        Command::Import(a) => import_cmd::import(a),
-        Command::Tables { db } => import_cmd::tables(db),
+        Command::ApproxSize {
+            db,
+            enc,
+            start,
+            end,
+        } => db_cmd::approx_size(db, enc, start, end),
+        Command::Flush { db } => ops_cmd::flush(db),
+        Command::Compact {
+            db,
+            enc,
+            start,
+            end,
+        } => ops_cmd::compact(db, enc, start, end),
+        Command::Checkpoint { db, dir } => ops_cmd::checkpoint(db, dir),
+        Command::Verify { db } => ops_cmd::verify(db),
+        Command::Import(a) => {
+            db_cmd::check_db_dir(a.db(), true)?;
+            import_cmd::import(a)
+        }
+        Command::Tables { db } => {
+            db_cmd::check_db_dir(&db, false)?;
+            import_cmd::tables(db)
+        }
         Command::Stats { db, json } => db_cmd::stats(db, json),
         Command::Lsm { db, width } => db_cmd::lsm(db, width),
-        Command::Manifest(db_cmd::ManifestCommand::Dump { db }) => db_cmd::manifest_dump(db),
+        Command::Manifest(db_cmd::ManifestCommand::Dump { db, json }) => {
+            db_cmd::manifest_dump(db, json)
+        }
         Command::Ingest {
             db,
             files,
@@ -180,14 +326,6 @@ fn main() -> ExitCode {
             ingest_behind,
             link,
         } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
-        Command::Wal(db_cmd::WalCommand::Dump { file, hex }) => db_cmd::wal_dump(file, hex),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) if is_broken_pipe(&*e) => ExitCode::from(141),
-        Err(e) => {
-            eprintln!("sluice: error: {e}");
-            ExitCode::from(1)
-        }
+        Command::Wal(db_cmd::WalCommand::Dump { file, enc }) => db_cmd::wal_dump(file, enc),
     }
 }

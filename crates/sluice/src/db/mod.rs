@@ -30,6 +30,7 @@
 //!    `ReadPin`) lets go; a full scan at open and after background jobs catches the rest.
 
 mod background;
+mod checkpoint;
 mod compact;
 mod flush;
 mod flushable;
@@ -52,6 +53,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+pub use checkpoint::CheckpointInfo;
 pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
@@ -309,6 +311,30 @@ impl Db {
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.flush_and_wait()?;
         self.inner.manual_compaction(start, end)
+    }
+
+    /// Approximate bytes on disk of the keys in `[start, end)` (`None` = unbounded): every
+    /// table overlapping the range, the tables at its edges pro-rated by their index (RocksDB's
+    /// `GetApproximateSizes` without memtables). Reads only table indexes.
+    pub fn approximate_size(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<u64> {
+        let pin = self.inner.pin(self.current_version());
+        let mut total = 0u64;
+        for f in pin.version().levels.iter().flatten() {
+            if !f.overlaps(start, end) || end.is_some_and(|e| e <= f.smallest_user()) {
+                continue;
+            }
+            let t = self.inner.table(f)?;
+            let lo = match start {
+                Some(k) if k > f.smallest_user() => t.approximate_offset_of(k),
+                _ => 0,
+            };
+            let hi = match end {
+                Some(k) if k <= f.largest_user() => t.approximate_offset_of(k),
+                _ => t.file_size(),
+            };
+            total += hi.saturating_sub(lo);
+        }
+        Ok(total)
     }
 
     /// Current counters and LSM shape.

@@ -19,7 +19,7 @@ use crate::memtable::MemTable;
 use crate::sst::cache::BlockCache;
 use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
 use crate::wal::batch::{decode_ingest_record, WriteBatch};
-use crate::wal::log::{LogReader, LogWriter};
+use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::*;
 
@@ -154,6 +154,7 @@ impl Db {
             log_number: 0,
             flushed_seqno: 0,
             manifest_number: 0,
+            manifest_clean_len: None,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -199,6 +200,9 @@ impl Db {
                 0,
                 "MANIFEST holds no version edit",
             ));
+        }
+        if reader.end() == Some(&LogEnd::Clean) {
+            rec.manifest_clean_len = Some(data.len() as u64);
         }
         for f in rec.version.levels.iter().flatten() {
             rec.next_file_number = rec.next_file_number.max(f.number + 1);
@@ -313,6 +317,10 @@ impl Db {
         Ok(out)
     }
 
+    /// Step 5: a new WAL, and the recovered tables recorded with it in the MANIFEST: appended
+    /// to the current one while it ends cleanly and is below `max_manifest_file_size` (its
+    /// history kept, as RocksDB does), else in a new MANIFEST starting with a snapshot of the
+    /// version, which `CURRENT` then names. The OPTIONS file beside it is (re)written.
     fn start_logs(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -321,18 +329,79 @@ impl Db {
         recovered: Vec<FileMeta>,
     ) -> Result<(LogWriter, ManifestState, u64)> {
         let wal_number = rec.next_file_number;
-        let manifest_number = rec.next_file_number + 1;
-        rec.next_file_number += 2;
+        rec.next_file_number += 1;
         let wal_path = wal_name(dir, wal_number);
         let wal = LogWriter::new(fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?);
-        if !recovered.is_empty() {
+        let added: Vec<(usize, FileMeta)> = recovered.into_iter().map(|f| (0, f)).collect();
+        if !added.is_empty() {
             let edit = VersionEdit {
-                added: recovered.into_iter().map(|f| (0, f)).collect(),
+                added: added.clone(),
                 ..Default::default()
             };
             rec.version = rec.version.apply(&edit).map_err(Error::InvalidArgument)?;
         }
-        // The new MANIFEST starts with a full snapshot of the version.
+        let manifest = match Self::append_manifest(fs, dir, opts, rec, wal_number, added)? {
+            Some(m) => m,
+            None => Self::new_manifest(fs, dir, opts, rec, wal_number)?,
+        };
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+        rec.log_number = wal_number;
+        Ok((wal, manifest, wal_number))
+    }
+
+    /// Appends this open's edit to the current MANIFEST, if it ends cleanly, is below the size
+    /// limit and the file system can append; `None` otherwise (nothing written then).
+    fn append_manifest(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &Options,
+        rec: &Recovery,
+        wal_number: u64,
+        added: Vec<(usize, FileMeta)>,
+    ) -> Result<Option<ManifestState>> {
+        let Some(len) = rec.manifest_clean_len else {
+            return Ok(None); // new Db, or a torn tail: never write after damage
+        };
+        if rec.manifest_number == 0 || len >= opts.max_manifest_file_size {
+            return Ok(None);
+        }
+        let mpath = dir.join(manifest_name(rec.manifest_number));
+        let file = match fs.append(&mpath) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return Ok(None),
+            Err(e) => return Err(Error::io(&mpath, e)),
+        };
+        let mut writer = LogWriter::appending(file, len);
+        let edit = VersionEdit {
+            log_number: Some(wal_number),
+            next_file_number: Some(rec.next_file_number),
+            last_sequence: Some(rec.last_sequence),
+            added,
+            ..Default::default()
+        };
+        // A failed write leaves at most a torn tail, which the next open drops (and then
+        // starts a new MANIFEST).
+        writer
+            .add_record(&edit.encode())
+            .map_err(|e| Error::io(&mpath, e))?;
+        writer.sync().map_err(|e| Error::io(&mpath, e))?;
+        write_options_file(fs, dir, opts, rec.manifest_number)?;
+        Ok(Some(ManifestState {
+            writer,
+            number: rec.manifest_number,
+        }))
+    }
+
+    /// Starts a new MANIFEST holding a snapshot of the version and points `CURRENT` at it.
+    fn new_manifest(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &Options,
+        rec: &mut Recovery,
+        wal_number: u64,
+    ) -> Result<ManifestState> {
+        let manifest_number = rec.next_file_number;
+        rec.next_file_number += 1;
         let mut snapshot = VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION),
             log_number: Some(wal_number),
@@ -352,24 +421,47 @@ impl Db {
             .map_err(|e| Error::io(&mpath, e))?;
         writer.sync().map_err(|e| Error::io(&mpath, e))?;
         set_current(fs, dir, manifest_number)?;
-        let opts_path = options_file_name(dir, manifest_number);
-        let mut of = fs
-            .create(&opts_path)
-            .map_err(|e| Error::io(&opts_path, e))?;
-        std::io::Write::write_all(&mut of, opts.to_options_file().as_bytes())
-            .map_err(|e| Error::io(&opts_path, e))?;
-        of.sync().map_err(|e| Error::io(&opts_path, e))?;
-        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
-        rec.log_number = wal_number;
-        Ok((
-            wal,
-            ManifestState {
-                writer,
-                number: manifest_number,
-            },
-            wal_number,
-        ))
+        write_options_file(fs, dir, opts, manifest_number)?;
+        Ok(ManifestState {
+            writer,
+            number: manifest_number,
+        })
     }
+}
+
+/// Writes `OPTIONS-<manifest_number>` (through a temporary name and a rename when it exists
+/// with other contents), synced.
+fn write_options_file(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    manifest_number: u64,
+) -> Result<()> {
+    let path = options_file_name(dir, manifest_number);
+    let text = opts.to_options_file();
+    let exists = fs.exists(&path);
+    if exists && fs.read_all(&path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    let target = if exists {
+        let mut name = path.clone().into_os_string();
+        name.push(".tmp");
+        std::path::PathBuf::from(name)
+    } else {
+        path.clone()
+    };
+    // A leftover from a crash is ours to unlink (never to truncate: see FileSystem::create).
+    if exists && fs.exists(&target) {
+        fs.remove(&target).map_err(|e| Error::io(&target, e))?;
+    }
+    let mut f = fs.create(&target).map_err(|e| Error::io(&target, e))?;
+    std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| Error::io(&target, e))?;
+    f.sync().map_err(|e| Error::io(&target, e))?;
+    drop(f);
+    if exists {
+        fs.rename(&target, &path).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
 }
 
 /// The writer of a read-only Db's WAL and MANIFEST: nothing may be written.
@@ -467,6 +559,8 @@ pub(super) struct Recovery {
     pub(super) flushed_seqno: u64,
     /// The MANIFEST `CURRENT` names (0 for a new Db).
     pub(super) manifest_number: u64,
+    /// The MANIFEST's length if every byte of it is a valid record (it may be appended to).
+    pub(super) manifest_clean_len: Option<u64>,
 }
 
 /// What a WAL replay yields, in order.

@@ -63,6 +63,11 @@ pub struct Options {
     pub bloom_bits_per_level: [Option<f64>; NUM_LEVELS],
     /// Verify block checksums on every read. Default `true`.
     pub verify_checksums: bool,
+    /// An open for writing appends to the current MANIFEST (keeping its history of edits)
+    /// while it is below this size and ends cleanly; otherwise it starts a new MANIFEST
+    /// holding a snapshot of the version (RocksDB's `max_manifest_file_size`). 0: always a
+    /// new one. Default 64 MiB.
+    pub max_manifest_file_size: u64,
     /// The file system. Default the real one.
     pub fs: Arc<dyn FileSystem>,
 }
@@ -99,6 +104,7 @@ impl Default for Options {
             compression_per_level: [CompressionType::None; NUM_LEVELS],
             bloom_bits_per_level: [Some(10.0); NUM_LEVELS],
             verify_checksums: true,
+            max_manifest_file_size: 64 << 20,
             fs: Arc::new(RealFs),
         }
     }
@@ -231,6 +237,7 @@ impl Options {
                 "block_size" => self.block_size = num(k, v)?,
                 "block_restart_interval" => self.block_restart_interval = num(k, v)?,
                 "verify_checksums" => self.verify_checksums = num(k, v)?,
+                "max_manifest_file_size" => self.max_manifest_file_size = num(k, v)?,
                 "checksum" => {
                     self.checksum = crate::sst::format::ChecksumType::from_name(v)
                         .ok_or_else(|| format!("{k}: unknown checksum {v:?}"))?
@@ -334,6 +341,10 @@ impl Options {
                 .join(","),
         );
         kv("verify_checksums", self.verify_checksums.to_string());
+        kv(
+            "max_manifest_file_size",
+            self.max_manifest_file_size.to_string(),
+        );
         s
     }
 }

@@ -331,6 +331,13 @@ impl FileSystem for MemFs {
             path: path.to_path_buf(),
         }))
     }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(MemWritable {
+            fs: self.clone(),
+            inode: self.inode(path)?,
+            path: path.to_path_buf(),
+        }))
+    }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(MemReader(self.inode(path)?)))
     }

@@ -65,6 +65,14 @@ pub trait FileSystem: Send + Sync + 'static {
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Takes an exclusive lock on `path` (the database's LOCK file).
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
+    /// Opens an existing file to write at its end (the MANIFEST kept across opens).
+    /// `Unsupported` by default: the caller then writes a new file instead.
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("cannot append to {}", path.display()),
+        ))
+    }
 }
 
 /// Start background writeback after this many new bytes (RocksDB's `bytes_per_sync` idea):
@@ -224,6 +232,12 @@ impl FileSystem for RealFs {
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(std::fs::File::open(path)?))
+    }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(RealWritable {
+            file: SyncingFile::new(std::fs::OpenOptions::new().append(true).open(path)?),
+            buf: Vec::with_capacity(64 << 10),
+        }))
     }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)

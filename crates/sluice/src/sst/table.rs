@@ -313,6 +313,43 @@ impl Table {
         Ok(out)
     }
 
+    /// The approximate file offset where `user_key`'s entries begin (RocksDB's
+    /// `ApproximateOffsetOf`): the offset of the first data block that may hold the key, or
+    /// the file size if it lies past the last one. Reads only the index.
+    pub fn approximate_offset_of(&self, user_key: &[u8]) -> u64 {
+        let target = key::make_internal_key(user_key, key::MAX_SEQNO, key::ValueKind::Value);
+        let mut it = self.index_iter();
+        it.seek(&target);
+        match it.handle() {
+            Some(h) if it.valid() => h.offset.min(self.size),
+            _ => self.size,
+        }
+    }
+
+    /// Every data block's handle in file order, read from the index (for tools that show a
+    /// table's layout).
+    pub fn data_block_handles(&self) -> Result<Vec<BlockHandle>> {
+        let mut it = self.index_iter();
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() {
+            match it.handle() {
+                Some(h) => out.push(h),
+                None => break,
+            }
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(self.corruption(self.index_handle.offset, format!("index block: {e}")));
+        }
+        Ok(out)
+    }
+
+    /// The index block's handle (the top level of a partitioned index).
+    pub fn index_handle(&self) -> BlockHandle {
+        self.index_handle
+    }
+
     /// An iterator over the index entries (separator → data block handle).
     pub(crate) fn index_iter(&self) -> IndexIter {
         IndexIter::new(

@@ -57,6 +57,18 @@ impl LogWriter {
         }
     }
 
+    /// A writer continuing a log file that already holds `size` bytes of complete records
+    /// (every one of them synced).
+    pub fn appending(file: Box<dyn WritableFile>, size: u64) -> Self {
+        LogWriter {
+            file,
+            block_offset: (size % BLOCK_SIZE as u64) as usize,
+            size,
+            synced: size,
+            buf: Vec::with_capacity(BLOCK_SIZE),
+        }
+    }
+
     /// Appends one record and hands it to the OS (not synced).
     pub fn add_record(&mut self, data: &[u8]) -> io::Result<()> {
         self.buf.clear();
