@@ -3,8 +3,10 @@
 Reads every result line of the committed full run (`bench/results/full.jsonl`, the run
 BENCHMARKS.md was generated from) and of the latest local run (`bench/out/results.jsonl`, which
 CI's `bench/run --quick` writes just before this test), and fails if an anchor's block size,
-Bloom bits, cache bytes, compression, memtable size or (kv-bulkload) sort differ from Sluice's
-in the same workload, unless EXCEPTIONS declares why.
+Bloom bits, cache bytes, compression, memtable size, (kv-bulkload) sort or (L0 workloads) flush
+split bytes and L0 stop trigger differ from Sluice's in the same workload, unless EXCEPTIONS
+declares why. Pebble's settings are read back from its Options and RocksDB's block size,
+memtable size and compression from the DB's OPTIONS file where a DB exists.
 """
 
 import json
@@ -16,8 +18,13 @@ BENCH = Path(__file__).resolve().parent
 SOURCES = [BENCH / "results" / "full.jsonl", BENCH / "out" / "results.jsonl",
            BENCH / "results" / "l0.jsonl"]
 CHECKED = ["block_size", "bloom_bits", "cache_bytes", "compression", "memtable_bytes"]
-# Checked only where the workload sorts.
-SORTING = {"kv-bulkload": ["sort"]}
+# Checked only where they matter: the sort where the workload sorts, L0 settings where L0 is
+# what is measured (RocksDB has no flush splitting: not checked for it).
+EXTRA = {"kv-bulkload": ["sort"],
+         "l0-fillrandom": ["flush_split_bytes", "l0_stop_writes"],
+         "l0-fillrandom-widefile": ["flush_split_bytes", "l0_stop_writes"],
+         "l0-ingest-random": ["flush_split_bytes", "l0_stop_writes"]}
+NOT_APPLICABLE = {("rocksdb", "flush_split_bytes")}
 ANCHORS = ["rocksdb", "pebble"]
 
 
@@ -27,9 +34,16 @@ def pebble_cache(sluice):
     return sluice["cache_bytes"] + 2 * sluice["memtable_bytes"]
 
 
-# (engine, setting) -> (why, the value the anchor must then have given Sluice's params).
+# Workloads where Pebble's WAL is on and its memtables grow (and are charged to its cache).
+PEBBLE_MEMTABLES_IN_CACHE = {"fillseq", "fillrandom", "fillrandom-sync", "overwrite", "readrandom",
+                             "seekrandom", "block_writer", "ingest-under-load", "l0-fillrandom",
+                             "l0-fillrandom-widefile", "l0-ingest-random"}
+
+# (engine, setting) -> (why, the workloads it covers, the value the anchor must then have given
+# Sluice's params).
 EXCEPTIONS = {
-    ("pebble", "cache_bytes"): ("Pebble charges memtables to its cache", pebble_cache),
+    ("pebble", "cache_bytes"): ("Pebble charges memtables to its cache",
+                                PEBBLE_MEMTABLES_IN_CACHE, pebble_cache),
 }
 
 
@@ -57,12 +71,14 @@ def mismatches(results):
             continue
         ref = by[(workload, "sluice")][0]
         for p in params:
-            for k in CHECKED + SORTING.get(workload, []):
+            for k in CHECKED + EXTRA.get(workload, []):
+                if (engine, k) in NOT_APPLICABLE:
+                    continue
                 if k not in ref:
                     bad.append((workload, "sluice", k, None, "printed"))
                     continue
                 exc = EXCEPTIONS.get((engine, k))
-                want = exc[1](ref) if exc else ref[k]
+                want = exc[2](ref) if exc and workload in exc[1] else ref[k]
                 if p.get(k) != want:
                     bad.append((workload, engine, k, p.get(k), want))
     return bad
@@ -90,18 +106,34 @@ def test_latest_run_had_equal_settings():
 def test_checker_catches_a_different_setting():
     base = {"block_size": 4096, "bloom_bits": 10, "cache_bytes": 32 << 20,
             "compression": "none", "memtable_bytes": 64 << 20, "sort": "radix"}
-    rocks = dict(base, block_size=16384)
-    pebble = dict(base, cache_bytes=pebble_cache(base))
-    results = [
-        {"workload": "kv-bulkload", "engine": "sluice", "params": base},
-        {"workload": "kv-bulkload", "engine": "rocksdb", "params": rocks},
-        {"workload": "kv-bulkload", "engine": "pebble", "params": pebble},
-    ]
-    assert mismatches(results) == [("kv-bulkload", "rocksdb", "block_size", 16384, 4096)]
-    # Pebble with Sluice's cache size (no memtable reservation) is caught too.
-    results[2]["params"] = dict(base)
-    assert ("kv-bulkload", "pebble", "cache_bytes", 32 << 20, pebble_cache(base)) in mismatches(results)
-    # A different sort in kv-bulkload is caught; fill workloads do not sort.
-    results[1]["params"] = dict(base, sort="std::sort_unstable")
-    results[2]["params"] = pebble
-    assert mismatches(results) == [("kv-bulkload", "rocksdb", "sort", "std::sort_unstable", "radix")]
+    big = pebble_cache(base)
+
+    def run(workload, rocks, pebble):
+        return mismatches([
+            {"workload": workload, "engine": "sluice", "params": base},
+            {"workload": workload, "engine": "rocksdb", "params": rocks},
+            {"workload": workload, "engine": "pebble", "params": pebble},
+        ])
+
+    # A different block size is caught.
+    assert run("kv-bulkload", dict(base, block_size=16384), dict(base)) == [
+        ("kv-bulkload", "rocksdb", "block_size", 16384, 4096)]
+    # WAL on (fillrandom): Pebble must have the block share + its memtable reservation ...
+    assert run("fillrandom", dict(base), dict(base, cache_bytes=big)) == []
+    assert run("fillrandom", dict(base), dict(base)) == [
+        ("fillrandom", "pebble", "cache_bytes", 32 << 20, big)]
+    # ... and with the WAL off (kv-bulkload) the same cache as Sluice.
+    assert run("kv-bulkload", dict(base), dict(base, cache_bytes=big)) == [
+        ("kv-bulkload", "pebble", "cache_bytes", big, 32 << 20)]
+    # A different sort is caught in kv-bulkload; fill workloads do not sort.
+    assert run("kv-bulkload", dict(base, sort="std::sort_unstable"), dict(base)) == [
+        ("kv-bulkload", "rocksdb", "sort", "std::sort_unstable", "radix")]
+    assert run("fillrandom", dict(base, sort="other"), dict(base, cache_bytes=big)) == []
+    # L0 workloads also compare flush splitting (not RocksDB's: it has none) and the L0 stop.
+    l0 = dict(base, flush_split_bytes=4 << 20, l0_stop_writes=36)
+    assert mismatches([
+        {"workload": "l0-fillrandom", "engine": "sluice", "params": l0},
+        {"workload": "l0-fillrandom", "engine": "rocksdb", "params": dict(base, l0_stop_writes=36)},
+        {"workload": "l0-fillrandom", "engine": "pebble",
+         "params": dict(l0, cache_bytes=big, flush_split_bytes=128 << 20)},
+    ]) == [("l0-fillrandom", "pebble", "flush_split_bytes", 128 << 20, 4 << 20)]

@@ -59,15 +59,19 @@ func engineOptions() *pebble.Options {
 	}
 	for i := range o.Levels {
 		o.Levels[i].BlockSize = 4096
-		o.Levels[i].IndexBlockSize = 4096
+		o.Levels[i].IndexBlockSize = indexBlockBytes
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		o.Levels[i].FilterType = pebble.TableFilter
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
-	// Set before EnsureDefaults, which derives FlushSplitBytes from TargetFileSizes[0].
 	for i := range o.TargetFileSizes {
 		o.TargetFileSizes[i] = 64 << 20
 	}
+	// As Sluice's flush_split_bytes (Pebble's own default, 2 x its 2 MiB L0 target file size;
+	// EnsureDefaults would derive 128 MiB from the 64 MiB target above and flush one wide file
+	// per memtable) and its L0 stop trigger (Sluice: 36 sublevels; RocksDB: 36 L0 files).
+	o.FlushSplitBytes = 4 << 20
+	o.L0StopWritesThreshold = 36
 	o.EnsureDefaults()
 	return o
 }
@@ -252,12 +256,13 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 			return err
 		}
 		e := &engine{path: filepath.Join(dir, "db")}
-		db, err := pebble.Open(e.path, engineOptions())
+		opts := engineOptions()
+		db, err := pebble.Open(e.path, opts)
 		if err != nil {
 			return err
 		}
 		e.db = db
-		params := withParams(tableParams(), map[string]any{"n": n,
+		params := withParams(tableParams(opts), map[string]any{"n": n,
 			"target_file_mib": 64, "compaction_concurrency": "1..2 (CompactionConcurrencyRange; flushes run separately)",
 			"compaction_threads": "1 flush + up to 2 concurrent compactions (Pebble v2.1 has no subcompactions)",
 			"wal":                true, "sync": false, "write_options": "pebble.NoSync",
@@ -292,7 +297,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 					// Each put synced to the WAL (equal durability in every engine).
 					wo = pebble.Sync
 					params["sync"] = true
-					params["wal_writes"] = "WAL record written and fsynced per Set (pebble.Sync)"
+					params["wal_writes"] = "WAL record written and fdatasync'd per Set (pebble.Sync)"
 				}
 				before := e.bgBytes()
 				var secs float64

@@ -6,11 +6,14 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/objstorage"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -25,20 +28,35 @@ const (
 	// MemTableStopWritesThreshold = 2 of them), so the cache a Pebble user would size for the
 	// same usable block cache is the block share plus that reservation.
 	pebbleCacheBytes = blockCacheBytes + 2*memTableBytes
+	// indexBlockBytes: CockroachDB's index block size. With 4 KiB Pebble would write a two-level
+	// index into every 64 MiB table, where Sluice and RocksDB read one index block.
+	indexBlockBytes = 256 << 10
 	// fileWriteBuffer is Sluice's SST writer buffer; Pebble's default writable buffers 4 KiB.
 	fileWriteBuffer = 64 << 10
 )
 
 // tableParams are the settings every anchor prints and bench/test_params.py compares with
-// Sluice's.
-func tableParams() map[string]any {
-	return map[string]any{"key_bytes": 16, "value_bytes": 100, "compression": "none",
-		"bloom_bits": 10, "filter": "table", "block_size": 4096,
-		"cache_bytes":             pebbleCacheBytes,
-		"cache_block_share_bytes": blockCacheBytes,
-		"cache_note":              "Options.CacheSize = 32 MiB block share + 2 x 64 MiB memtable reservation (Pebble charges memtables to its cache)",
-		"memtable_bytes":          memTableBytes,
+// Sluice's, read back from the options the DB is opened with.
+func tableParams(o *pebble.Options) map[string]any {
+	bloomBits := 0
+	if fp, ok := o.Levels[0].FilterPolicy.(bloom.FilterPolicy); ok {
+		bloomBits = int(fp)
+	}
+	compression := "none"
+	if c := o.Levels[0].Compression(); c != sstable.NoCompression {
+		compression = c.Name
+	}
+	return map[string]any{"key_bytes": 16, "value_bytes": 100, "compression": compression,
+		"bloom_bits": bloomBits, "filter": "table", "block_size": o.Levels[0].BlockSize,
+		"index_block_size":        o.Levels[0].IndexBlockSize,
+		"cache_bytes":             o.CacheSize,
+		"cache_note":              "Options.CacheSize; with the WAL on, 32 MiB of blocks + 2 x 64 MiB memtable reservation (Pebble charges memtables to its cache); index and filter blocks live in this cache",
+		"memtable_bytes":          o.MemTableSize,
+		"flush_split_bytes":       o.FlushSplitBytes,
+		"l0_stop_writes":          o.L0StopWritesThreshold,
+		"l0_compaction_threshold": o.L0CompactionThreshold,
 		"file_write_buffer":       "64 KiB (bufio around the vfs file; Pebble's default is 4 KiB)",
+		"checksum":                "CRC32c (Pebble's default)",
 		"pebble":                  pebbleVersion()}
 }
 
@@ -134,6 +152,9 @@ type ent struct {
 func warmDir(dir string) error {
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted by a background job meanwhile
+		}
 		if err != nil {
 			return err
 		}
@@ -153,6 +174,9 @@ func warmFiles(files []string) error {
 	buf := make([]byte, 1<<20)
 	for _, p := range files {
 		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted by a background job meanwhile
+		}
 		if err != nil {
 			return err
 		}

@@ -172,6 +172,10 @@ func runIngestUnderLoad(a args, base string, out *bufio.Writer) error {
 			}
 			files = append(files, p)
 		}
+		// The same cache state in every engine: each staged file read once, untimed.
+		if err := warmFiles(files); err != nil {
+			return err
+		}
 		e := &engine{path: filepath.Join(dir, "db")}
 		db, err := pebble.Open(e.path, opts)
 		if err != nil {
@@ -221,7 +225,7 @@ func runIngestUnderLoad(a args, base string, out *bufio.Writer) error {
 			st, stUs := stalls, stallTime.Microseconds()
 			stallMu.Unlock()
 			line := map[string]any{"workload": "ingest-under-load", "engine": "pebble", "round": round,
-				"params": withParams(tableParams(), map[string]any{"rate": rate, "seconds": secs, "writers": iulWriters,
+				"params": withParams(tableParams(opts), map[string]any{"rate": rate, "seconds": secs, "writers": iulWriters,
 					"rows_per_file": iulRowsPerFile, "n": n,
 					"ingest":     "db.Ingest, one file per call (hard-linked; flushable ingest when it overlaps the memtable)",
 					"sst_writer": "sstable.NewWriter, writer options of the DB (" + format.String() + ")",

@@ -203,18 +203,19 @@ func pebbleVersion() string {
 }
 
 // dbOptions: no compression, Bloom 10 bits/key (table filter), 4 KiB blocks, 64 MiB
-// memtables, a 160 MiB cache (32 MiB of blocks + the memtable reservation), WAL off.
+// memtables (never grown past their first 256 KiB: the WAL is off and nothing is written
+// through them), a 32 MiB cache, WAL off.
 func dbOptions() *pebble.Options {
 	o := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       memTableBytes,
-		CacheSize:          pebbleCacheBytes,
+		CacheSize:          blockCacheBytes,
 		DisableWAL:         true,
 		Logger:             quietLogger{},
 	}
 	for i := range o.Levels {
 		o.Levels[i].BlockSize = 4096
-		o.Levels[i].IndexBlockSize = 4096
+		o.Levels[i].IndexBlockSize = indexBlockBytes
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		o.Levels[i].FilterType = pebble.TableFilter
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
@@ -236,7 +237,7 @@ func (quietLogger) Fatalf(f string, a ...interface{}) {
 func writerOptions(o *pebble.Options, format sstable.TableFormat) sstable.WriterOptions {
 	wo := o.MakeWriterOptions(0, format)
 	wo.BlockSize = 4096
-	wo.IndexBlockSize = 4096
+	wo.IndexBlockSize = indexBlockBytes
 	wo.Compression = sstable.NoCompression
 	wo.FilterPolicy = bloom.FilterPolicy(10)
 	wo.FilterType = sstable.TableFilter
@@ -372,7 +373,7 @@ func run(a args, out *bufio.Writer) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		params := withParams(tableParams(), map[string]any{"n": a.n, "file_mib": fileMiB})
+		params := withParams(tableParams(opts), map[string]any{"n": a.n, "file_mib": fileMiB})
 		var line map[string]any
 		switch a.workload {
 		case "sst-write", "sst-scan", "sst-scan-db":

@@ -27,6 +27,10 @@ pub fn table_params() -> Value {
         "cache_bytes": o.block_cache_bytes,
         "memtable_bytes": o.write_buffer_size,
         "file_write_buffer": "64 KiB (RealFs writable buffer), fdatasync every 8 MiB in the background",
+        "checksum": "CRC32c (Sluice's default)",
+        "index": "one index block per table, read at open (not in the block cache); filter likewise",
+        "flush_split_bytes": o.flush_split_bytes,
+        "l0_stop_writes": o.l0_stop_writes_trigger,
         "compaction_threads": format!("{} background jobs: 1 flush + 1 compaction at a time, each compaction split into <= {} subcompactions", o.max_background_jobs, o.max_subcompactions),
         "sluice": env!("CARGO_PKG_VERSION"),
     })
@@ -50,7 +54,7 @@ pub fn warm_dir(dir: &Path) -> std::io::Result<u64> {
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for e in std::fs::read_dir(dir)? {
-        let e = e?;
+        let Ok(e) = e else { continue }; // deleted by a background job meanwhile
         let t = e.file_type()?;
         if t.is_dir() {
             collect_files(&e.path(), out)?;
@@ -78,7 +82,12 @@ pub fn warm_files(files: &[PathBuf]) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     for f in files {
-        let mut file = std::fs::File::open(f)?;
+        let mut file = match std::fs::File::open(f) {
+            Ok(file) => file,
+            // Deleted by a background job meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         loop {
             let n = file.read(&mut buf)?;
             if n == 0 {

@@ -28,7 +28,7 @@ enum Workload {
     Fillseq,
     /// Random-order puts through the write path.
     Fillrandom,
-    /// As fillrandom, each put synced to the WAL (default N 20,000 in bench/run).
+    /// As fillrandom, each put synced to the WAL (default N 5,000 in bench/run).
     #[value(name = "fillrandom-sync")]
     FillrandomSync,
     /// Random overwrites of existing keys.

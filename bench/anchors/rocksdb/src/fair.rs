@@ -19,8 +19,8 @@ mod ffi {
     }
 }
 
-/// Scans every entry of one SST with `rocksdb::SstFileReader` (checksums verified, no block
-/// cache fill, 2 MiB readahead); adds its entries and user key + value bytes to the totals.
+/// Scans every entry of one SST with `rocksdb::SstFileReader::NewTableIterator` (the raw table
+/// iterator); adds its entries and user key + value bytes to the totals.
 pub fn scan_sst(path: &Path, entries: &mut u64, bytes: &mut u64) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
@@ -56,7 +56,7 @@ pub fn warm_dir(dir: &Path) -> std::io::Result<u64> {
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for e in std::fs::read_dir(dir)? {
-        let e = e?;
+        let Ok(e) = e else { continue }; // deleted by a background job meanwhile
         let t = e.file_type()?;
         if t.is_dir() {
             collect_files(&e.path(), out)?;
@@ -72,7 +72,12 @@ pub fn warm_files(files: &[PathBuf]) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     for f in files {
-        let mut file = std::fs::File::open(f)?;
+        let mut file = match std::fs::File::open(f) {
+            Ok(file) => file,
+            // Deleted by a background job meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         loop {
             let n = file.read(&mut buf)?;
             if n == 0 {
@@ -109,6 +114,43 @@ pub fn radix_sort(items: &mut Vec<(u64, u32)>) {
         }
         std::mem::swap(items, &mut tmp);
     }
+}
+
+/// The settings the DB at `db_dir` really runs with, from its newest OPTIONS file (RocksDB
+/// persists them there): block size, memtable bytes, compression, checksum, format version.
+/// Bloom bits and the block cache's capacity are not in that file; they stay as configured.
+pub fn options_file_settings(db_dir: &Path) -> serde_json::Value {
+    let newest = std::fs::read_dir(db_dir).ok().and_then(|rd| {
+        rd.filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("OPTIONS-"))
+            })
+            .max()
+    });
+    let Some(text) = newest.and_then(|p| std::fs::read_to_string(p).ok()) else {
+        return serde_json::json!({"settings_source": "constants (no OPTIONS file)"});
+    };
+    let get = |name: &str| {
+        text.lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let num = |name: &str| get(name).and_then(|v| v.parse::<u64>().ok());
+    let compression = match get("compression").as_deref() {
+        Some("kNoCompression") => "none".to_string(),
+        Some(other) => other.to_string(),
+        None => "unknown".to_string(),
+    };
+    serde_json::json!({
+        "block_size": num("block_size"), "memtable_bytes": num("write_buffer_size"),
+        "compression": compression, "checksum": get("checksum"),
+        "format_version": num("format_version"),
+        "settings_source": "the DB's OPTIONS file (bloom bits and cache capacity: as configured)",
+    })
 }
 
 /// Files per level L0..L6 from `rocksdb.num-files-at-level<N>`.

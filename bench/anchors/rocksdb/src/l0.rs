@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rocksdb::statistics::Ticker;
+use rocksdb::statistics::Histogram;
 use rocksdb::{IngestExternalFileOptions, SstFileWriter, WriteBatch};
 use serde_json::json;
 
@@ -27,21 +27,11 @@ fn pair(p: u64) -> ([u8; gen::KEY_LEN], [u8; gen::VALUE_LEN]) {
     (k, v)
 }
 
-/// Write stalls so far: (delays + stops from `rocksdb.cf-write-stall-stats`, stall µs ticker).
-fn stall_counts(eng: &Engine) -> (u64, u64) {
-    let stats = eng
-        .db
-        .property_value("rocksdb.cf-write-stall-stats")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let count = stats
-        .split([',', '\n'])
-        .filter_map(|kv| kv.split_once(':'))
-        .filter(|(k, _)| matches!(k.trim(), "total-delays" | "total-stops"))
-        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
-        .sum();
-    (count, eng.opts.get_ticker_count(Ticker::StallMicros))
+/// Write stalls so far, from the `rocksdb.db.write.stall` histogram (one entry per delayed or
+/// stopped write, with its duration): (writes stalled, total µs, longest µs).
+fn stall_counts(eng: &Engine) -> (u64, u64, u64) {
+    let h = eng.opts.get_histogram_data(Histogram::WriteStall);
+    (h.count(), h.sum(), h.max() as u64)
 }
 
 fn bg_total(b: BgBytes) -> u64 {
@@ -51,15 +41,20 @@ fn bg_total(b: BgBytes) -> u64 {
 fn finish(
     mut line: serde_json::Value,
     eng: &Engine,
-    before: (BgBytes, (u64, u64)),
+    before: (BgBytes, (u64, u64, u64)),
     user: u64,
 ) -> serde_json::Value {
     let after = stall_counts(eng);
+    line["params"] = with(
+        line["params"].take(),
+        crate::fair::options_file_settings(&eng.path),
+    );
     line["write_amp"] =
         json!((bg_total(eng.bg_bytes()) - bg_total(before.0)) as f64 / user.max(1) as f64);
     line["user_bytes"] = json!(user);
     line["stalls"] = json!(after.0 - before.1 .0);
     line["stall_micros"] = json!(after.1 - before.1 .1);
+    line["stall_max_micros"] = json!(after.2);
     line["bytes_on_disk"] = json!(tree_bytes(&eng.path));
     line["peak_rss_kib"] = json!(peak_rss_kib());
     line
@@ -195,6 +190,9 @@ fn ingest_random(n: u64, dir: &Path) -> Result<serde_json::Value, Box<dyn std::e
     let t = Instant::now();
     let files = build_files(n, &staging)?;
     let build_secs = t.elapsed().as_secs_f64();
+    // The same cache state in every engine: each staged file read once, untimed
+    // (SstFileWriter drops what it wrote from the page cache).
+    crate::fair::warm_files(&files)?;
     let eng = Engine::open(&dir.join("db"))?;
     let before = (eng.bg_bytes(), stall_counts(&eng));
     let mut io = IngestExternalFileOptions::default();

@@ -340,6 +340,8 @@ fn table_params() -> serde_json::Value {
            "filter": "full", "block_size": 4096, "format_version": 5,
            "cache_bytes": CACHE_BYTES, "memtable_bytes": MEMTABLE_BYTES,
            "file_write_buffer": "1 MiB (writable_file_max_buffer_size default)",
+           "index": "one index block per table, kept out of the block cache (cache_index_and_filter_blocks false); filter likewise",
+           "l0_stop_writes": 36,
            "rocksdb": "11.8.1 (librocksdb-sys 0.19.0, rocksdb crate 0.25.0)"})
 }
 
@@ -495,7 +497,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     let (mut entries, mut bytes) = (0u64, 0u64);
                     let mut seconds = json!({"generate": gen_secs, "write": write_secs});
                     let scan_secs = if args.workload == Workload::SstScan {
-                        params["reader"] = json!("rocksdb::SstFileReader per file (C++ shim; verify_checksums, fill_cache off, 2 MiB readahead)");
+                        params["reader"] = json!("rocksdb::SstFileReader::NewTableIterator per file (C++ shim: raw table iterator)");
                         let t = Instant::now();
                         fair::warm_files(&files)?;
                         seconds["warm"] = json!(t.elapsed().as_secs_f64());
@@ -505,7 +507,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         }
                         t.elapsed().as_secs_f64()
                     } else {
-                        params["reader"] = json!("ingest (move_files, untimed) into a fresh DB, then one DB iterator (fill_cache off, 2 MiB readahead)");
+                        params["reader"] = json!("ingest (move_files, untimed) into a fresh DB, then one DB iterator (default ReadOptions)");
                         let t = Instant::now();
                         let db = open_db(&dir.join("db"))?;
                         ingest(&db, &files)?;
@@ -514,10 +516,8 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         fair::warm_dir(&dir.join("db"))?;
                         seconds["warm"] = json!(t.elapsed().as_secs_f64());
                         let t = Instant::now();
-                        let mut ro = ReadOptions::default();
-                        ro.fill_cache(false);
-                        ro.set_readahead_size(2 << 20);
-                        let mut it = db.raw_iterator_opt(ro);
+                        // Default ReadOptions, as Sluice's and Pebble's default iterators.
+                        let mut it = db.raw_iterator_opt(ReadOptions::default());
                         it.seek_to_first();
                         while let Some((k, v)) = it.item() {
                             entries += 1;
@@ -572,6 +572,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 let write_secs = t.elapsed().as_secs_f64() - sort_secs;
                 let t_open = Instant::now();
                 let db = open_db(&db_path)?;
+                params = with(params, fair::options_file_settings(&db_path));
                 let open_secs = t_open.elapsed().as_secs_f64();
                 let t_ing = Instant::now();
                 ingest(&db, &files)?;
@@ -620,7 +621,8 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                        "mb_per_s": input_mb / load_secs,
                        "ops_per_s": if reads_secs > 0.0 { args.reads as f64 / reads_secs } else { 0.0 },
                        "latency_us": {"p50": percentile_us(&lat, 0.50), "p99": percentile_us(&lat, 0.99),
-                                      "p999": percentile_us(&lat, 0.999)},
+                                      "p999": percentile_us(&lat, 0.999), "p9999": percentile_us(&lat, 0.9999),
+                                      "max": lat.last().map_or(0.0, |&x| x as f64 / 1e3)},
                        "scan_sha256": sha, "read_amp": read_amp,
                        "files": files.len(), "bytes_on_disk": tree_bytes(&db_path), "peak_rss_kib": peak_rss_kib()})
             }
@@ -655,7 +657,9 @@ mod engine {
         o.set_max_subcompactions(2);
         o.set_target_file_size_base(64 << 20);
         o.enable_statistics();
-        o.set_statistics_level(StatsLevel::ExceptHistogramOrTimers);
+        // Tickers for the flush/compaction bytes and the WRITE_STALL histogram (one entry per
+        // stalled write with its duration); no timers.
+        o.set_statistics_level(StatsLevel::ExceptTimers);
         o
     }
 
@@ -970,6 +974,9 @@ mod engine {
             w.finish()?;
             files.push(p);
         }
+        // The same cache state in every engine: each staged file read once, untimed
+        // (SstFileWriter drops what it wrote from the page cache).
+        fair::warm_files(&files)?;
         let eng = Engine::open(&dir.join("db"))?;
         let db = &eng.db;
         // --- phase A: writers alone.
@@ -977,7 +984,9 @@ mod engine {
         // --- phase B: writers + one ingest per second.
         let (mut during, ingest_ms) = std::thread::scope(|s| -> Result<_, String> {
             let ingester = s.spawn(|| -> Result<Vec<f64>, String> {
-                let io = IngestExternalFileOptions::default();
+                // Moved (hard-linked), not copied, as Sluice and Pebble link their files.
+                let mut io = IngestExternalFileOptions::default();
+                io.set_move_files(true);
                 let mut took = Vec::with_capacity(files.len());
                 let start = Instant::now();
                 for (j, f) in files.iter().enumerate() {
@@ -1005,9 +1014,9 @@ mod engine {
             b["p9999"].as_f64().unwrap_or(0.0) / a["p9999"].as_f64().unwrap_or(1.0).max(1e-9);
         let line = json!({
             "workload": "ingest-under-load", "engine": "rocksdb", "round": round,
-            "params": with(table_params(), json!({"rate": rate, "seconds": secs, "writers": IUL_WRITERS,
+            "params": with(with(table_params(), fair::options_file_settings(&eng.path)), json!({"rate": rate, "seconds": secs, "writers": IUL_WRITERS,
                        "rows_per_file": IUL_ROWS_PER_FILE, "n": n,
-                       "ingest": "ingest_external_file_opts, default IngestExternalFileOptions (copy, allow_blocking_flush, no checksum verification), one file per call",
+                       "ingest": "ingest_external_file_opts, move_files (hard link), allow_blocking_flush, no checksum verification (defaults), one file per call",
                        "sst_writer": "SstFileWriter with the DB's table options",
                        "wal": true, "sync": false, "max_background_jobs": 2, "max_subcompactions": 2,
                        "latency": "ns from each op's scheduled start to the end of its put; percentiles as sluice-bench (sorted[min(floor(len*q), len-1)])",
@@ -1045,7 +1054,7 @@ mod engine {
                 "compaction_threads": "1 flush + 1 compaction (max_background_jobs 2), each compaction split into <= 2 subcompactions",
                 "wal": true, "sync": false,
                 "wal_writes": "one write(2) per batch (no user-space WAL buffer)",
-                "write_amp_source": "statistics tickers rocksdb.flush.write.bytes + rocksdb.compact.write.bytes (StatsLevel::ExceptHistogramOrTimers)",
+                "write_amp_source": "statistics tickers rocksdb.flush.write.bytes + rocksdb.compact.write.bytes (StatsLevel::ExceptTimers)",
                 "read_amp_source": "max of (L0 files + non-empty levels >= 1) from rocksdb.num-files-at-level<N>, polled every 20 ms during the timed phase; RocksDB has no L0 sublevels, so each L0 file counts as one"}),
             );
             if w == Workload::FillRandomSync {
@@ -1262,7 +1271,7 @@ mod engine {
                 }
                 _ => unreachable!("not an engine workload"),
             }
-            line["params"] = params;
+            line["params"] = with(params, fair::options_file_settings(&eng.path));
             line["seconds"] = serde_json::Value::Object(seconds);
             line["files"] = json!(eng.sst_files());
             line["bytes_on_disk"] = json!(tree_bytes(&eng.path));

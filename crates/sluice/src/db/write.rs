@@ -189,6 +189,8 @@ impl Inner {
                 && s.imm.len() + 1 >= self.opts.max_write_buffer_number;
             if stop || memtables_full {
                 stopped.get_or_insert_with(Instant::now);
+                // A write that had to stop is not slowed as well afterwards (one stall each).
+                delayed = true;
                 self.bg_cv.notify_all();
                 self.done_cv.wait_for(&mut s, Duration::from_millis(100));
                 continue;
