@@ -31,8 +31,9 @@ const (
 	// indexBlockBytes: CockroachDB's index block size. With 4 KiB Pebble would write a two-level
 	// index into every 64 MiB table, where Sluice and RocksDB read one index block.
 	indexBlockBytes = 256 << 10
-	// fileWriteBuffer is Sluice's SST writer buffer; Pebble's default writable buffers 4 KiB.
-	fileWriteBuffer = 64 << 10
+	// fileWriteBuffer is Sluice's (and RocksDB's) file write buffer; Pebble's default writable
+	// buffers 4 KiB.
+	fileWriteBuffer = 1 << 20
 )
 
 // tableParams are the settings every anchor prints and bench/test_params.py compares with
@@ -55,7 +56,7 @@ func tableParams(o *pebble.Options) map[string]any {
 		"flush_split_bytes":       o.FlushSplitBytes,
 		"l0_stop_writes":          o.L0StopWritesThreshold,
 		"l0_compaction_threshold": o.L0CompactionThreshold,
-		"file_write_buffer":       "64 KiB (bufio around the vfs file; Pebble's default is 4 KiB)",
+		"file_write_buffer":       "1 MiB (bufio around the vfs file; Pebble's default is 4 KiB)",
 		"checksum":                "CRC32c (Pebble's default)",
 		"pebble":                  pebbleVersion()}
 }

@@ -26,7 +26,7 @@ pub fn table_params() -> Value {
         "block_size": o.block_size,
         "cache_bytes": o.block_cache_bytes,
         "memtable_bytes": o.write_buffer_size,
-        "file_write_buffer": "64 KiB (RealFs writable buffer), fdatasync every 8 MiB in the background",
+        "file_write_buffer": "1 MiB (RealFs writable buffer), fdatasync every 8 MiB in the background",
         "checksum": "CRC32c (Sluice's default)",
         "index": "one index block per table, read at open (not in the block cache); filter likewise",
         "flush_split_bytes": o.flush_split_bytes,

@@ -33,7 +33,7 @@ fn current(fs: &MemFs, dir: &Path) -> String {
 }
 
 #[test]
-fn reopening_appends_to_the_manifest_and_keeps_its_history() {
+fn reopening_carries_the_manifest_history_forward() {
     let fs = MemFs::new();
     let dir = Path::new("/db");
     for i in 0..5u32 {
@@ -41,7 +41,8 @@ fn reopening_appends_to_the_manifest_and_keeps_its_history() {
         db.put(format!("k{i}").as_bytes(), b"v").unwrap();
         db.close().unwrap();
     }
-    // One MANIFEST all along; CURRENT never moved.
+    // One MANIFEST at a time (each open writes a new one carrying the history; the old one
+    // is deleted).
     assert_eq!(manifests(&fs, dir), vec![current(&fs, dir)]);
     let db = Db::open(dir, options(&fs)).unwrap();
     for i in 0..5u32 {
@@ -90,7 +91,7 @@ fn a_size_limit_of_zero_starts_a_new_manifest_every_open() {
 }
 
 #[test]
-fn a_torn_tail_is_never_appended_to() {
+fn a_torn_tail_is_never_carried_forward() {
     let fs = MemFs::new();
     let dir = Path::new("/db");
     let db = Db::open(dir, options(&fs)).unwrap();
@@ -116,7 +117,7 @@ fn a_torn_tail_is_never_appended_to() {
 }
 
 #[test]
-fn a_crash_during_the_append_loses_nothing_acknowledged() {
+fn a_crash_while_carrying_the_history_loses_nothing_acknowledged() {
     for limit in [0u64, 10, 40, 100, 400] {
         let fs = MemFs::new();
         let dir = Path::new("/db");

@@ -18,7 +18,8 @@ pub struct CheckpointInfo {
     pub tables: usize,
     /// Their total size in bytes.
     pub bytes: u64,
-    /// The checkpoint holds exactly the writes up to this sequence number.
+    /// The checkpoint holds exactly the writes up to this sequence number: every write
+    /// acknowledged before `checkpoint` was called, and none above this number.
     pub last_sequence: u64,
 }
 
@@ -73,8 +74,11 @@ impl Inner {
             if s.mem.is_empty() && s.imm.is_empty() {
                 let version = Arc::clone(&s.version);
                 let next = s.next_file_number;
-                // Every seqno in the version is at or below the highest one allocated.
-                let last_sequence = self.last_sequence.load(Ordering::Acquire);
+                // The read horizon, loaded in the same `state` critical section as the version
+                // (invariant 1): every seqno at or below it is in the memtables (empty) or
+                // the version. Not `last_sequence`: a write group can hold seqnos above the
+                // horizon that are not in a memtable yet.
+                let last_sequence = self.visible_seq.load(Ordering::Acquire);
                 drop(s);
                 pinned = Some((self.pin(version), next, last_sequence));
                 break;
@@ -92,22 +96,31 @@ impl Inner {
         let info = match r {
             Ok(info) => info,
             Err(e) => {
-                if let Ok(names) = self.fs.list(&tmp) {
-                    for n in names {
-                        let _ = self.fs.remove(&tmp.join(n));
-                    }
-                }
-                let _ = std::fs::remove_dir(&tmp);
+                self.remove_tmp(&tmp);
                 return Err(e);
             }
         };
-        self.fs.rename(&tmp, out).map_err(|e| Error::io(out, e))?;
+        if let Err(e) = self.fs.rename(&tmp, out) {
+            self.remove_tmp(&tmp);
+            return Err(Error::io(out, e));
+        }
         let parent = match out.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
         self.fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
         Ok(info)
+    }
+
+    /// Removes a checkpoint's temporary directory (its files are links or copies: the Db's
+    /// tables are not touched).
+    fn remove_tmp(&self, tmp: &Path) {
+        if let Ok(names) = self.fs.list(tmp) {
+            for n in names {
+                let _ = self.fs.remove(&tmp.join(n));
+            }
+        }
+        let _ = self.fs.remove_dir(tmp);
     }
 
     /// Links the version's tables into `tmp` and writes a MANIFEST, CURRENT and OPTIONS

@@ -317,10 +317,10 @@ impl Db {
         Ok(out)
     }
 
-    /// Step 5: a new WAL, and the recovered tables recorded with it in the MANIFEST: appended
-    /// to the current one while it ends cleanly and is below `max_manifest_file_size` (its
-    /// history kept, as RocksDB does), else in a new MANIFEST starting with a snapshot of the
-    /// version, which `CURRENT` then names. The OPTIONS file beside it is (re)written.
+    /// Step 5: a new WAL, and the recovered tables recorded with it in a new MANIFEST, which
+    /// `CURRENT` then names: the old one's history carried forward while it ends cleanly and is
+    /// below `max_manifest_file_size` (`carry_manifest`), else a snapshot of the version. The
+    /// OPTIONS file beside it is written.
     fn start_logs(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -340,7 +340,7 @@ impl Db {
             };
             rec.version = rec.version.apply(&edit).map_err(Error::InvalidArgument)?;
         }
-        let manifest = match Self::append_manifest(fs, dir, opts, rec, wal_number, added)? {
+        let manifest = match Self::carry_manifest(fs, dir, opts, rec, wal_number, added)? {
             Some(m) => m,
             None => Self::new_manifest(fs, dir, opts, rec, wal_number)?,
         };
@@ -349,28 +349,38 @@ impl Db {
         Ok((wal, manifest, wal_number))
     }
 
-    /// Appends this open's edit to the current MANIFEST, if it ends cleanly, is below the size
-    /// limit and the file system can append; `None` otherwise (nothing written then).
-    fn append_manifest(
+    /// Starts a new MANIFEST carrying the current one's history — its records up to the clean
+    /// end, copied byte for byte — followed by this open's edit, and points `CURRENT` at it; if
+    /// the current one ends cleanly and is below `max_manifest_file_size`. `None` otherwise
+    /// (nothing written then). The history is rewritten, never appended to in place: after a
+    /// failed fsync the previous process's last edits may sit in the page cache only (Linux
+    /// can mark such pages clean), so appending behind them could leave a valid record after a
+    /// hole on power loss — corruption, where a new file written and synced whole makes them
+    /// durable, as the old snapshot-per-open did.
+    fn carry_manifest(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
-        rec: &Recovery,
+        rec: &mut Recovery,
         wal_number: u64,
         added: Vec<(usize, FileMeta)>,
     ) -> Result<Option<ManifestState>> {
         let Some(len) = rec.manifest_clean_len else {
-            return Ok(None); // new Db, or a torn tail: never write after damage
+            return Ok(None); // new Db, or a torn tail: never carry damage forward
         };
         if rec.manifest_number == 0 || len >= opts.max_manifest_file_size {
             return Ok(None);
         }
-        let mpath = dir.join(manifest_name(rec.manifest_number));
-        let file = match fs.append(&mpath) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return Ok(None),
-            Err(e) => return Err(Error::io(&mpath, e)),
+        let old = dir.join(manifest_name(rec.manifest_number));
+        let data = fs.read_all(&old).map_err(|e| Error::io(&old, e))?;
+        let Some(history) = data.get(..len as usize) else {
+            return Ok(None); // shorter than when recovery read it: start afresh
         };
+        let manifest_number = rec.next_file_number;
+        rec.next_file_number += 1;
+        let mpath = dir.join(manifest_name(manifest_number));
+        let mut file = fs.create(&mpath).map_err(|e| Error::io(&mpath, e))?;
+        std::io::Write::write_all(&mut file, history).map_err(|e| Error::io(&mpath, e))?;
         let mut writer = LogWriter::appending(file, len);
         let edit = VersionEdit {
             log_number: Some(wal_number),
@@ -379,16 +389,15 @@ impl Db {
             added,
             ..Default::default()
         };
-        // A failed write leaves at most a torn tail, which the next open drops (and then
-        // starts a new MANIFEST).
         writer
             .add_record(&edit.encode())
             .map_err(|e| Error::io(&mpath, e))?;
         writer.sync().map_err(|e| Error::io(&mpath, e))?;
-        write_options_file(fs, dir, opts, rec.manifest_number)?;
+        set_current(fs, dir, manifest_number)?;
+        write_options_file(fs, dir, opts, manifest_number)?;
         Ok(Some(ManifestState {
             writer,
-            number: rec.manifest_number,
+            number: manifest_number,
         }))
     }
 
@@ -559,7 +568,8 @@ pub(super) struct Recovery {
     pub(super) flushed_seqno: u64,
     /// The MANIFEST `CURRENT` names (0 for a new Db).
     pub(super) manifest_number: u64,
-    /// The MANIFEST's length if every byte of it is a valid record (it may be appended to).
+    /// The MANIFEST's length if every byte of it is a valid record (its history may then be
+    /// carried into the next MANIFEST).
     pub(super) manifest_clean_len: Option<u64>,
 }
 

@@ -63,10 +63,11 @@ pub struct Options {
     pub bloom_bits_per_level: [Option<f64>; NUM_LEVELS],
     /// Verify block checksums on every read. Default `true`.
     pub verify_checksums: bool,
-    /// An open for writing appends to the current MANIFEST (keeping its history of edits)
-    /// while it is below this size and ends cleanly; otherwise it starts a new MANIFEST
-    /// holding a snapshot of the version (RocksDB's `max_manifest_file_size`). 0: always a
-    /// new one. Default 64 MiB.
+    /// An open for writing starts a new MANIFEST that carries the current one's history of
+    /// edits forward (rewritten and synced whole, never appended to in place) while that is
+    /// below this size and ends cleanly; otherwise the new MANIFEST starts from a snapshot of
+    /// the version (the limit plays the part of RocksDB's `max_manifest_file_size`). 0: always
+    /// a snapshot. Default 64 MiB.
     pub max_manifest_file_size: u64,
     /// The file system. Default the real one.
     pub fs: Arc<dyn FileSystem>,

@@ -331,13 +331,6 @@ impl FileSystem for MemFs {
             path: path.to_path_buf(),
         }))
     }
-    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(MemWritable {
-            fs: self.clone(),
-            inode: self.inode(path)?,
-            path: path.to_path_buf(),
-        }))
-    }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(MemReader(self.inode(path)?)))
     }
@@ -346,6 +339,29 @@ impl FileSystem for MemFs {
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.shared.state.lock();
+        if s.dirs.remove(from) {
+            // A directory: its entries move with it (durable ones stay durable, as a directory
+            // rename carries its synced entries along).
+            s.dirs.insert(to.to_path_buf());
+            let under = |p: &PathBuf| p.starts_with(from);
+            let renamed = |p: &Path| to.join(p.strip_prefix(from).expect("filtered on the prefix"));
+            let live: Vec<PathBuf> = s.names.keys().filter(|p| under(p)).cloned().collect();
+            for k in live {
+                let ino = s.names.remove(&k).expect("listed above");
+                s.names.insert(renamed(&k), ino);
+            }
+            let durable: Vec<PathBuf> = s
+                .durable_names
+                .keys()
+                .filter(|p| under(p))
+                .cloned()
+                .collect();
+            for k in durable {
+                let ino = s.durable_names.remove(&k).expect("listed above");
+                s.durable_names.insert(renamed(&k), ino);
+            }
+            return Ok(());
+        }
         let ino = s.names.remove(from).ok_or_else(|| not_found(from))?;
         s.names.insert(to.to_path_buf(), ino);
         Ok(())
@@ -370,6 +386,17 @@ impl FileSystem for MemFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.shared.state.lock().dirs.insert(dir.to_path_buf());
         Ok(())
+    }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.shared.state.lock();
+        if s.names.keys().any(|p| p.parent() == Some(dir)) {
+            return Err(io::Error::other(format!("{} is not empty", dir.display())));
+        }
+        if s.dirs.remove(dir) {
+            Ok(())
+        } else {
+            Err(not_found(dir))
+        }
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.wait_sync_gate(dir);

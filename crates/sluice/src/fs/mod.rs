@@ -52,6 +52,8 @@ pub trait FileSystem: Send + Sync + 'static {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Creates `dir` and its parents.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
     /// Makes the directory's entries durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Makes an existing file's contents durable (e.g. a file hard-linked in, whose writer may
@@ -65,14 +67,6 @@ pub trait FileSystem: Send + Sync + 'static {
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Takes an exclusive lock on `path` (the database's LOCK file).
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
-    /// Opens an existing file to write at its end (the MANIFEST kept across opens).
-    /// `Unsupported` by default: the caller then writes a new file instead.
-    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("cannot append to {}", path.display()),
-        ))
-    }
 }
 
 /// Start background writeback after this many new bytes (RocksDB's `bytes_per_sync` idea):
@@ -180,8 +174,14 @@ impl Write for RealWritable {
     }
     fn flush(&mut self) -> io::Result<()> {
         if !self.buf.is_empty() {
-            self.file.write_all(&self.buf)?;
+            // The buffer is dropped even when the write fails: a short write (ENOSPC) may have
+            // put part of it in the file already, and writing it again (on drop or on the next
+            // flush) would put a copy after that part — a valid record behind damage, which
+            // recovery must call corruption. After a failed write the file ends in at most a
+            // torn tail; the caller treats the error as fatal (the Db refuses writes).
+            let r = self.file.write_all(&self.buf);
             self.buf.clear();
+            r?;
         }
         Ok(())
     }
@@ -233,12 +233,6 @@ impl FileSystem for RealFs {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(std::fs::File::open(path)?))
     }
-    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        Ok(Box::new(RealWritable {
-            file: SyncingFile::new(std::fs::OpenOptions::new().append(true).open(path)?),
-            buf: Vec::with_capacity(64 << 10),
-        }))
-    }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
     }
@@ -254,6 +248,9 @@ impl FileSystem for RealFs {
             v.push(e?.file_name().to_string_lossy().into_owned());
         }
         Ok(v)
+    }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir(dir)
     }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)

@@ -57,8 +57,10 @@ impl LogWriter {
         }
     }
 
-    /// A writer continuing a log file that already holds `size` bytes of complete records
-    /// (every one of them synced).
+    /// A writer continuing a log file that already holds `size` bytes of complete records (the
+    /// history `carry_manifest` copies into a new MANIFEST): the next record starts at the
+    /// right place in its 32 KiB block, and the next `sync` — a file-wide fdatasync — makes
+    /// those bytes durable with it.
     pub fn appending(file: Box<dyn WritableFile>, size: u64) -> Self {
         LogWriter {
             file,
