@@ -66,7 +66,11 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
     let mut size = max_size.max(o.max_bytes_for_level_base);
     let mut base = last;
     targets[last] = size;
-    while base > 1 && size / mult >= o.max_bytes_for_level_base {
+    // Up a level while this one's target is above `max_bytes_for_level_base`, so the base
+    // level's target ends in (base / multiplier, base] (RocksDB's rule). Staying at the last
+    // level until it held multiplier × base bytes made every L0 compaction of a random-key
+    // load rewrite the whole bottom level: 6.7× write amplification at 10M pairs.
+    while base > 1 && size > o.max_bytes_for_level_base {
         size /= mult;
         base -= 1;
         targets[base] = size;
@@ -310,6 +314,24 @@ mod tests {
         assert_eq!(base, 3);
         assert_eq!(targets[6], 1_000_000);
         assert_eq!(targets[3], 1_000);
+    }
+
+    #[test]
+    fn base_level_moves_up_once_the_last_level_outgrows_the_base_size() {
+        // The last level at 4.5× max_bytes_for_level_base (below multiplier × base): L0 must not
+        // compact straight into it (each such compaction would rewrite all of it), but into the
+        // level above, whose target lies in (base / multiplier, base].
+        let base_bytes = opts().max_bytes_for_level_base;
+        let v = version(vec![(6, f(1, "a", "z", base_bytes * 9 / 2))]);
+        let (targets, base) = level_targets(&v, &opts());
+        assert_eq!(base, 5);
+        assert!(
+            targets[5] <= base_bytes && targets[5] > base_bytes / 10,
+            "{targets:?}"
+        );
+        // At exactly the base size it stays the base level.
+        let v = version(vec![(6, f(1, "a", "z", base_bytes))]);
+        assert_eq!(level_targets(&v, &opts()).1, 6);
     }
 
     #[test]
