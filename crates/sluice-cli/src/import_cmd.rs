@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
-    open_db, open_db_read_only, Format, Import, ImportOptions, OnDuplicate, OutputFormat,
-    ProgressMode, TableReader,
+    open_db, open_db_read_only, types::Value, Format, Import, ImportOptions, OnDuplicate,
+    OutputFormat, ProgressMode, TableReader,
 };
 
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -289,6 +289,12 @@ pub struct TableScanArgs {
     /// Output format of rows.
     #[arg(long, value_enum, requires = "table")]
     pub format: Option<OutArg>,
+    /// Print only `{"rows": N}` (with --sum: `{"rows": N, "sum": S}`) instead of the rows.
+    #[arg(long, requires = "table")]
+    pub count: bool,
+    /// With --count: also the sum of this numeric column (NULLs skipped).
+    #[arg(long, requires = "count")]
+    pub sum: Option<String>,
 }
 
 /// `sluice scan --table T`.
@@ -307,6 +313,44 @@ pub fn scan(
     };
     let start = start.as_deref().map(sluice_import::query::split_values);
     let end = end.as_deref().map(sluice_import::query::split_values);
+    if t.count {
+        let col = match &t.sum {
+            Some(name) => Some(
+                reader
+                    .table
+                    .column(name)
+                    .ok_or_else(|| format!("table {} has no column {name}", reader.table.name))?,
+            ),
+            None => None,
+        };
+        let mut sum: i128 = 0;
+        let mut fsum = 0f64;
+        let mut float = false;
+        let rows = reader.scan(
+            t.index.as_deref(),
+            start.as_deref(),
+            end.as_deref(),
+            limit,
+            |row| {
+                match col.map(|c| &row[c]) {
+                    Some(Value::Int(v)) => sum += i128::from(*v),
+                    Some(Value::Double(v)) => {
+                        float = true;
+                        fsum += v;
+                    }
+                    Some(Value::Decimal(v)) => sum += v,
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
+        match &t.sum {
+            None => println!("{{\"rows\": {rows}}}"),
+            Some(_) if float => println!("{{\"rows\": {rows}, \"sum\": {}}}", fsum + sum as f64),
+            Some(_) => println!("{{\"rows\": {rows}, \"sum\": {sum}}}"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut out = BufWriter::new(std::io::stdout().lock());
     if fmt == OutputFormat::Csv {
         writeln!(out, "{}", reader.csv_header())?;
