@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
-    open_db, open_db_read_only, types::Value, Format, Import, ImportOptions, OnDuplicate,
+    open_db, open_db_read_only, types::Value, Format, Import, ImportOptions, Layout, OnDuplicate,
     OutputFormat, ProgressMode, TableReader,
 };
 
@@ -33,6 +33,15 @@ pub enum OnDuplicateArg {
     First,
     /// Keep the last row; the input replaces an existing row.
     Last,
+}
+
+/// `--layout`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LayoutArg {
+    /// One KV per row.
+    Row,
+    /// One KV per cell: key = table, column, primary key.
+    Columnar,
 }
 
 /// Output formats of table scans.
@@ -87,6 +96,10 @@ pub struct ImportArgs {
     /// File for rejected rows: `# file:line: reason` then the record.
     #[arg(long)]
     rejects: Option<PathBuf>,
+    /// Storage layout of a new table (default: the schema's `WITH (layout = ...)`, else row):
+    /// `row` (one KV per row) or `columnar` (one KV per cell).
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
     /// Rows whose primary key is taken by an earlier row or an existing one.
     #[arg(long, value_enum, default_value = "error")]
     on_duplicate: OnDuplicateArg,
@@ -176,6 +189,10 @@ pub fn import(a: ImportArgs) -> CmdResult {
             OnDuplicateArg::First => OnDuplicate::First,
             OnDuplicateArg::Last => OnDuplicate::Last,
         },
+        layout: a.layout.map(|l| match l {
+            LayoutArg::Row => Layout::Row,
+            LayoutArg::Columnar => Layout::Columnar,
+        }),
         progress: if a.quiet || a.json {
             ProgressMode::Off
         } else {

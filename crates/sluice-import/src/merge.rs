@@ -14,7 +14,11 @@ use sluice::{
     TableOptions, TableReadOptions,
 };
 
+use crate::keycode::encode_prefix;
 use crate::parse::{key_head, BufferPool, Entries};
+use crate::row::for_each_cell;
+use crate::schema::{TableDef, COLUMN_INDEX_BASE};
+use crate::types::ColumnType;
 
 /// Source position of a deletion (after every put of the same key).
 pub const DELETION_SRC: u64 = u64::MAX;
@@ -286,6 +290,18 @@ pub struct FinalWriter {
     /// Entries per file at most: the filter builder holds 8 bytes per key until the file is
     /// finished, so this bounds the writer's memory.
     pub max_entries: u64,
+    /// Columnar primary index: rows are split into cells (see [`FinalWriter::split_columns`]).
+    split: Option<Box<ColumnSplit>>,
+}
+
+/// The cell writers of a columnar table: one [`FinalWriter`] per non-key column, each with
+/// its key prefix built once.
+struct ColumnSplit {
+    version: u8,
+    types: Vec<ColumnType>,
+    /// Per column: (key buffer holding the column's 8-byte prefix, writer); `None` for primary
+    /// key columns (they are in the key).
+    cols: Vec<Option<(Vec<u8>, FinalWriter)>>,
 }
 
 impl FinalWriter {
@@ -306,7 +322,37 @@ impl FinalWriter {
             files: Vec::new(),
             counter,
             max_entries: u64::MAX,
+            split: None,
         }
+    }
+
+    /// From now on each `put(primary key, row)` writes the columnar layout: `primary key →
+    /// version byte` here and each non-NULL, non-key cell to its column's files (same target
+    /// size, options and entry limit), all in the key order of the rows.
+    pub fn split_columns(&mut self, t: &TableDef) {
+        let cols = (0..t.columns.len())
+            .map(|c| {
+                if t.primary_key.contains(&c) {
+                    return None;
+                }
+                let mut key = Vec::with_capacity(64);
+                encode_prefix(&mut key, t.id, COLUMN_INDEX_BASE + c as u32);
+                let mut w = FinalWriter::new(
+                    &self.dir,
+                    format!("{}-c{c}", self.name),
+                    self.target,
+                    self.opts.clone(),
+                    Arc::clone(&self.counter),
+                );
+                w.max_entries = self.max_entries;
+                Some((key, w))
+            })
+            .collect();
+        self.split = Some(Box::new(ColumnSplit {
+            version: t.version,
+            types: t.columns.iter().map(|c| c.ty).collect(),
+            cols,
+        }));
     }
 
     fn writer(&mut self) -> sluice::Result<&mut SstWriter> {
@@ -322,6 +368,30 @@ impl FinalWriter {
 
     /// Adds `key → value` (keys strictly increasing).
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> sluice::Result<()> {
+        if let Some(split) = self.split.as_mut() {
+            let suffix = key.get(8..).unwrap_or(&[]);
+            let cols = &mut split.cols;
+            let r = for_each_cell(value, &split.types, |c, cell| {
+                let Some(Some((k, w))) = cols.get_mut(c) else {
+                    return Ok(());
+                };
+                k.truncate(8);
+                k.extend_from_slice(suffix);
+                w.put(k, cell)
+            });
+            match r {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(sluice::Error::InvalidArgument(format!(
+                        "row {} does not decode",
+                        key.escape_ascii()
+                    )))
+                }
+            }
+            let v = [split.version];
+            self.writer()?.put(key, &v)?;
+            return self.maybe_cut();
+        }
         self.writer()?.put(key, value)?;
         self.maybe_cut()
     }
@@ -351,9 +421,15 @@ impl FinalWriter {
         Ok(())
     }
 
-    /// Finishes and returns every file.
+    /// Finishes and returns every file (a columnar writer's cell files after its own).
     pub fn finish(mut self) -> sluice::Result<Vec<SstFileInfo>> {
         self.finish_current()?;
-        Ok(std::mem::take(&mut self.files))
+        let mut files = std::mem::take(&mut self.files);
+        if let Some(split) = self.split.take() {
+            for (_, w) in split.cols.into_iter().flatten() {
+                files.extend(w.finish()?);
+            }
+        }
+        Ok(files)
     }
 }

@@ -45,7 +45,7 @@ use crate::merge::{
 use crate::parse::{parse_chunk, Chunk, ChunkOutput, Entries, FieldMap, ParseConfig, LINE_BITS};
 use crate::progress::{Counters, Phase, ProgressMode, Reporter};
 use crate::row::decode_row;
-use crate::schema::{parse_schema, TableDef, PRIMARY_INDEX_ID};
+use crate::schema::{parse_schema, Layout, TableDef, PRIMARY_INDEX_ID};
 use crate::types::{format_text, ColumnType, Value};
 use crate::ImportError;
 
@@ -98,6 +98,9 @@ pub struct ImportOptions {
     pub progress: ProgressMode,
     /// Chunk size in bytes (default: memory / 64, clamped to 64 KiB..4 MiB); tests set it small.
     pub chunk_size: Option<usize>,
+    /// Storage layout of the table (default: the schema's `WITH (layout = ...)`, else row). An
+    /// existing table keeps its layout: a different one is an error.
+    pub layout: Option<Layout>,
 }
 
 impl Default for ImportOptions {
@@ -118,6 +121,7 @@ impl Default for ImportOptions {
             target_file_size: 64 << 20,
             progress: ProgressMode::Auto,
             chunk_size: None,
+            layout: None,
         }
     }
 }
@@ -431,7 +435,10 @@ impl Import {
 
     /// Step 1.
     fn bind_table(&self, db: &Db) -> Result<(TableDef, bool), ImportError> {
-        let def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
+        let mut def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
+        if let Some(l) = self.opts.layout {
+            def.layout = l;
+        }
         let existing = catalog::load(db)?;
         catalog::bind(&existing, def)
     }
@@ -768,7 +775,13 @@ impl Import {
         indexes: &mut [IndexState],
     ) -> Result<(), ImportError> {
         let file_counter = Arc::new(AtomicU64::new(1 << 20));
+        let columnar = plan.table.layout == Layout::Columnar;
         for (slot, st) in indexes.iter_mut().enumerate() {
+            if slot == 0 && columnar {
+                // Streamed rows are row-layout files: merged again (one sequential pass) into
+                // the columnar writer below.
+                st.stop_streaming()?;
+            }
             if st.streaming {
                 if let Some(w) = st.writer.take() {
                     st.finals = w.finish()?;
@@ -797,6 +810,9 @@ impl Import {
                 Arc::clone(&file_counter),
             );
             w.max_entries = plan.max_file_entries;
+            if slot == 0 && columnar {
+                w.split_columns(&plan.table);
+            }
             let mut m = Merger::new(sources);
             let mut key = Vec::new();
             let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -1020,6 +1036,25 @@ impl<'a> EmitCtx<'a> {
         })
     }
 
+    /// The stored row value of primary key `key` (columnar: assembled from its cells).
+    fn existing_row(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ImportError> {
+        let Some(v) = self.db.get(key)? else {
+            return Ok(None);
+        };
+        if self.table.layout != Layout::Columnar {
+            return Ok(Some(v));
+        }
+        let ropts = ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+        };
+        let vals = crate::query::columnar_row(self.db, self.table, key, &ropts)?;
+        let mut out = Vec::new();
+        crate::row::encode_row(&mut out, self.table.version, &vals);
+        Ok(Some(out))
+    }
+
     /// Counts a bad row; fails once more than `max_errors` were seen.
     fn reject(&mut self, message: &str, record: &[u8]) -> Result<(), ImportError> {
         self.rejected += 1;
@@ -1166,7 +1201,7 @@ impl<'a> EmitCtx<'a> {
         let (src, value) = &group[keep];
         // src 0: a streamed row merged again, already checked against the table.
         if self.existing_rows && *src != 0 {
-            if let Some(old) = self.db.get(key)? {
+            if let Some(old) = self.existing_row(key)? {
                 match self.opts.on_duplicate {
                     OnDuplicate::Error => {
                         self.suppress_row(key, value);

@@ -70,6 +70,112 @@ pub fn encode_row(out: &mut Vec<u8>, version: u8, values: &[Value<'_>]) {
     }
 }
 
+/// Reads one non-NULL value of type `ty` (as [`encode_row`] wrote it) from the front of `b`.
+pub fn decode_value(b: &mut &[u8], ty: &ColumnType) -> Result<Value<'static>, MalformedKey> {
+    let int = |b: &mut &[u8]| -> Result<i128, MalformedKey> { Ok(unzigzag(get_varint(b)?)) };
+    Ok(match ty {
+        ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
+            Value::Int(i64::try_from(int(b)?).map_err(|_| MalformedKey)?)
+        }
+        ColumnType::Date => Value::Date(i32::try_from(int(b)?).map_err(|_| MalformedKey)?),
+        ColumnType::Timestamp => {
+            Value::Timestamp(i64::try_from(int(b)?).map_err(|_| MalformedKey)?)
+        }
+        ColumnType::Decimal { .. } => Value::Decimal(int(b)?),
+        ColumnType::Double => {
+            if b.len() < 8 {
+                return Err(MalformedKey);
+            }
+            let (h, t) = b.split_at(8);
+            *b = t;
+            Value::Double(f64::from_le_bytes(h.try_into().map_err(|_| MalformedKey)?))
+        }
+        ColumnType::Bool => {
+            let (&c, t) = b.split_first().ok_or(MalformedKey)?;
+            *b = t;
+            Value::Bool(c != 0)
+        }
+        ColumnType::Text { .. } | ColumnType::Bytes => {
+            let n = usize::try_from(get_varint(b)?).map_err(|_| MalformedKey)?;
+            if b.len() < n {
+                return Err(MalformedKey);
+            }
+            let (h, t) = b.split_at(n);
+            *b = t;
+            if matches!(ty, ColumnType::Bytes) {
+                Value::Bytes(Cow::Owned(h.to_vec()))
+            } else {
+                Value::Text(Cow::Owned(
+                    String::from_utf8(h.to_vec()).map_err(|_| MalformedKey)?,
+                ))
+            }
+        }
+    })
+}
+
+/// Length of the non-NULL value of type `ty` at the front of `b` (no allocation).
+fn value_len(b: &[u8], ty: &ColumnType) -> Result<usize, MalformedKey> {
+    let mut r = b;
+    match ty {
+        ColumnType::Double => {}
+        ColumnType::Bool => {}
+        ColumnType::Text { .. } | ColumnType::Bytes => {
+            let n = usize::try_from(get_varint(&mut r)?).map_err(|_| MalformedKey)?;
+            let head = b.len() - r.len();
+            return if r.len() < n {
+                Err(MalformedKey)
+            } else {
+                Ok(head + n)
+            };
+        }
+        _ => {
+            get_varint(&mut r)?;
+            return Ok(b.len() - r.len());
+        }
+    }
+    let n = if matches!(ty, ColumnType::Double) {
+        8
+    } else {
+        1
+    };
+    if b.len() < n {
+        return Err(MalformedKey);
+    }
+    Ok(n)
+}
+
+/// Calls `f(column, cell)` for every non-NULL column of a row value, in column order, where
+/// `cell` is that value's encoding (what [`decode_value`] reads): the columnar layout's cells,
+/// cut out of the row without decoding or copying it.
+pub fn for_each_cell(
+    row: &[u8],
+    types: &[ColumnType],
+    mut f: impl FnMut(usize, &[u8]) -> sluice::Result<()>,
+) -> Result<sluice::Result<()>, MalformedKey> {
+    let mut b = row.get(1..).ok_or(MalformedKey)?;
+    let nb = types.len().div_ceil(8);
+    if b.len() < nb {
+        return Err(MalformedKey);
+    }
+    let (bitmap, rest) = b.split_at(nb);
+    b = rest;
+    for (i, ty) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            continue;
+        }
+        let n = value_len(b, ty)?;
+        let (cell, t) = b.split_at(n);
+        b = t;
+        if let Err(e) = f(i, cell) {
+            return Ok(Err(e));
+        }
+    }
+    if !b.is_empty() {
+        return Err(MalformedKey);
+    }
+    Ok(Ok(()))
+}
+
 /// The schema version of a row value.
 pub fn row_version(b: &[u8]) -> Option<u8> {
     b.first().copied()
@@ -90,46 +196,7 @@ pub fn decode_row(b: &[u8], types: &[ColumnType]) -> Result<Vec<Value<'static>>,
             out.push(Value::Null);
             continue;
         }
-        let int = |b: &mut &[u8]| -> Result<i128, MalformedKey> { Ok(unzigzag(get_varint(b)?)) };
-        let v = match ty {
-            ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
-                Value::Int(i64::try_from(int(&mut b)?).map_err(|_| MalformedKey)?)
-            }
-            ColumnType::Date => Value::Date(i32::try_from(int(&mut b)?).map_err(|_| MalformedKey)?),
-            ColumnType::Timestamp => {
-                Value::Timestamp(i64::try_from(int(&mut b)?).map_err(|_| MalformedKey)?)
-            }
-            ColumnType::Decimal { .. } => Value::Decimal(int(&mut b)?),
-            ColumnType::Double => {
-                if b.len() < 8 {
-                    return Err(MalformedKey);
-                }
-                let (h, t) = b.split_at(8);
-                b = t;
-                Value::Double(f64::from_le_bytes(h.try_into().map_err(|_| MalformedKey)?))
-            }
-            ColumnType::Bool => {
-                let (&c, t) = b.split_first().ok_or(MalformedKey)?;
-                b = t;
-                Value::Bool(c != 0)
-            }
-            ColumnType::Text { .. } | ColumnType::Bytes => {
-                let n = usize::try_from(get_varint(&mut b)?).map_err(|_| MalformedKey)?;
-                if b.len() < n {
-                    return Err(MalformedKey);
-                }
-                let (h, t) = b.split_at(n);
-                b = t;
-                if matches!(ty, ColumnType::Bytes) {
-                    Value::Bytes(Cow::Owned(h.to_vec()))
-                } else {
-                    Value::Text(Cow::Owned(
-                        String::from_utf8(h.to_vec()).map_err(|_| MalformedKey)?,
-                    ))
-                }
-            }
-        };
-        out.push(v);
+        out.push(decode_value(&mut b, ty)?);
     }
     if !b.is_empty() {
         return Err(MalformedKey);
