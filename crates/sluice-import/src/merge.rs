@@ -294,14 +294,106 @@ pub struct FinalWriter {
     split: Option<Box<ColumnSplit>>,
 }
 
-/// The cell writers of a columnar table: one [`FinalWriter`] per non-key column, each with
-/// its key prefix built once.
+/// Rows handed to the cell writers: `(key suffix, row value)` pairs back to back.
+#[derive(Default)]
+struct RowBatch {
+    arena: Vec<u8>,
+    /// `(offset, suffix length, value length)`.
+    rows: Vec<(usize, u32, u32)>,
+}
+
+/// Bytes of rows batched before the cell writers get them.
+const ROW_BATCH_BYTES: usize = 4 << 20;
+
+/// The cell writers of a columnar table: `threads` writer threads, each owning the
+/// [`FinalWriter`]s of every `threads`-th non-key column (disjoint key ranges), each writer
+/// with its column's key prefix built once. Rows go to them in batches.
 struct ColumnSplit {
     version: u8,
+    batch: RowBatch,
+    workers: Vec<(
+        Option<std::sync::mpsc::SyncSender<Arc<RowBatch>>>,
+        Option<std::thread::JoinHandle<sluice::Result<Vec<SstFileInfo>>>>,
+    )>,
+}
+
+/// A cell writer thread: every batch, the cells of the columns it owns.
+fn cell_writer(
+    rx: std::sync::mpsc::Receiver<Arc<RowBatch>>,
     types: Vec<ColumnType>,
-    /// Per column: (key buffer holding the column's 8-byte prefix, writer); `None` for primary
-    /// key columns (they are in the key).
-    cols: Vec<Option<(Vec<u8>, FinalWriter)>>,
+    mut cols: Vec<Option<(Vec<u8>, FinalWriter)>>,
+) -> sluice::Result<Vec<SstFileInfo>> {
+    for batch in rx {
+        for &(o, kl, vl) in &batch.rows {
+            let suffix = &batch.arena[o..o + kl as usize];
+            let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
+            let r = for_each_cell(value, &types, |c, cell| {
+                let Some(Some((k, w))) = cols.get_mut(c) else {
+                    return Ok(());
+                };
+                k.truncate(8);
+                k.extend_from_slice(suffix);
+                w.put(k, cell)
+            });
+            match r {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(sluice::Error::InvalidArgument(format!(
+                        "row {} does not decode",
+                        suffix.escape_ascii()
+                    )))
+                }
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for (_, w) in cols.into_iter().flatten() {
+        files.extend(w.finish()?);
+    }
+    Ok(files)
+}
+
+impl ColumnSplit {
+    /// Hands the batch to every writer; a writer that stopped reports its error.
+    fn flush(&mut self) -> sluice::Result<()> {
+        if self.batch.rows.is_empty() {
+            return Ok(());
+        }
+        let b = Arc::new(std::mem::take(&mut self.batch));
+        for i in 0..self.workers.len() {
+            let sent = match &self.workers[i].0 {
+                Some(tx) => tx.send(Arc::clone(&b)).is_ok(),
+                None => false,
+            };
+            if !sent {
+                return Err(self.join(i).err().unwrap_or_else(|| {
+                    sluice::Error::InvalidArgument("a cell writer stopped".into())
+                }));
+            }
+        }
+        self.batch.arena.reserve(ROW_BATCH_BYTES + (64 << 10));
+        Ok(())
+    }
+
+    /// Closes writer `i`'s queue and waits for its files.
+    fn join(&mut self, i: usize) -> sluice::Result<Vec<SstFileInfo>> {
+        self.workers[i].0 = None;
+        match self.workers[i].1.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(sluice::Error::InvalidArgument(
+                "a cell writer panicked".into(),
+            )),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Drop for ColumnSplit {
+    fn drop(&mut self) {
+        for i in 0..self.workers.len() {
+            let _ = self.join(i);
+        }
+    }
 }
 
 impl FinalWriter {
@@ -328,12 +420,19 @@ impl FinalWriter {
 
     /// From now on each `put(primary key, row)` writes the columnar layout: `primary key →
     /// version byte` here and each non-NULL, non-key cell to its column's files (same target
-    /// size, options and entry limit), all in the key order of the rows.
-    pub fn split_columns(&mut self, t: &TableDef) {
-        let cols = (0..t.columns.len())
-            .map(|c| {
-                if t.primary_key.contains(&c) {
-                    return None;
+    /// size and entry limit; `cell_opts`), all in the key order of the rows, on `threads`
+    /// writer threads.
+    pub fn split_columns(&mut self, t: &TableDef, cell_opts: TableOptions, threads: usize) {
+        let threads = threads.clamp(1, t.columns.len().max(1));
+        let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
+        let mut per_thread: Vec<Vec<Option<(Vec<u8>, FinalWriter)>>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        let mut n = 0;
+        for c in 0..t.columns.len() {
+            for (i, cols) in per_thread.iter_mut().enumerate() {
+                cols.push(None);
+                if t.primary_key.contains(&c) || n % threads != i {
+                    continue;
                 }
                 let mut key = Vec::with_capacity(64);
                 encode_prefix(&mut key, t.id, COLUMN_INDEX_BASE + c as u32);
@@ -341,17 +440,29 @@ impl FinalWriter {
                     &self.dir,
                     format!("{}-c{c}", self.name),
                     self.target,
-                    self.opts.clone(),
+                    cell_opts.clone(),
                     Arc::clone(&self.counter),
                 );
                 w.max_entries = self.max_entries;
-                Some((key, w))
+                cols[c] = Some((key, w));
+            }
+            if !t.primary_key.contains(&c) {
+                n += 1;
+            }
+        }
+        let workers = per_thread
+            .into_iter()
+            .map(|cols| {
+                let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                let types = types.clone();
+                let h = std::thread::spawn(move || cell_writer(rx, types, cols));
+                (Some(tx), Some(h))
             })
             .collect();
         self.split = Some(Box::new(ColumnSplit {
             version: t.version,
-            types: t.columns.iter().map(|c| c.ty).collect(),
-            cols,
+            batch: RowBatch::default(),
+            workers,
         }));
     }
 
@@ -370,23 +481,13 @@ impl FinalWriter {
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> sluice::Result<()> {
         if let Some(split) = self.split.as_mut() {
             let suffix = key.get(8..).unwrap_or(&[]);
-            let cols = &mut split.cols;
-            let r = for_each_cell(value, &split.types, |c, cell| {
-                let Some(Some((k, w))) = cols.get_mut(c) else {
-                    return Ok(());
-                };
-                k.truncate(8);
-                k.extend_from_slice(suffix);
-                w.put(k, cell)
-            });
-            match r {
-                Ok(r) => r?,
-                Err(_) => {
-                    return Err(sluice::Error::InvalidArgument(format!(
-                        "row {} does not decode",
-                        key.escape_ascii()
-                    )))
-                }
+            let b = &mut split.batch;
+            let o = b.arena.len();
+            b.arena.extend_from_slice(suffix);
+            b.arena.extend_from_slice(value);
+            b.rows.push((o, suffix.len() as u32, value.len() as u32));
+            if b.arena.len() >= ROW_BATCH_BYTES {
+                split.flush()?;
             }
             let v = [split.version];
             self.writer()?.put(key, &v)?;
@@ -425,9 +526,10 @@ impl FinalWriter {
     pub fn finish(mut self) -> sluice::Result<Vec<SstFileInfo>> {
         self.finish_current()?;
         let mut files = std::mem::take(&mut self.files);
-        if let Some(split) = self.split.take() {
-            for (_, w) in split.cols.into_iter().flatten() {
-                files.extend(w.finish()?);
+        if let Some(mut split) = self.split.take() {
+            split.flush()?;
+            for i in 0..split.workers.len() {
+                files.extend(split.join(i)?);
             }
         }
         Ok(files)

@@ -811,7 +811,14 @@ impl Import {
             );
             w.max_entries = plan.max_file_entries;
             if slot == 0 && columnar {
-                w.split_columns(&plan.table);
+                // Cells are read by scans (a cursor per column), rarely by point reads: no
+                // filter, bigger blocks.
+                let cell_opts = TableOptions {
+                    bloom_bits_per_key: None,
+                    block_size: 16 << 10,
+                    ..self.final_options()
+                };
+                w.split_columns(&plan.table, cell_opts, self.opts.threads);
             }
             let mut m = Merger::new(sources);
             let mut key = Vec::new();
@@ -899,7 +906,10 @@ impl Import {
             &paths,
             &IngestOptions {
                 link_files: true,
+                // The files were written just now by this import's SstWriters (keys in order,
+                // unique, seqno 0, block checksums computed as written): not read again.
                 verify_checksums: false,
+                verify_keys: false,
                 ..IngestOptions::default()
             },
         )?;
