@@ -311,17 +311,24 @@ const ROW_BATCH_BYTES: usize = 4 << 20;
 struct ColumnSplit {
     version: u8,
     batch: RowBatch,
-    workers: Vec<(
-        Option<std::sync::mpsc::SyncSender<Arc<RowBatch>>>,
-        Option<std::thread::JoinHandle<sluice::Result<Vec<SstFileInfo>>>>,
-    )>,
+    workers: Vec<CellWorker>,
 }
+
+/// A cell writer thread's queue and handle (`None` once closed / joined).
+type CellWorker = (
+    Option<std::sync::mpsc::SyncSender<Arc<RowBatch>>>,
+    Option<std::thread::JoinHandle<sluice::Result<Vec<SstFileInfo>>>>,
+);
+
+/// Per column: the key buffer holding its 8-byte prefix and its writer (`None`: a column
+/// this thread does not own, or a primary key column).
+type CellWriters = Vec<Option<(Vec<u8>, FinalWriter)>>;
 
 /// A cell writer thread: every batch, the cells of the columns it owns.
 fn cell_writer(
     rx: std::sync::mpsc::Receiver<Arc<RowBatch>>,
     types: Vec<ColumnType>,
-    mut cols: Vec<Option<(Vec<u8>, FinalWriter)>>,
+    mut cols: CellWriters,
 ) -> sluice::Result<Vec<SstFileInfo>> {
     for batch in rx {
         for &(o, kl, vl) in &batch.rows {
@@ -425,8 +432,7 @@ impl FinalWriter {
     pub fn split_columns(&mut self, t: &TableDef, cell_opts: TableOptions, threads: usize) {
         let threads = threads.clamp(1, t.columns.len().max(1));
         let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
-        let mut per_thread: Vec<Vec<Option<(Vec<u8>, FinalWriter)>>> =
-            (0..threads).map(|_| Vec::new()).collect();
+        let mut per_thread: Vec<CellWriters> = (0..threads).map(|_| Vec::new()).collect();
         let mut n = 0;
         for c in 0..t.columns.len() {
             for (i, cols) in per_thread.iter_mut().enumerate() {

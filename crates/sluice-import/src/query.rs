@@ -321,13 +321,13 @@ pub fn columnar_row(
     let mut row = vec![Value::Null; t.columns.len()];
     pk_values(t, key, &mut row)?;
     let mut k = Vec::new();
-    for c in 0..t.columns.len() {
+    for (c, cell) in row.iter_mut().enumerate() {
         if t.primary_key.contains(&c) {
             continue;
         }
         cell_key(t, c, key, &mut k);
         if let Some(v) = db.get_opt(&k, ropts)? {
-            row[c] = cell_value(t, c, &k, &v)?;
+            *cell = cell_value(t, c, &k, &v)?;
         }
     }
     Ok(row)
