@@ -64,6 +64,16 @@ impl SstWriter {
     /// Starts the file that [`finish`](Self::finish) will put at `path` (replacing a file
     /// there only then).
     pub fn create(path: impl AsRef<Path>, opts: TableOptions) -> Result<SstWriter> {
+        Self::create_buffered(path, opts, WRITE_BUFFER)
+    }
+
+    /// [`create`](Self::create) with a write buffer of `write_buffer` bytes instead of 1 MiB
+    /// (for a caller keeping many writers open at once).
+    pub fn create_buffered(
+        path: impl AsRef<Path>,
+        opts: TableOptions,
+        write_buffer: usize,
+    ) -> Result<SstWriter> {
         let path = path.as_ref().to_path_buf();
         opts.validate()?;
         let tmp = tmp_name(&path);
@@ -78,7 +88,7 @@ impl SstWriter {
             db_session_id: session_id(),
         };
         let builder = match TableBuilder::new(
-            BufWriter::with_capacity(WRITE_BUFFER, SyncingFile::new(file)),
+            BufWriter::with_capacity(write_buffer.max(4096), SyncingFile::new(file)),
             opts,
             identity,
         ) {
