@@ -290,6 +290,8 @@ pub struct FinalWriter {
     /// Entries per file at most: the filter builder holds 8 bytes per key until the file is
     /// finished, so this bounds the writer's memory.
     pub max_entries: u64,
+    /// Write buffer of each file (default 1 MiB; cell writers use [`CELL_WRITE_BUFFER`]).
+    pub write_buffer: usize,
     /// Columnar primary index: rows are split into cells (see [`FinalWriter::split_columns`]).
     split: Option<Box<ColumnSplit>>,
 }
@@ -304,6 +306,16 @@ struct RowBatch {
 
 /// Bytes of rows batched before the cell writers get them.
 const ROW_BATCH_BYTES: usize = 4 << 20;
+
+/// Write buffer of each cell file (a columnar table has one open per column).
+pub const CELL_WRITE_BUFFER: usize = 128 << 10;
+
+/// Memory of the cell writers of a table with `columns` columns on `threads` threads: each
+/// column's write buffer, data block (16 KiB) and index block, and the row batches in flight
+/// (one filling, up to two queued per thread, one being read).
+pub fn cell_writers_memory(columns: usize, threads: usize) -> usize {
+    columns * (CELL_WRITE_BUFFER + (64 << 10)) + (2 * threads.max(1) + 2) * ROW_BATCH_BYTES
+}
 
 /// The cell writers of a columnar table: `threads` writer threads, each owning the
 /// [`FinalWriter`]s of every `threads`-th non-key column (disjoint key ranges), each writer
@@ -421,6 +433,7 @@ impl FinalWriter {
             files: Vec::new(),
             counter,
             max_entries: u64::MAX,
+            write_buffer: 1 << 20,
             split: None,
         }
     }
@@ -450,6 +463,7 @@ impl FinalWriter {
                     Arc::clone(&self.counter),
                 );
                 w.max_entries = self.max_entries;
+                w.write_buffer = CELL_WRITE_BUFFER;
                 cols[c] = Some((key, w));
             }
             if !t.primary_key.contains(&c) {
@@ -478,7 +492,11 @@ impl FinalWriter {
                 .counter
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let p = self.dir.join(format!("{}-{n:06}.sst", self.name));
-            self.cur = Some(SstWriter::create(p, self.opts.clone())?);
+            self.cur = Some(SstWriter::create_buffered(
+                p,
+                self.opts.clone(),
+                self.write_buffer,
+            )?);
         }
         Ok(self.cur.as_mut().expect("just created"))
     }

@@ -483,7 +483,12 @@ impl Import {
         let in_flight = self.opts.threads + 2;
         // A chunk in flight costs its input buffer (up to 2× its size in capacity) plus its
         // encoded output (≈ 2.5× for narrow rows with one secondary index).
-        let reserved = in_flight * chunk_size * 4 + (8 << 20);
+        let chunks_reserved = in_flight * chunk_size * 4 + (8 << 20);
+        let mut reserved = chunks_reserved;
+        if table.layout == Layout::Columnar {
+            // The merge's cell writers (their own buffers, beside the sort buffers it drains).
+            reserved += crate::merge::cell_writers_memory(table.columns.len(), self.opts.threads);
+        }
         let sort_budget = memory.saturating_sub(reserved).max(memory / 4);
         Ok(Plan {
             table,
@@ -495,7 +500,7 @@ impl Import {
             chunk_size,
             in_flight,
             sort_budget,
-            pool: Arc::new(crate::parse::BufferPool::new(reserved)),
+            pool: Arc::new(crate::parse::BufferPool::new(chunks_reserved)),
             // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
             max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
             file_names: self.files.iter().map(|f| f.display().to_string()).collect(),
