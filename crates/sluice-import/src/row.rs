@@ -31,6 +31,21 @@ fn get_varint(b: &mut &[u8]) -> Result<u128, MalformedKey> {
     Err(MalformedKey)
 }
 
+/// `put_varint` for values that fit 64 bits (the same bytes, without 128-bit arithmetic).
+#[inline]
+fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
 fn zigzag(v: i128) -> u128 {
     ((v << 1) ^ (v >> 127)) as u128
 }
@@ -52,9 +67,9 @@ pub fn encode_row(out: &mut Vec<u8>, version: u8, values: &[Value<'_>]) {
     for v in values {
         match v {
             Value::Null => {}
-            Value::Int(i) => put_varint(out, zigzag(i128::from(*i))),
-            Value::Date(d) => put_varint(out, zigzag(i128::from(*d))),
-            Value::Timestamp(t) => put_varint(out, zigzag(i128::from(*t))),
+            Value::Int(i) => put_varint64(out, zigzag64(*i)),
+            Value::Date(d) => put_varint64(out, zigzag64(i64::from(*d))),
+            Value::Timestamp(t) => put_varint64(out, zigzag64(*t)),
             Value::Decimal(d) => put_varint(out, zigzag(*d)),
             Value::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
             Value::Bool(b) => out.push(u8::from(*b)),
@@ -202,4 +217,37 @@ pub fn decode_row(b: &[u8], types: &[ColumnType]) -> Result<Vec<Value<'static>>,
         return Err(MalformedKey);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint64_path_writes_the_128_bit_encoding() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+            -(1 << 40),
+        ] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            put_varint64(&mut a, zigzag64(v));
+            put_varint(&mut b, zigzag(i128::from(v)));
+            assert_eq!(a, b, "{v}");
+            let types = [ColumnType::BigInt, ColumnType::Timestamp];
+            let mut row = Vec::new();
+            encode_row(&mut row, 1, &[Value::Int(v), Value::Timestamp(v)]);
+            assert_eq!(
+                decode_row(&row, &types).unwrap(),
+                vec![Value::Int(v), Value::Timestamp(v)]
+            );
+        }
+    }
 }
