@@ -126,6 +126,9 @@ impl Default for ImportOptions {
     }
 }
 
+/// Memory of an importing process outside the pipeline's own budget (binary, Db, allocator).
+const PROCESS_BASELINE: usize = 24 << 20;
+
 /// A quarter of physical memory (from `/proc/meminfo`), or 1 GiB when unknown.
 pub fn default_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
@@ -475,7 +478,10 @@ impl Import {
             .opts
             .format
             .unwrap_or_else(|| Format::from_path(&self.files[0]));
+        // The budget is the process's: leave room for what is there anyway (code, the open Db,
+        // allocator slack), measured at 10-20 MiB.
         let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
+        let memory = memory.saturating_sub(PROCESS_BASELINE).max(memory / 2);
         let chunk_size = self
             .opts
             .chunk_size
