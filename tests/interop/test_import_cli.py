@@ -89,3 +89,22 @@ def test_schema_error_names_file_and_line(sluice, tmp):
     r = sluice("import", "--db", tmp / "db", "--schema", schema, data, check=False)
     assert r.returncode == 2
     assert b"bad.sql:3: column b: column type POINT is not supported" in r.stderr
+
+
+def test_columnar_layout_reads_back_the_same_rows_and_counts(sluice, tmp):
+    row_db, col_db = tmp / "row", tmp / "col"
+    import_penguins(sluice, row_db, "--json")
+    s = json.loads(import_penguins(sluice, col_db, "--json", "--layout", "columnar").stdout)
+    assert s["rows"] == 344
+    for args in ([], ["--index", "by_species_island", "--format", "json"]):
+        a = sluice("scan", "--db", row_db, "--table", "penguins", *args).stdout
+        b = sluice("scan", "--db", col_db, "--table", "penguins", *args).stdout
+        assert a == b
+    assert sluice("get", "--db", row_db, "--pk", "4").stdout == sluice("get", "--db", col_db, "--pk", "4").stdout
+    rows = sluice("scan", "--db", row_db, "--table", "penguins", "--format", "json").stdout.decode().splitlines()
+    want = sum(json.loads(l)["year"] for l in rows)
+    assert json.loads(sluice("scan", "--db", col_db, "--table", "penguins", "--count", "--sum", "year").stdout) == {
+        "rows": 344, "sum": want}
+    # A table keeps its layout.
+    r = import_penguins(sluice, col_db, check=False)
+    assert r.returncode == 1 and b"layout: stored as columnar, schema says row" in r.stderr

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
-    open_db, open_db_read_only, Format, Import, ImportOptions, OnDuplicate, OutputFormat,
-    ProgressMode, TableReader,
+    open_db, open_db_read_only, types::Value, Format, Import, ImportOptions, Layout, OnDuplicate,
+    OutputFormat, ProgressMode, TableReader,
 };
 
 type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -33,6 +33,15 @@ pub enum OnDuplicateArg {
     First,
     /// Keep the last row; the input replaces an existing row.
     Last,
+}
+
+/// `--layout`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LayoutArg {
+    /// One KV per row.
+    Row,
+    /// One KV per cell: key = table, column, primary key.
+    Columnar,
 }
 
 /// Output formats of table scans.
@@ -87,6 +96,10 @@ pub struct ImportArgs {
     /// File for rejected rows: `# file:line: reason` then the record.
     #[arg(long)]
     rejects: Option<PathBuf>,
+    /// Storage layout of a new table (default: the schema's `WITH (layout = ...)`, else row):
+    /// `row` (one KV per row) or `columnar` (one KV per cell).
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
     /// Rows whose primary key is taken by an earlier row or an existing one.
     #[arg(long, value_enum, default_value = "error")]
     on_duplicate: OnDuplicateArg,
@@ -183,6 +196,10 @@ pub fn import(a: ImportArgs) -> CmdResult {
             OnDuplicateArg::First => OnDuplicate::First,
             OnDuplicateArg::Last => OnDuplicate::Last,
         },
+        layout: a.layout.map(|l| match l {
+            LayoutArg::Row => Layout::Row,
+            LayoutArg::Columnar => Layout::Columnar,
+        }),
         progress: if a.quiet || a.json {
             ProgressMode::Off
         } else {
@@ -296,6 +313,12 @@ pub struct TableScanArgs {
     /// Output format of rows.
     #[arg(long, value_enum, requires = "table")]
     pub format: Option<OutArg>,
+    /// Print only `{"rows": N}` (with --sum: `{"rows": N, "sum": S}`) instead of the rows.
+    #[arg(long, requires = "table")]
+    pub count: bool,
+    /// With --count: also the sum of this numeric column (NULLs skipped).
+    #[arg(long, requires = "count")]
+    pub sum: Option<String>,
 }
 
 /// `sluice scan --table T`.
@@ -314,6 +337,44 @@ pub fn scan(
     };
     let start = start.as_deref().map(sluice_import::query::split_values);
     let end = end.as_deref().map(sluice_import::query::split_values);
+    if t.count {
+        let col = match &t.sum {
+            Some(name) => Some(
+                reader
+                    .table
+                    .column(name)
+                    .ok_or_else(|| format!("table {} has no column {name}", reader.table.name))?,
+            ),
+            None => None,
+        };
+        let mut sum: i128 = 0;
+        let mut fsum = 0f64;
+        let mut float = false;
+        let rows = reader.scan(
+            t.index.as_deref(),
+            start.as_deref(),
+            end.as_deref(),
+            limit,
+            |row| {
+                match col.map(|c| &row[c]) {
+                    Some(Value::Int(v)) => sum += i128::from(*v),
+                    Some(Value::Double(v)) => {
+                        float = true;
+                        fsum += v;
+                    }
+                    Some(Value::Decimal(v)) => sum += v,
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
+        match &t.sum {
+            None => println!("{{\"rows\": {rows}}}"),
+            Some(_) if float => println!("{{\"rows\": {rows}, \"sum\": {}}}", fsum + sum as f64),
+            Some(_) => println!("{{\"rows\": {rows}, \"sum\": {sum}}}"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut out = BufWriter::new(std::io::stdout().lock());
     if fmt == OutputFormat::Csv {
         writeln!(out, "{}", reader.csv_header())?;

@@ -50,7 +50,7 @@ pub use pipeline::{
 };
 pub use progress::ProgressMode;
 pub use query::{OutputFormat, TableReader};
-pub use schema::{parse_schema, SchemaError, TableDef};
+pub use schema::{parse_schema, Layout, SchemaError, TableDef};
 
 /// Everything an import, scan or get can fail with.
 #[derive(Debug)]

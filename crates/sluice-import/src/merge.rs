@@ -14,7 +14,11 @@ use sluice::{
     TableOptions, TableReadOptions,
 };
 
+use crate::keycode::encode_prefix;
 use crate::parse::{key_head, BufferPool, Entries};
+use crate::row::for_each_cell;
+use crate::schema::{TableDef, COLUMN_INDEX_BASE};
+use crate::types::ColumnType;
 
 /// Source position of a deletion (after every put of the same key).
 pub const DELETION_SRC: u64 = u64::MAX;
@@ -286,6 +290,129 @@ pub struct FinalWriter {
     /// Entries per file at most: the filter builder holds 8 bytes per key until the file is
     /// finished, so this bounds the writer's memory.
     pub max_entries: u64,
+    /// Write buffer of each file (default 1 MiB; cell writers use [`CELL_WRITE_BUFFER`]).
+    pub write_buffer: usize,
+    /// Columnar primary index: rows are split into cells (see [`FinalWriter::split_columns`]).
+    split: Option<Box<ColumnSplit>>,
+}
+
+/// Rows handed to the cell writers: `(key suffix, row value)` pairs back to back.
+#[derive(Default)]
+struct RowBatch {
+    arena: Vec<u8>,
+    /// `(offset, suffix length, value length)`.
+    rows: Vec<(usize, u32, u32)>,
+}
+
+/// Bytes of rows batched before the cell writers get them.
+const ROW_BATCH_BYTES: usize = 4 << 20;
+
+/// Write buffer of each cell file (a columnar table has one open per column).
+pub const CELL_WRITE_BUFFER: usize = 128 << 10;
+
+/// Memory of the cell writers of a table with `columns` columns on `threads` threads: each
+/// column's write buffer, data block (16 KiB) and index block, and the row batches in flight
+/// (one filling, up to two queued per thread, one being read).
+pub fn cell_writers_memory(columns: usize, threads: usize) -> usize {
+    columns * (CELL_WRITE_BUFFER + (64 << 10)) + (2 * threads.max(1) + 2) * ROW_BATCH_BYTES
+}
+
+/// The cell writers of a columnar table: `threads` writer threads, each owning the
+/// [`FinalWriter`]s of every `threads`-th non-key column (disjoint key ranges), each writer
+/// with its column's key prefix built once. Rows go to them in batches.
+struct ColumnSplit {
+    version: u8,
+    batch: RowBatch,
+    workers: Vec<CellWorker>,
+}
+
+/// A cell writer thread's queue and handle (`None` once closed / joined).
+type CellWorker = (
+    Option<std::sync::mpsc::SyncSender<Arc<RowBatch>>>,
+    Option<std::thread::JoinHandle<sluice::Result<Vec<SstFileInfo>>>>,
+);
+
+/// Per column: the key buffer holding its 8-byte prefix and its writer (`None`: a column
+/// this thread does not own, or a primary key column).
+type CellWriters = Vec<Option<(Vec<u8>, FinalWriter)>>;
+
+/// A cell writer thread: every batch, the cells of the columns it owns.
+fn cell_writer(
+    rx: std::sync::mpsc::Receiver<Arc<RowBatch>>,
+    types: Vec<ColumnType>,
+    mut cols: CellWriters,
+) -> sluice::Result<Vec<SstFileInfo>> {
+    for batch in rx {
+        for &(o, kl, vl) in &batch.rows {
+            let suffix = &batch.arena[o..o + kl as usize];
+            let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
+            let r = for_each_cell(value, &types, |c, cell| {
+                let Some(Some((k, w))) = cols.get_mut(c) else {
+                    return Ok(());
+                };
+                k.truncate(8);
+                k.extend_from_slice(suffix);
+                w.put(k, cell)
+            });
+            match r {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(sluice::Error::InvalidArgument(format!(
+                        "row {} does not decode",
+                        suffix.escape_ascii()
+                    )))
+                }
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for (_, w) in cols.into_iter().flatten() {
+        files.extend(w.finish()?);
+    }
+    Ok(files)
+}
+
+impl ColumnSplit {
+    /// Hands the batch to every writer; a writer that stopped reports its error.
+    fn flush(&mut self) -> sluice::Result<()> {
+        if self.batch.rows.is_empty() {
+            return Ok(());
+        }
+        let b = Arc::new(std::mem::take(&mut self.batch));
+        for i in 0..self.workers.len() {
+            let sent = match &self.workers[i].0 {
+                Some(tx) => tx.send(Arc::clone(&b)).is_ok(),
+                None => false,
+            };
+            if !sent {
+                return Err(self.join(i).err().unwrap_or_else(|| {
+                    sluice::Error::InvalidArgument("a cell writer stopped".into())
+                }));
+            }
+        }
+        self.batch.arena.reserve(ROW_BATCH_BYTES + (64 << 10));
+        Ok(())
+    }
+
+    /// Closes writer `i`'s queue and waits for its files.
+    fn join(&mut self, i: usize) -> sluice::Result<Vec<SstFileInfo>> {
+        self.workers[i].0 = None;
+        match self.workers[i].1.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(sluice::Error::InvalidArgument(
+                "a cell writer panicked".into(),
+            )),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Drop for ColumnSplit {
+    fn drop(&mut self) {
+        for i in 0..self.workers.len() {
+            let _ = self.join(i);
+        }
+    }
 }
 
 impl FinalWriter {
@@ -306,7 +433,57 @@ impl FinalWriter {
             files: Vec::new(),
             counter,
             max_entries: u64::MAX,
+            write_buffer: 1 << 20,
+            split: None,
         }
+    }
+
+    /// From now on each `put(primary key, row)` writes the columnar layout: `primary key →
+    /// version byte` here and each non-NULL, non-key cell to its column's files (same target
+    /// size and entry limit; `cell_opts`), all in the key order of the rows, on `threads`
+    /// writer threads.
+    pub fn split_columns(&mut self, t: &TableDef, cell_opts: TableOptions, threads: usize) {
+        let threads = threads.clamp(1, t.columns.len().max(1));
+        let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
+        let mut per_thread: Vec<CellWriters> = (0..threads).map(|_| Vec::new()).collect();
+        let mut n = 0;
+        for c in 0..t.columns.len() {
+            for (i, cols) in per_thread.iter_mut().enumerate() {
+                cols.push(None);
+                if t.primary_key.contains(&c) || n % threads != i {
+                    continue;
+                }
+                let mut key = Vec::with_capacity(64);
+                encode_prefix(&mut key, t.id, COLUMN_INDEX_BASE + c as u32);
+                let mut w = FinalWriter::new(
+                    &self.dir,
+                    format!("{}-c{c}", self.name),
+                    self.target,
+                    cell_opts.clone(),
+                    Arc::clone(&self.counter),
+                );
+                w.max_entries = self.max_entries;
+                w.write_buffer = CELL_WRITE_BUFFER;
+                cols[c] = Some((key, w));
+            }
+            if !t.primary_key.contains(&c) {
+                n += 1;
+            }
+        }
+        let workers = per_thread
+            .into_iter()
+            .map(|cols| {
+                let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                let types = types.clone();
+                let h = std::thread::spawn(move || cell_writer(rx, types, cols));
+                (Some(tx), Some(h))
+            })
+            .collect();
+        self.split = Some(Box::new(ColumnSplit {
+            version: t.version,
+            batch: RowBatch::default(),
+            workers,
+        }));
     }
 
     fn writer(&mut self) -> sluice::Result<&mut SstWriter> {
@@ -315,13 +492,31 @@ impl FinalWriter {
                 .counter
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let p = self.dir.join(format!("{}-{n:06}.sst", self.name));
-            self.cur = Some(SstWriter::create(p, self.opts.clone())?);
+            self.cur = Some(SstWriter::create_buffered(
+                p,
+                self.opts.clone(),
+                self.write_buffer,
+            )?);
         }
         Ok(self.cur.as_mut().expect("just created"))
     }
 
     /// Adds `key → value` (keys strictly increasing).
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> sluice::Result<()> {
+        if let Some(split) = self.split.as_mut() {
+            let suffix = key.get(8..).unwrap_or(&[]);
+            let b = &mut split.batch;
+            let o = b.arena.len();
+            b.arena.extend_from_slice(suffix);
+            b.arena.extend_from_slice(value);
+            b.rows.push((o, suffix.len() as u32, value.len() as u32));
+            if b.arena.len() >= ROW_BATCH_BYTES {
+                split.flush()?;
+            }
+            let v = [split.version];
+            self.writer()?.put(key, &v)?;
+            return self.maybe_cut();
+        }
         self.writer()?.put(key, value)?;
         self.maybe_cut()
     }
@@ -351,9 +546,16 @@ impl FinalWriter {
         Ok(())
     }
 
-    /// Finishes and returns every file.
+    /// Finishes and returns every file (a columnar writer's cell files after its own).
     pub fn finish(mut self) -> sluice::Result<Vec<SstFileInfo>> {
         self.finish_current()?;
-        Ok(std::mem::take(&mut self.files))
+        let mut files = std::mem::take(&mut self.files);
+        if let Some(mut split) = self.split.take() {
+            split.flush()?;
+            for i in 0..split.workers.len() {
+                files.extend(split.join(i)?);
+            }
+        }
+        Ok(files)
     }
 }

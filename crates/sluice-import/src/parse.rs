@@ -422,7 +422,13 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
 
 /// Undoes TSV backslash escapes into `out`; returns false on an unknown escape.
 fn tsv_unescape(b: &[u8], out: &mut Vec<u8>) -> bool {
-    let mut i = 0;
+    // Most fields have no backslash: one copy.
+    let Some(first) = memchr::memchr(b'\\', b) else {
+        out.extend_from_slice(b);
+        return true;
+    };
+    out.extend_from_slice(&b[..first]);
+    let mut i = first;
     while i < b.len() {
         if b[i] == b'\\' {
             let c = match b.get(i + 1) {
@@ -478,9 +484,20 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
         scratch.clear();
         bounds.clear();
         let mut bad = None;
-        for (f, field) in rec.split(|c| *c == cfg.delimiter).enumerate() {
+        let mut start = 0;
+        // A record without a backslash (the usual case) is borrowed as it is, field by field.
+        let escaped = memchr::memchr(b'\\', rec).is_some();
+        let cuts = memchr::memchr_iter(cfg.delimiter, rec).chain(std::iter::once(rec.len()));
+        for (f, cut) in cuts.enumerate() {
+            let field = &rec[start..cut];
+            let field_start = start;
+            start = cut + 1;
             if field == null {
                 bounds.push((0, 0, true));
+                continue;
+            }
+            if !escaped {
+                bounds.push((field_start, cut, false));
                 continue;
             }
             let s = scratch.len();
@@ -507,11 +524,12 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             if bounds.len() != chunk.map.fields.len() {
                 return Err(expected_fields(&chunk.map, bounds.len()));
             }
+            let text: &[u8] = if escaped { &scratch } else { rec };
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
             for (f, &(s, e, is_null)) in bounds.iter().enumerate() {
                 let col = chunk.map.fields[f];
                 if !is_null {
-                    values[col] = enc.field(col, &scratch[s..e])?;
+                    values[col] = enc.field(col, &text[s..e])?;
                 }
             }
             enc.emit(&mut values, offset, src, out)

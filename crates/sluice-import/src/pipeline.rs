@@ -45,7 +45,7 @@ use crate::merge::{
 use crate::parse::{parse_chunk, Chunk, ChunkOutput, Entries, FieldMap, ParseConfig, LINE_BITS};
 use crate::progress::{Counters, Phase, ProgressMode, Reporter};
 use crate::row::decode_row;
-use crate::schema::{parse_schema, TableDef, PRIMARY_INDEX_ID};
+use crate::schema::{parse_schema, Layout, TableDef, PRIMARY_INDEX_ID};
 use crate::types::{format_text, ColumnType, Value};
 use crate::ImportError;
 
@@ -98,6 +98,9 @@ pub struct ImportOptions {
     pub progress: ProgressMode,
     /// Chunk size in bytes (default: memory / 64, clamped to 64 KiB..4 MiB); tests set it small.
     pub chunk_size: Option<usize>,
+    /// Storage layout of the table (default: the schema's `WITH (layout = ...)`, else row). An
+    /// existing table keeps its layout: a different one is an error.
+    pub layout: Option<Layout>,
 }
 
 impl Default for ImportOptions {
@@ -118,9 +121,13 @@ impl Default for ImportOptions {
             target_file_size: 64 << 20,
             progress: ProgressMode::Auto,
             chunk_size: None,
+            layout: None,
         }
     }
 }
+
+/// Memory of an importing process outside the pipeline's own budget (binary, Db, allocator).
+const PROCESS_BASELINE: usize = 24 << 20;
 
 /// A quarter of physical memory (from `/proc/meminfo`), or 1 GiB when unknown.
 pub fn default_memory() -> u64 {
@@ -431,7 +438,10 @@ impl Import {
 
     /// Step 1.
     fn bind_table(&self, db: &Db) -> Result<(TableDef, bool), ImportError> {
-        let def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
+        let mut def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
+        if let Some(l) = self.opts.layout {
+            def.layout = l;
+        }
         let existing = catalog::load(db)?;
         catalog::bind(&existing, def)
     }
@@ -468,7 +478,10 @@ impl Import {
             .opts
             .format
             .unwrap_or_else(|| Format::from_path(&self.files[0]));
+        // The budget is the process's: leave room for what is there anyway (code, the open Db,
+        // allocator slack), measured at 10-20 MiB.
         let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
+        let memory = memory.saturating_sub(PROCESS_BASELINE).max(memory / 2);
         let chunk_size = self
             .opts
             .chunk_size
@@ -476,7 +489,12 @@ impl Import {
         let in_flight = self.opts.threads + 2;
         // A chunk in flight costs its input buffer (up to 2× its size in capacity) plus its
         // encoded output (≈ 2.5× for narrow rows with one secondary index).
-        let reserved = in_flight * chunk_size * 4 + (8 << 20);
+        let chunks_reserved = in_flight * chunk_size * 4 + (8 << 20);
+        let mut reserved = chunks_reserved;
+        if table.layout == Layout::Columnar {
+            // The merge's cell writers (their own buffers, beside the sort buffers it drains).
+            reserved += crate::merge::cell_writers_memory(table.columns.len(), self.opts.threads);
+        }
         let sort_budget = memory.saturating_sub(reserved).max(memory / 4);
         Ok(Plan {
             table,
@@ -488,7 +506,7 @@ impl Import {
             chunk_size,
             in_flight,
             sort_budget,
-            pool: Arc::new(crate::parse::BufferPool::new(reserved)),
+            pool: Arc::new(crate::parse::BufferPool::new(chunks_reserved)),
             // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
             max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
             file_names: self.files.iter().map(|f| f.display().to_string()).collect(),
@@ -768,7 +786,13 @@ impl Import {
         indexes: &mut [IndexState],
     ) -> Result<(), ImportError> {
         let file_counter = Arc::new(AtomicU64::new(1 << 20));
+        let columnar = plan.table.layout == Layout::Columnar;
         for (slot, st) in indexes.iter_mut().enumerate() {
+            if slot == 0 && columnar {
+                // Streamed rows are row-layout files: merged again (one sequential pass) into
+                // the columnar writer below.
+                st.stop_streaming()?;
+            }
             if st.streaming {
                 if let Some(w) = st.writer.take() {
                     st.finals = w.finish()?;
@@ -797,6 +821,16 @@ impl Import {
                 Arc::clone(&file_counter),
             );
             w.max_entries = plan.max_file_entries;
+            if slot == 0 && columnar {
+                // Cells are read by scans (a cursor per column), rarely by point reads: no
+                // filter, bigger blocks.
+                let cell_opts = TableOptions {
+                    bloom_bits_per_key: None,
+                    block_size: 16 << 10,
+                    ..self.final_options()
+                };
+                w.split_columns(&plan.table, cell_opts, self.opts.threads);
+            }
             let mut m = Merger::new(sources);
             let mut key = Vec::new();
             let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -883,7 +917,10 @@ impl Import {
             &paths,
             &IngestOptions {
                 link_files: true,
+                // The files were written just now by this import's SstWriters (keys in order,
+                // unique, seqno 0, block checksums computed as written): not read again.
                 verify_checksums: false,
+                verify_keys: false,
                 ..IngestOptions::default()
             },
         )?;
@@ -1018,6 +1055,25 @@ impl<'a> EmitCtx<'a> {
             first_error: None,
             last_unique: vec![None; n],
         })
+    }
+
+    /// The stored row value of primary key `key` (columnar: assembled from its cells).
+    fn existing_row(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ImportError> {
+        let Some(v) = self.db.get(key)? else {
+            return Ok(None);
+        };
+        if self.table.layout != Layout::Columnar {
+            return Ok(Some(v));
+        }
+        let ropts = ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+        };
+        let vals = crate::query::columnar_row(self.db, self.table, key, &ropts)?;
+        let mut out = Vec::new();
+        crate::row::encode_row(&mut out, self.table.version, &vals);
+        Ok(Some(out))
     }
 
     /// Counts a bad row; fails once more than `max_errors` were seen.
@@ -1166,7 +1222,7 @@ impl<'a> EmitCtx<'a> {
         let (src, value) = &group[keep];
         // src 0: a streamed row merged again, already checked against the table.
         if self.existing_rows && *src != 0 {
-            if let Some(old) = self.db.get(key)? {
+            if let Some(old) = self.existing_row(key)? {
                 match self.opts.on_duplicate {
                     OnDuplicate::Error => {
                         self.suppress_row(key, value);

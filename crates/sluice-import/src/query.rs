@@ -7,9 +7,9 @@
 use sluice::{Db, ReadOptions, Snapshot};
 
 use crate::catalog;
-use crate::keycode::{decode_column, encode_value, prefix, prefix_successor};
-use crate::row::{decode_row, row_version};
-use crate::schema::{TableDef, PRIMARY_INDEX_ID};
+use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
+use crate::row::{decode_row, decode_value, row_version};
+use crate::schema::{Layout, TableDef, COLUMN_INDEX_BASE, PRIMARY_INDEX_ID};
 use crate::types::{format_json, format_text, parse_value, ColumnType, Value};
 use crate::ImportError;
 
@@ -96,13 +96,32 @@ impl<'a> TableReader<'a> {
         }
         let mut key = prefix(self.table.id, PRIMARY_INDEX_ID);
         self.encode_values(&self.table.primary_key, pk, &mut key)?;
-        match self.db.get(&key)? {
-            Some(v) => Ok(Some(self.decode(&key, &v)?)),
+        let ropts = ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+        };
+        match self.db.get_opt(&key, &ropts)? {
+            Some(v) => Ok(Some(self.decode(&key, &v, &ropts)?)),
             None => Ok(None),
         }
     }
 
-    fn decode(&self, key: &[u8], v: &[u8]) -> Result<Vec<Value<'static>>, ImportError> {
+    /// The row of primary key `key` whose primary-index value is `v` (columnar: its cells are
+    /// read at `ropts`).
+    fn decode(
+        &self,
+        key: &[u8],
+        v: &[u8],
+        ropts: &ReadOptions<'_>,
+    ) -> Result<Vec<Value<'static>>, ImportError> {
+        if self.table.layout == Layout::Columnar && row_version(v) == Some(self.table.version) {
+            return columnar_row(self.db, &self.table, key, ropts);
+        }
+        self.decode_row_value(key, v)
+    }
+
+    fn decode_row_value(&self, key: &[u8], v: &[u8]) -> Result<Vec<Value<'static>>, ImportError> {
         if row_version(v) != Some(self.table.version) {
             return Err(ImportError::Catalog(format!(
                 "row {} has schema version {:?}, table {} is at {}",
@@ -161,6 +180,7 @@ impl<'a> TableReader<'a> {
             }
             None => prefix_successor(&p),
         };
+        let start_suffix = lower[8..].to_vec();
         let snap: Snapshot = self.db.snapshot();
         let mut it = self.db.iter(ReadOptions {
             snapshot: Some(&snap),
@@ -174,9 +194,21 @@ impl<'a> TableReader<'a> {
             lower_bound: None,
             upper_bound: None,
         };
+        let mut cells = if index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Columnar {
+            Some(CellCursors::new(
+                self.db,
+                &self.table,
+                &snap,
+                &start_suffix,
+            )?)
+        } else {
+            None
+        };
         while it.valid() && limit.is_none_or(|l| n < l) {
-            let row = if index_id == PRIMARY_INDEX_ID {
-                self.decode(it.key(), it.value())?
+            let row = if let Some(c) = cells.as_mut() {
+                c.row(it.key(), it.value())?
+            } else if index_id == PRIMARY_INDEX_ID {
+                self.decode(it.key(), it.value(), &ropts)?
             } else {
                 let mut k = &it.key()[8..];
                 for &c in &cols {
@@ -190,7 +222,7 @@ impl<'a> TableReader<'a> {
                 let mut pk = prefix(self.table.id, PRIMARY_INDEX_ID);
                 pk.extend_from_slice(k);
                 match self.db.get_opt(&pk, &ropts)? {
-                    Some(v) => self.decode(&pk, &v)?,
+                    Some(v) => self.decode(&pk, &v, &ropts)?,
                     None => {
                         return Err(ImportError::Catalog(format!(
                             "index entry {} points to a missing row",
@@ -244,6 +276,116 @@ impl<'a> TableReader<'a> {
                 s
             }
         }
+    }
+}
+
+/// The key of column `c`'s cell in the row with primary key `pk_key` (prefix included).
+pub fn cell_key(t: &TableDef, c: usize, pk_key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    encode_prefix(out, t.id, COLUMN_INDEX_BASE + c as u32);
+    out.extend_from_slice(pk_key.get(8..).unwrap_or(&[]));
+}
+
+/// The primary key columns of a row, decoded from its primary key (prefix included), into
+/// `row`.
+fn pk_values(t: &TableDef, key: &[u8], row: &mut [Value<'static>]) -> Result<(), ImportError> {
+    let mut k = key.get(8..).unwrap_or(&[]);
+    for &c in &t.primary_key {
+        row[c] = decode_column(&mut k, &t.columns[c].ty).map_err(|_| {
+            ImportError::Catalog(format!("key {} does not decode", key.escape_ascii()))
+        })?;
+    }
+    Ok(())
+}
+
+fn cell_value(t: &TableDef, c: usize, key: &[u8], v: &[u8]) -> Result<Value<'static>, ImportError> {
+    let mut b = v;
+    match decode_value(&mut b, &t.columns[c].ty) {
+        Ok(x) if b.is_empty() => Ok(x),
+        _ => Err(ImportError::Catalog(format!(
+            "cell {} of column {} does not decode",
+            key.escape_ascii(),
+            t.columns[c].name
+        ))),
+    }
+}
+
+/// A columnar table's row with primary key `key` (prefix included) by one point read per
+/// column (`None`: no such row).
+pub fn columnar_row(
+    db: &Db,
+    t: &TableDef,
+    key: &[u8],
+    ropts: &ReadOptions<'_>,
+) -> Result<Vec<Value<'static>>, ImportError> {
+    let mut row = vec![Value::Null; t.columns.len()];
+    pk_values(t, key, &mut row)?;
+    let mut k = Vec::new();
+    for (c, cell) in row.iter_mut().enumerate() {
+        if t.primary_key.contains(&c) {
+            continue;
+        }
+        cell_key(t, c, key, &mut k);
+        if let Some(v) = db.get_opt(&k, ropts)? {
+            *cell = cell_value(t, c, &k, &v)?;
+        }
+    }
+    Ok(row)
+}
+
+/// One iterator per non-key column of a columnar table, advanced in step with a primary-key
+/// scan: a row's cells are read sequentially, not by point reads.
+struct CellCursors<'t> {
+    t: &'t TableDef,
+    cursors: Vec<(usize, sluice::DbIterator)>,
+}
+
+impl<'t> CellCursors<'t> {
+    fn new(db: &Db, t: &'t TableDef, snap: &Snapshot, start: &[u8]) -> Result<Self, ImportError> {
+        let mut cursors = Vec::new();
+        for c in 0..t.columns.len() {
+            if t.primary_key.contains(&c) {
+                continue;
+            }
+            let p = prefix(t.id, COLUMN_INDEX_BASE + c as u32);
+            let mut lower = p.clone();
+            lower.extend_from_slice(start);
+            let mut it = db.iter(ReadOptions {
+                snapshot: Some(snap),
+                lower_bound: Some(lower),
+                upper_bound: prefix_successor(&p),
+            })?;
+            it.seek_to_first();
+            it.status()?;
+            cursors.push((c, it));
+        }
+        Ok(CellCursors { t, cursors })
+    }
+
+    fn row(&mut self, key: &[u8], v: &[u8]) -> Result<Vec<Value<'static>>, ImportError> {
+        if row_version(v) != Some(self.t.version) {
+            return Err(ImportError::Catalog(format!(
+                "row {} has schema version {:?}, table {} is at {}",
+                key.escape_ascii(),
+                row_version(v),
+                self.t.name,
+                self.t.version
+            )));
+        }
+        let mut row = vec![Value::Null; self.t.columns.len()];
+        pk_values(self.t, key, &mut row)?;
+        let suffix = key.get(8..).unwrap_or(&[]);
+        for (c, it) in &mut self.cursors {
+            while it.valid() && it.key().get(8..).unwrap_or(&[]) < suffix {
+                it.next();
+            }
+            if it.valid() && it.key().get(8..).unwrap_or(&[]) == suffix {
+                row[*c] = cell_value(self.t, *c, it.key(), it.value())?;
+                it.next();
+            }
+            it.status()?;
+        }
+        Ok(row)
     }
 }
 

@@ -31,6 +31,21 @@ fn get_varint(b: &mut &[u8]) -> Result<u128, MalformedKey> {
     Err(MalformedKey)
 }
 
+/// `put_varint` for values that fit 64 bits (the same bytes, without 128-bit arithmetic).
+#[inline]
+fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
 fn zigzag(v: i128) -> u128 {
     ((v << 1) ^ (v >> 127)) as u128
 }
@@ -52,9 +67,9 @@ pub fn encode_row(out: &mut Vec<u8>, version: u8, values: &[Value<'_>]) {
     for v in values {
         match v {
             Value::Null => {}
-            Value::Int(i) => put_varint(out, zigzag(i128::from(*i))),
-            Value::Date(d) => put_varint(out, zigzag(i128::from(*d))),
-            Value::Timestamp(t) => put_varint(out, zigzag(i128::from(*t))),
+            Value::Int(i) => put_varint64(out, zigzag64(*i)),
+            Value::Date(d) => put_varint64(out, zigzag64(i64::from(*d))),
+            Value::Timestamp(t) => put_varint64(out, zigzag64(*t)),
             Value::Decimal(d) => put_varint(out, zigzag(*d)),
             Value::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
             Value::Bool(b) => out.push(u8::from(*b)),
@@ -68,6 +83,112 @@ pub fn encode_row(out: &mut Vec<u8>, version: u8, values: &[Value<'_>]) {
             }
         }
     }
+}
+
+/// Reads one non-NULL value of type `ty` (as [`encode_row`] wrote it) from the front of `b`.
+pub fn decode_value(b: &mut &[u8], ty: &ColumnType) -> Result<Value<'static>, MalformedKey> {
+    let int = |b: &mut &[u8]| -> Result<i128, MalformedKey> { Ok(unzigzag(get_varint(b)?)) };
+    Ok(match ty {
+        ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
+            Value::Int(i64::try_from(int(b)?).map_err(|_| MalformedKey)?)
+        }
+        ColumnType::Date => Value::Date(i32::try_from(int(b)?).map_err(|_| MalformedKey)?),
+        ColumnType::Timestamp => {
+            Value::Timestamp(i64::try_from(int(b)?).map_err(|_| MalformedKey)?)
+        }
+        ColumnType::Decimal { .. } => Value::Decimal(int(b)?),
+        ColumnType::Double => {
+            if b.len() < 8 {
+                return Err(MalformedKey);
+            }
+            let (h, t) = b.split_at(8);
+            *b = t;
+            Value::Double(f64::from_le_bytes(h.try_into().map_err(|_| MalformedKey)?))
+        }
+        ColumnType::Bool => {
+            let (&c, t) = b.split_first().ok_or(MalformedKey)?;
+            *b = t;
+            Value::Bool(c != 0)
+        }
+        ColumnType::Text { .. } | ColumnType::Bytes => {
+            let n = usize::try_from(get_varint(b)?).map_err(|_| MalformedKey)?;
+            if b.len() < n {
+                return Err(MalformedKey);
+            }
+            let (h, t) = b.split_at(n);
+            *b = t;
+            if matches!(ty, ColumnType::Bytes) {
+                Value::Bytes(Cow::Owned(h.to_vec()))
+            } else {
+                Value::Text(Cow::Owned(
+                    String::from_utf8(h.to_vec()).map_err(|_| MalformedKey)?,
+                ))
+            }
+        }
+    })
+}
+
+/// Length of the non-NULL value of type `ty` at the front of `b` (no allocation).
+fn value_len(b: &[u8], ty: &ColumnType) -> Result<usize, MalformedKey> {
+    let mut r = b;
+    match ty {
+        ColumnType::Double => {}
+        ColumnType::Bool => {}
+        ColumnType::Text { .. } | ColumnType::Bytes => {
+            let n = usize::try_from(get_varint(&mut r)?).map_err(|_| MalformedKey)?;
+            let head = b.len() - r.len();
+            return if r.len() < n {
+                Err(MalformedKey)
+            } else {
+                Ok(head + n)
+            };
+        }
+        _ => {
+            get_varint(&mut r)?;
+            return Ok(b.len() - r.len());
+        }
+    }
+    let n = if matches!(ty, ColumnType::Double) {
+        8
+    } else {
+        1
+    };
+    if b.len() < n {
+        return Err(MalformedKey);
+    }
+    Ok(n)
+}
+
+/// Calls `f(column, cell)` for every non-NULL column of a row value, in column order, where
+/// `cell` is that value's encoding (what [`decode_value`] reads): the columnar layout's cells,
+/// cut out of the row without decoding or copying it.
+pub fn for_each_cell(
+    row: &[u8],
+    types: &[ColumnType],
+    mut f: impl FnMut(usize, &[u8]) -> sluice::Result<()>,
+) -> Result<sluice::Result<()>, MalformedKey> {
+    let mut b = row.get(1..).ok_or(MalformedKey)?;
+    let nb = types.len().div_ceil(8);
+    if b.len() < nb {
+        return Err(MalformedKey);
+    }
+    let (bitmap, rest) = b.split_at(nb);
+    b = rest;
+    for (i, ty) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            continue;
+        }
+        let n = value_len(b, ty)?;
+        let (cell, t) = b.split_at(n);
+        b = t;
+        if let Err(e) = f(i, cell) {
+            return Ok(Err(e));
+        }
+    }
+    if !b.is_empty() {
+        return Err(MalformedKey);
+    }
+    Ok(Ok(()))
 }
 
 /// The schema version of a row value.
@@ -90,49 +211,43 @@ pub fn decode_row(b: &[u8], types: &[ColumnType]) -> Result<Vec<Value<'static>>,
             out.push(Value::Null);
             continue;
         }
-        let int = |b: &mut &[u8]| -> Result<i128, MalformedKey> { Ok(unzigzag(get_varint(b)?)) };
-        let v = match ty {
-            ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
-                Value::Int(i64::try_from(int(&mut b)?).map_err(|_| MalformedKey)?)
-            }
-            ColumnType::Date => Value::Date(i32::try_from(int(&mut b)?).map_err(|_| MalformedKey)?),
-            ColumnType::Timestamp => {
-                Value::Timestamp(i64::try_from(int(&mut b)?).map_err(|_| MalformedKey)?)
-            }
-            ColumnType::Decimal { .. } => Value::Decimal(int(&mut b)?),
-            ColumnType::Double => {
-                if b.len() < 8 {
-                    return Err(MalformedKey);
-                }
-                let (h, t) = b.split_at(8);
-                b = t;
-                Value::Double(f64::from_le_bytes(h.try_into().map_err(|_| MalformedKey)?))
-            }
-            ColumnType::Bool => {
-                let (&c, t) = b.split_first().ok_or(MalformedKey)?;
-                b = t;
-                Value::Bool(c != 0)
-            }
-            ColumnType::Text { .. } | ColumnType::Bytes => {
-                let n = usize::try_from(get_varint(&mut b)?).map_err(|_| MalformedKey)?;
-                if b.len() < n {
-                    return Err(MalformedKey);
-                }
-                let (h, t) = b.split_at(n);
-                b = t;
-                if matches!(ty, ColumnType::Bytes) {
-                    Value::Bytes(Cow::Owned(h.to_vec()))
-                } else {
-                    Value::Text(Cow::Owned(
-                        String::from_utf8(h.to_vec()).map_err(|_| MalformedKey)?,
-                    ))
-                }
-            }
-        };
-        out.push(v);
+        out.push(decode_value(&mut b, ty)?);
     }
     if !b.is_empty() {
         return Err(MalformedKey);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint64_path_writes_the_128_bit_encoding() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+            -(1 << 40),
+        ] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            put_varint64(&mut a, zigzag64(v));
+            put_varint(&mut b, zigzag(i128::from(v)));
+            assert_eq!(a, b, "{v}");
+            let types = [ColumnType::BigInt, ColumnType::Timestamp];
+            let mut row = Vec::new();
+            encode_row(&mut row, 1, &[Value::Int(v), Value::Timestamp(v)]);
+            assert_eq!(
+                decode_row(&row, &types).unwrap(),
+                vec![Value::Int(v), Value::Timestamp(v)]
+            );
+        }
+    }
 }

@@ -23,6 +23,43 @@ use crate::types::ColumnType;
 pub const PRIMARY_INDEX_ID: u32 = 1;
 /// Name of the hidden row-id column of a table without a primary key.
 pub const ROWID_COLUMN: &str = "_rowid";
+/// Index id of column `c`'s cells in a columnar table: `COLUMN_INDEX_BASE + c` (above every
+/// secondary index id).
+pub const COLUMN_INDEX_BASE: u32 = 1 << 30;
+
+/// How a table's rows are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// One KV per row: primary key → the row value ([`crate::row`]).
+    #[default]
+    Row,
+    /// One KV per cell: `table id ‖ COLUMN_INDEX_BASE + column ‖ primary key` → the cell (a row
+    /// value of that one column); NULL cells and primary key columns (they are in the key) are
+    /// not stored. The primary index keeps one KV per row, primary key → the schema version
+    /// byte, so existence checks and scans stay one iterator.
+    Columnar,
+}
+
+impl Layout {
+    /// `row` / `columnar` (case-insensitive).
+    pub fn parse(s: &str) -> Option<Layout> {
+        match s.to_ascii_lowercase().as_str() {
+            "row" => Some(Layout::Row),
+            "columnar" | "column" => Some(Layout::Columnar),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layout::Row => "row",
+            Layout::Columnar => "columnar",
+        })
+    }
+}
 
 /// One column.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +103,9 @@ pub struct TableDef {
     pub primary_key: Vec<usize>,
     /// Secondary indexes.
     pub indexes: Vec<IndexDef>,
+    /// Storage layout (`WITH (layout = 'columnar')`; default row).
+    #[serde(default)]
+    pub layout: Layout,
 }
 
 impl TableDef {
@@ -152,6 +192,12 @@ impl TableDef {
         let (a, b) = (idx(self), idx(other));
         if a != b {
             return Some(format!("indexes: stored as [{a}], schema says [{b}]"));
+        }
+        if self.layout != other.layout {
+            return Some(format!(
+                "layout: stored as {}, schema says {}",
+                self.layout, other.layout
+            ));
         }
         None
     }
@@ -377,6 +423,49 @@ fn add_index(
     Ok(())
 }
 
+/// `WITH (layout = 'row' | 'columnar')`; any other table option is an error.
+fn table_layout(
+    opts: &sqlparser::ast::CreateTableOptions,
+    line: u64,
+) -> Result<Layout, SchemaError> {
+    use sqlparser::ast::{CreateTableOptions, SqlOption};
+    let list = match opts {
+        CreateTableOptions::None => return Ok(Layout::Row),
+        CreateTableOptions::With(l) => l,
+        other => {
+            return Err(err(
+                line,
+                format!("table options {other} are not supported (WITH (layout = 'columnar') is)"),
+            ))
+        }
+    };
+    let mut layout = Layout::Row;
+    for o in list {
+        match o {
+            SqlOption::KeyValue { key, value } if key.value.eq_ignore_ascii_case("layout") => {
+                let text = match value {
+                    Expr::Value(v) => match &v.value {
+                        sqlparser::ast::Value::SingleQuotedString(s)
+                        | sqlparser::ast::Value::DoubleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    Expr::Identifier(i) => i.value.clone(),
+                    other => other.to_string(),
+                };
+                layout = Layout::parse(&text)
+                    .ok_or_else(|| err(line, format!("layout {text:?}: row or columnar")))?;
+            }
+            other => {
+                return Err(err(
+                    line,
+                    format!("table option {other} is not supported (layout is)"),
+                ))
+            }
+        }
+    }
+    Ok(layout)
+}
+
 fn create_table(
     ct: &sqlparser::ast::CreateTable,
     name: String,
@@ -389,6 +478,7 @@ fn create_table(
         columns: Vec::new(),
         primary_key: Vec::new(),
         indexes: Vec::new(),
+        layout: table_layout(&ct.table_options, line)?,
     };
     let mut pk: Option<Vec<(String, u64)>> = None;
     let mut uniques: Vec<(Vec<(String, u64)>, u64)> = Vec::new();

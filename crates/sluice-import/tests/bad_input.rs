@@ -3,6 +3,12 @@
 
 mod common;
 
+columnar_too!(
+    bad_rows_are_refused_and_leave_nothing,
+    bad_header_and_tmp_dir_cleanup,
+    schema_errors_name_line_and_construct,
+);
+
 use common::*;
 use sluice_import::{open_db, ImportOptions};
 

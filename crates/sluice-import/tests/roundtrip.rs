@@ -3,10 +3,26 @@
 
 mod common;
 
+columnar_too!(
+    every_type_and_null_round_trips_in_every_format,
+    csv_edge_cases,
+    compressed_inputs_and_header_mapping,
+    hidden_row_id_in_input_order_and_append,
+    duplicate_across_chunks_is_found_with_both_lines,
+    spills_and_merges_under_a_small_budget,
+    sorted_input_streams_straight_to_final_files,
+    duplicates_against_existing_rows_keep_indexes_consistent,
+    unique_index_violation_is_refused,
+    changed_definition_and_catalog,
+    max_errors_writes_rejects_and_goes_on,
+    explicit_format_and_delimiter,
+    streaming_then_out_of_order_with_a_unique_index,
+);
+
 use std::io::Write as _;
 
 use common::*;
-use sluice_import::{open_db, Format, ImportOptions, OnDuplicate, TableReader};
+use sluice_import::{open_db, Format, ImportOptions, Layout, OnDuplicate, TableReader};
 
 const ALL_TYPES: &str = "CREATE TABLE t (
     id BIGINT PRIMARY KEY,
@@ -251,7 +267,12 @@ fn sorted_input_streams_straight_to_final_files() {
     }
     let f = write(dir.path(), "o.csv", content.as_bytes());
     let s = import(&db, schema, vec![f], opts()).unwrap();
-    assert_eq!(s.streamed_indexes, vec!["primary".to_string()]);
+    if layout() == Layout::Row {
+        assert_eq!(s.streamed_indexes, vec!["primary".to_string()]);
+    } else {
+        // Columnar: the streamed rows are split into cells in one more sequential pass.
+        assert!(s.streamed_indexes.is_empty(), "{s:?}");
+    }
     assert_eq!(s.runs_spilled, 0);
     assert_eq!(rows(&db, "o", Some("by_n"))[0], "19999,1");
 }
@@ -474,6 +495,60 @@ fn streaming_then_out_of_order_with_a_unique_index() {
         .to_string();
     assert!(
         e.contains("q2.csv:401: duplicate primary key (5) (also at an earlier row of the input)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn columnar_layout_stores_one_kv_per_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema =
+        "CREATE TABLE c (a INT, b TEXT, n INT, PRIMARY KEY (b, a)) WITH (layout = 'columnar');
+                  CREATE INDEX by_n ON c (n);";
+    let f = write(dir.path(), "c.csv", b"2,x,10\n1,y,\n1,x,30\n");
+    let s = import(&db, schema, vec![f], opts()).unwrap();
+    assert_eq!(s.rows, 3);
+    let t = &TableReader::open(&db, Some("c")).unwrap().table;
+    assert_eq!(t.layout, Layout::Columnar);
+    // Index ids under table c: 1 (primary: one marker a row), 2 (by_n), and only column n
+    // (position 2) has cells: a and b are in the key, and row (1, y) has n NULL.
+    let mut per_index: std::collections::BTreeMap<u32, usize> = Default::default();
+    for (k, _) in dump(&db) {
+        if u32::from_be_bytes(k[..4].try_into().unwrap()) == t.id {
+            *per_index
+                .entry(u32::from_be_bytes(k[4..8].try_into().unwrap()))
+                .or_default() += 1;
+        }
+    }
+    let cells = sluice_import::schema::COLUMN_INDEX_BASE + 2;
+    assert_eq!(
+        per_index,
+        [(1, 3), (2, 3), (cells, 2)].into_iter().collect()
+    );
+    assert_eq!(rows(&db, "c", None), vec!["1,x,30", "2,x,10", "1,y,"]);
+    assert_eq!(
+        rows(&db, "c", Some("by_n")),
+        vec!["1,y,", "2,x,10", "1,x,30"]
+    );
+    let r = TableReader::open(&db, Some("c")).unwrap();
+    let got = r.get(&["y".into(), "1".into()]).unwrap().unwrap();
+    assert_eq!(r.format_row(&got, sluice_import::OutputFormat::Csv), "1,y,");
+    // The same table as row layout is a different definition.
+    let f2 = write(dir.path(), "c2.csv", b"3,z,1\n");
+    let e = import(
+        &db,
+        schema,
+        vec![f2],
+        ImportOptions {
+            layout: Some(Layout::Row),
+            ..opts()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("layout: stored as columnar, schema says row"),
         "{e}"
     );
 }

@@ -368,3 +368,68 @@ fn writers_racing_flushes_and_ingests_neither_hang_nor_lose_writes() {
         Some(&b"ingested"[..])
     );
 }
+
+/// `verify_keys` (default on) reads every key of a foreign file; off, a trusted writer's files
+/// are not read again, so what only a full read finds goes through.
+#[test]
+fn verify_keys_reads_every_key_unless_the_writer_is_trusted() {
+    let fs = MemFs::new();
+    let db = Db::open(Path::new("/db"), opts(&fs)).unwrap();
+    // "b" twice (a put and a deletion, both seqno 0): only a scan of the keys sees it.
+    let mut b = TableBuilder::new(
+        Vec::new(),
+        TableOptions::default(),
+        TableIdentity {
+            external_sst: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for (k, kind) in [
+        ("a", ValueKind::Value),
+        ("b", ValueKind::Value),
+        ("b", ValueKind::Deletion),
+        ("c", ValueKind::Value),
+    ] {
+        b.add(&make_internal_key(k.as_bytes(), 0, kind), b"v")
+            .unwrap();
+    }
+    let dup = Path::new("/src/dup.sst");
+    fs.write_raw(dup, b.finish().unwrap().0);
+    let e = db.ingest(&[dup], &IngestOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("appears twice"), "{e}");
+    let e = db
+        .ingest(
+            &[dup],
+            &IngestOptions {
+                verify_checksums: false,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("appears twice"), "{e}");
+    assert_eq!(db.get(b"a").unwrap(), None);
+    let good = external(&fs, "good.sst", &["x", "y", "z"], "w");
+    let placed = db
+        .ingest(
+            &[&good],
+            &IngestOptions {
+                verify_checksums: false,
+                verify_keys: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(placed[0].entries, 3, "entry count from the properties");
+    assert_eq!(db.get(b"y").unwrap().as_deref(), Some(&b"w"[..]));
+    // Trusted: the duplicate is not looked for.
+    db.ingest(
+        &[dup],
+        &IngestOptions {
+            verify_checksums: false,
+            verify_keys: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+}

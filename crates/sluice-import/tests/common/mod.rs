@@ -4,7 +4,39 @@
 use std::path::{Path, PathBuf};
 
 use sluice::{Db, ReadOptions};
-use sluice_import::{Import, ImportError, ImportOptions, ProgressMode, Summary, TableReader};
+use sluice_import::{
+    Import, ImportError, ImportOptions, Layout, ProgressMode, Summary, TableReader,
+};
+
+thread_local! {
+    static LAYOUT: std::cell::Cell<Option<Layout>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `test` with every [`opts`] of this thread asking for `layout`.
+pub fn with_layout(layout: Layout, test: fn()) {
+    LAYOUT.with(|l| l.set(Some(layout)));
+    test();
+}
+
+/// The layout [`opts`] asks for (row unless [`with_layout`] says otherwise).
+pub fn layout() -> Layout {
+    LAYOUT.with(|l| l.get()).unwrap_or(Layout::Row)
+}
+
+/// Defines `mod columnar` running each named test again with the columnar layout.
+#[macro_export]
+macro_rules! columnar_too {
+    ($($name:ident),* $(,)?) => {
+        mod columnar {
+            $(
+                #[test]
+                fn $name() {
+                    $crate::common::with_layout(sluice_import::Layout::Columnar, super::$name);
+                }
+            )*
+        }
+    };
+}
 
 /// Options for tests: quiet, small chunks so even small inputs make several chunks.
 pub fn opts() -> ImportOptions {
@@ -13,6 +45,7 @@ pub fn opts() -> ImportOptions {
         threads: 2,
         memory: 16 << 20,
         chunk_size: Some(64),
+        layout: LAYOUT.with(|l| l.get()),
         ..ImportOptions::default()
     }
 }

@@ -20,6 +20,25 @@ use crate::base::coding::{decode_fixed32, decode_varint32, put_fixed32, put_vari
 use crate::base::key::compare_internal;
 use crate::sst::format::{BlockHandle, BLOCK_TRAILER_LEN};
 
+/// Length of the common prefix of `a` and `b`, eight bytes at a time.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 /// Builds one block in memory.
 #[derive(Debug)]
 pub struct BlockBuilder {
@@ -48,11 +67,7 @@ impl BlockBuilder {
     #[inline]
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
         let shared = if self.counter < self.restart_interval {
-            self.last_key
-                .iter()
-                .zip(key)
-                .take_while(|(a, b)| a == b)
-                .count()
+            common_prefix(&self.last_key, key)
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
@@ -511,6 +526,25 @@ fn decode_entry_header(src: &[u8], delta_values: bool) -> Option<(u32, u32, u32,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_prefix_matches_the_bytewise_count() {
+        let keys: [&[u8]; 7] = [
+            b"",
+            b"a",
+            b"abcdefgh",
+            b"abcdefghi",
+            b"abcdefgX",
+            b"abcdefghijklmnopq",
+            b"abcdefghijklmnopr",
+        ];
+        for a in keys {
+            for b in keys {
+                let want = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                assert_eq!(common_prefix(a, b), want, "{a:?} {b:?}");
+            }
+        }
+    }
     use crate::base::coding::put_varsigned64;
     use proptest::prelude::*;
 

@@ -166,6 +166,17 @@ impl<W: Write> TableBuilder<W> {
     /// Appends one entry. `ikey` must sort strictly after the previous key.
     #[inline]
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.add_checked(ikey, value, true)
+    }
+
+    /// [`add`](Self::add) for a caller that has checked the order itself (the SST writer
+    /// compares user keys, which are unique there): no second key comparison.
+    pub(crate) fn add_ordered(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.add_checked(ikey, value, false)
+    }
+
+    #[inline]
+    fn add_checked(&mut self, ikey: &[u8], value: &[u8], check_order: bool) -> Result<()> {
         let Some(parsed) = key::parse_internal_key(ikey) else {
             return Err(Error::InvalidArgument(format!(
                 "malformed internal key of {} bytes",
@@ -173,7 +184,7 @@ impl<W: Write> TableBuilder<W> {
             )));
         };
         if self.props.num_entries > 0 {
-            if compare_internal(&self.last_key, ikey) != std::cmp::Ordering::Less {
+            if check_order && compare_internal(&self.last_key, ikey) != std::cmp::Ordering::Less {
                 return Err(Error::KeyOrder {
                     previous: self.last_key.clone(),
                     key: ikey.to_vec(),

@@ -44,6 +44,7 @@ pub struct SstWriter {
     path: PathBuf,
     /// Where the file is written until `finish` renames it to `path`.
     tmp: PathBuf,
+    /// The last user key, set by `finish` (the builder holds it until then).
     last_user_key: Vec<u8>,
     smallest: Vec<u8>,
     key_buf: Vec<u8>,
@@ -63,6 +64,16 @@ impl SstWriter {
     /// Starts the file that [`finish`](Self::finish) will put at `path` (replacing a file
     /// there only then).
     pub fn create(path: impl AsRef<Path>, opts: TableOptions) -> Result<SstWriter> {
+        Self::create_buffered(path, opts, WRITE_BUFFER)
+    }
+
+    /// [`create`](Self::create) with a write buffer of `write_buffer` bytes instead of 1 MiB
+    /// (for a caller keeping many writers open at once).
+    pub fn create_buffered(
+        path: impl AsRef<Path>,
+        opts: TableOptions,
+        write_buffer: usize,
+    ) -> Result<SstWriter> {
         let path = path.as_ref().to_path_buf();
         opts.validate()?;
         let tmp = tmp_name(&path);
@@ -77,7 +88,7 @@ impl SstWriter {
             db_session_id: session_id(),
         };
         let builder = match TableBuilder::new(
-            BufWriter::with_capacity(WRITE_BUFFER, SyncingFile::new(file)),
+            BufWriter::with_capacity(write_buffer.max(4096), SyncingFile::new(file)),
             opts,
             identity,
         ) {
@@ -114,20 +125,21 @@ impl SstWriter {
         let Some(builder) = self.builder.as_mut() else {
             return Err(Error::InvalidArgument("SstWriter already failed".into()));
         };
-        if self.entries > 0 && key <= self.last_user_key.as_slice() {
+        // The builder's last internal key holds the last user key: no copy of our own.
+        let last = crate::base::key::user_key(builder.last_key());
+        if self.entries > 0 && key <= last {
             return Err(Error::KeyOrder {
-                previous: self.last_user_key.clone(),
+                previous: last.to_vec(),
                 key: key.to_vec(),
             });
         }
         self.key_buf.clear();
         append_internal_key(&mut self.key_buf, key, 0, kind as u8);
-        builder.add(&self.key_buf, value)?;
+        // The user-key check above implies the internal-key order the builder would check.
+        builder.add_ordered(&self.key_buf, value)?;
         if self.entries == 0 {
             self.smallest = key.to_vec();
         }
-        self.last_user_key.clear();
-        self.last_user_key.extend_from_slice(key);
         self.entries += 1;
         Ok(())
     }
@@ -146,6 +158,7 @@ impl SstWriter {
     /// entries is an error (RocksDB refuses to ingest one) and is deleted.
     pub fn finish(mut self) -> Result<SstFileInfo> {
         let builder = self.builder.take().expect("builder present until finish");
+        self.last_user_key = crate::base::key::user_key(builder.last_key()).to_vec();
         if self.entries == 0 {
             let _ = std::fs::remove_file(&self.tmp);
             return Err(Error::InvalidArgument(

@@ -46,6 +46,14 @@ pub use plan::{ingest_target_level, IngestPlan};
 pub struct IngestOptions {
     /// Verify every block checksum before ingesting. Default `true`.
     pub verify_checksums: bool,
+    /// Read every key to check that each carries seqno 0 and that no user key repeats. Default
+    /// `true`. Files written by [`SstWriter`](crate::SstWriter) hold that by construction (it
+    /// refuses keys out of order or repeated and writes seqno 0): a writer handing over the
+    /// files it has just written itself (e.g. `sluice import`) may turn this and
+    /// `verify_checksums` off, so they are not read a second time (the entry count then comes
+    /// from the file's properties; the first and last keys are still read for the key span).
+    /// Keep both on for files from elsewhere.
+    pub verify_keys: bool,
     /// Allow the files to overlap each other; they are then layered in L0, later files newer.
     /// Default `false`.
     pub allow_overlap: bool,
@@ -68,6 +76,7 @@ impl Default for IngestOptions {
     fn default() -> Self {
         IngestOptions {
             verify_checksums: true,
+            verify_keys: true,
             allow_overlap: false,
             small_file_threshold: 0,
             ingest_behind: false,
