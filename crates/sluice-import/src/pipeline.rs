@@ -279,7 +279,12 @@ impl TmpDir {
             N.fetch_add(1, Ordering::Relaxed)
         );
         let path = parent.join(name);
-        std::fs::create_dir_all(&path).map_err(|e| ImportError::io(&path, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
+        // Created new (never an existing directory) and private: the import later ingests the
+        // files in it without re-verifying their keys, so no other user may place or swap one.
+        let mut b = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(&path).map_err(|e| ImportError::io(&path, e))?;
         if let Ok(mut l) = live_dirs().lock() {
             l.insert(path.clone());
         }
@@ -474,6 +479,19 @@ impl Import {
         }
         it.status()?;
         drop(it);
+        if existing_rows
+            && table.layout == Layout::Columnar
+            && self.opts.on_duplicate == OnDuplicate::Last
+        {
+            // Replacing a stored columnar row would leave the old cells of the columns the new
+            // row has NULL (cells are written for non-NULL values only): refuse rather than
+            // bring old values back.
+            return Err(ImportError::Usage(format!(
+                "--on-duplicate last is not supported yet for table {} (columnar layout) once it \
+                 holds rows: a replaced row's NULL columns would keep their old cells",
+                table.name
+            )));
+        }
         let format = self
             .opts
             .format

@@ -333,6 +333,35 @@ fn duplicates_against_existing_rows_keep_indexes_consistent() {
 }
 
 #[test]
+fn replacing_columnar_rows_is_refused_rather_than_resurrecting_cells() {
+    // A replaced row's NULL columns would keep their old cells (cells are stored for non-NULL
+    // values only): `--on-duplicate last` into a columnar table holding rows is refused and
+    // changes nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let schema =
+        "CREATE TABLE p (id INT PRIMARY KEY, color TEXT, n INT) WITH (layout = 'columnar');";
+    let first = write(dir.path(), "1.csv", b"1,red,10\n2,green,20\n");
+    let second = write(dir.path(), "2.csv", b"2,,\n");
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    import(&db, schema, vec![first], opts()).unwrap();
+    let before = dump(&db);
+    let e = import(
+        &db,
+        schema,
+        vec![second],
+        ImportOptions {
+            on_duplicate: OnDuplicate::Last,
+            null: Some(String::new()),
+            ..opts()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("not supported yet"), "{e}");
+    assert_eq!(dump(&db), before);
+}
+
+#[test]
 fn unique_index_violation_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_db(dir.path().join("db"), true).unwrap();

@@ -136,7 +136,13 @@ impl SstWriter {
         self.key_buf.clear();
         append_internal_key(&mut self.key_buf, key, 0, kind as u8);
         // The user-key check above implies the internal-key order the builder would check.
-        builder.add_ordered(&self.key_buf, value)?;
+        if let Err(e) = builder.add_ordered(&self.key_buf, value) {
+            // Sticky: the builder may have taken the entry before failing, and a retry would
+            // slip past the order check (it reads `entries`); the partial file goes.
+            self.builder = None;
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(e);
+        }
         if self.entries == 0 {
             self.smallest = key.to_vec();
         }
@@ -157,7 +163,9 @@ impl SstWriter {
     /// Writes the meta blocks and footer, fsyncs, and returns what was written. A file without
     /// entries is an error (RocksDB refuses to ingest one) and is deleted.
     pub fn finish(mut self) -> Result<SstFileInfo> {
-        let builder = self.builder.take().expect("builder present until finish");
+        let Some(builder) = self.builder.take() else {
+            return Err(Error::InvalidArgument("SstWriter already failed".into()));
+        };
         self.last_user_key = crate::base::key::user_key(builder.last_key()).to_vec();
         if self.entries == 0 {
             let _ = std::fs::remove_file(&self.tmp);

@@ -140,12 +140,24 @@ fn check_keys(p: &Path, t: &Arc<Table>) -> Result<u64> {
                 ),
             ));
         }
-        if prev.as_deref() == Some(k.user_key) {
-            return Err(Error::corruption(
-                p,
-                0,
-                format!("user key {:?} appears twice", shown()),
-            ));
+        match prev.as_deref().map(|q| q.cmp(k.user_key)) {
+            Some(std::cmp::Ordering::Equal) => {
+                return Err(Error::corruption(
+                    p,
+                    0,
+                    format!("user key {:?} appears twice", shown()),
+                ));
+            }
+            // Out of order (possible across blocks: each block is checked on its own): the
+            // file's span, and so the overlap checks and its level, would be wrong.
+            Some(std::cmp::Ordering::Greater) => {
+                return Err(Error::corruption(
+                    p,
+                    0,
+                    format!("user key {:?} is out of order", shown()),
+                ));
+            }
+            _ => {}
         }
         prev = Some(k.user_key.to_vec());
         n += 1;
