@@ -15,6 +15,6 @@ cargo build --release -q -p sluice-cli -p sluice-bench
 echo "== bench/run --quick: Sluice and Pebble load the same data; scan checksums must agree"
 # The RocksDB anchor (a 10-minute C++ build needing libclang-dev) runs locally: bench/run --quick
 bench/run --quick --engines sluice,pebble
-echo "== interop + CLI tests (pytest)"
+echo "== interop + CLI tests, bench settings check (pytest)"
 SLUICE_BIN="$PWD/target/release/sluice" SLUICE_BENCH_BIN="$PWD/target/release/sluice-bench" \
-  ${PYTHON:-python3} -m pytest -q tests
+  ${PYTHON:-python3} -m pytest -q tests bench/test_params.py
