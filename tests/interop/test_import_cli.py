@@ -107,4 +107,4 @@ def test_columnar_layout_reads_back_the_same_rows_and_counts(sluice, tmp):
         "rows": 344, "sum": want}
     # A table keeps its layout.
     r = import_penguins(sluice, col_db, check=False)
-    assert r.returncode == 1 and b"layout: stored as columnar, schema says row" in r.stderr
+    assert r.returncode == 2 and b"layout: stored as columnar, schema says row" in r.stderr

@@ -357,9 +357,10 @@ pub struct ScanArgs {
     /// At most this many entries.
     #[arg(long)]
     pub(crate) limit: Option<u64>,
-    /// Print only the number of entries.
-    #[arg(long, conflicts_with = "table")]
-    count: bool,
+    /// Print only the number of entries (with --table: `{"rows": N}`, with --sum also the
+    /// sum of a column).
+    #[arg(long)]
+    pub(crate) count: bool,
     #[command(flatten)]
     out: OutArgs,
 }

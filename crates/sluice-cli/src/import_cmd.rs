@@ -313,11 +313,9 @@ pub struct TableScanArgs {
     /// Output format of rows.
     #[arg(long, value_enum, requires = "table")]
     pub format: Option<OutArg>,
-    /// Print only `{"rows": N}` (with --sum: `{"rows": N, "sum": S}`) instead of the rows.
-    #[arg(long, requires = "table")]
-    pub count: bool,
-    /// With --count: also the sum of this numeric column (NULLs skipped).
-    #[arg(long, requires = "count")]
+    /// With --count: also the sum of this numeric column (NULLs skipped); `--count` itself is
+    /// shared with the raw scan.
+    #[arg(long, requires = "count", requires = "table")]
     pub sum: Option<String>,
 }
 
@@ -328,6 +326,7 @@ pub fn scan(
     start: Option<String>,
     end: Option<String>,
     limit: Option<u64>,
+    count: bool,
 ) -> CmdResult {
     let db = open_db_read_only(&db)?;
     let reader = TableReader::open(&db, t.table.as_deref())?;
@@ -337,7 +336,7 @@ pub fn scan(
     };
     let start = start.as_deref().map(sluice_import::query::split_values);
     let end = end.as_deref().map(sluice_import::query::split_values);
-    if t.count {
+    if count {
         let col = match &t.sum {
             Some(name) => Some(
                 reader

@@ -288,7 +288,7 @@ fn run(command: Command) -> db_cmd::CmdResult {
         Command::Load(a) => db_cmd::load(a),
         Command::Scan { raw, table } if table.table.is_some() => {
             db_cmd::check_db_dir(&raw.db.db, false)?;
-            import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit)
+            import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit, raw.count)
         }
         Command::Scan { raw, .. } => db_cmd::scan(raw),
         Command::ApproxSize {
