@@ -93,11 +93,15 @@ impl Inner {
     /// Flush of a memtable, step by step: write the table(s), then install them.
     fn flush_mem(self: &Arc<Self>, entry: &Flushable, mem: &Arc<MemTable>) -> Result<()> {
         let snapshots = self.live_snapshots();
-        let split_keys = self
-            .state
-            .lock()
-            .l0
-            .flush_split_keys(self.opts.flush_split_bytes);
+        let split_keys = {
+            let s = self.state.lock();
+            flush_split_keys_with_base(
+                &s.l0,
+                &s.version,
+                &self.picker_options(),
+                self.opts.flush_split_bytes,
+            )
+        };
         let mut alloc = self.allocate_numbers();
         let files = flush_memtable(
             &*self.fs,
@@ -150,5 +154,85 @@ impl Inner {
             s.uninstalled_files.remove(&n);
         }
         r
+    }
+}
+
+/// Where a flush cuts its outputs: the L0 sublevels' split keys (no new L0 file wide over deep
+/// intervals) and the starts of the base level's files. The latter matter when L0 is empty or
+/// its files all span the key space (random keys): L0 gives no split keys then, every flush
+/// would be one file as wide as the key space, and every L0→Lbase compaction would take whole
+/// flushes and write outputs as wide, which the next level down then rewrites whole. Cut at the
+/// base level's boundaries, L0 files line up with the files they will be compacted into.
+pub(super) fn flush_split_keys_with_base(
+    l0: &crate::version::l0_sublevels::L0Sublevels,
+    version: &crate::version::Version,
+    picker: &crate::compaction::picker::PickerOptions,
+    flush_split_bytes: u64,
+) -> Vec<Vec<u8>> {
+    let mut keys = l0.flush_split_keys(flush_split_bytes);
+    if flush_split_bytes == 0 {
+        return keys;
+    }
+    let (_, base) = crate::compaction::picker::level_targets(version, picker);
+    keys.extend(
+        version.levels[base]
+            .iter()
+            .skip(1)
+            .map(|f| f.smallest_user().to_vec()),
+    );
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::key::{make_internal_key, ValueKind};
+    use crate::compaction::picker::PickerOptions;
+    use crate::version::l0_sublevels::L0Sublevels;
+    use crate::version::Version;
+
+    fn file(n: u64, lo: &str, hi: &str) -> FileMeta {
+        FileMeta {
+            number: n,
+            size: 1 << 20,
+            smallest: make_internal_key(lo.as_bytes(), n, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), n, ValueKind::Value),
+            smallest_seqno: n,
+            largest_seqno: n,
+            global_seqno: 0,
+            range_dels: 0,
+        }
+    }
+
+    #[test]
+    fn flushes_cut_at_base_level_file_starts_when_l0_is_empty() {
+        let v = Version::default()
+            .apply(&VersionEdit {
+                added: vec![
+                    (6, file(1, "a", "f")),
+                    (6, file(2, "g", "m")),
+                    (6, file(3, "n", "z")),
+                ],
+                ..Default::default()
+            })
+            .unwrap();
+        let picker = PickerOptions {
+            l0_compaction_trigger: 4,
+            max_bytes_for_level_base: 256 << 20,
+            level_multiplier: 10,
+        };
+        let l0 = L0Sublevels::from_version(&v);
+        assert!(
+            l0.flush_split_keys(4 << 20).is_empty(),
+            "empty L0 gives no split keys"
+        );
+        assert_eq!(
+            flush_split_keys_with_base(&l0, &v, &picker, 4 << 20),
+            vec![b"g".to_vec(), b"n".to_vec()]
+        );
+        // flush_split_bytes 0 turns splitting off altogether.
+        assert!(flush_split_keys_with_base(&l0, &v, &picker, 0).is_empty());
     }
 }
