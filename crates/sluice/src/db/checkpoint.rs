@@ -4,11 +4,11 @@
 use std::ffi::OsString;
 use std::sync::atomic::Ordering;
 
-use crate::base::filenames::{manifest_name, options_file_name, table_file_name};
+use crate::base::filenames::{manifest_name, table_file_name};
 use crate::version::{VersionEdit, MANIFEST_FORMAT_VERSION};
 use crate::wal::log::LogWriter;
 
-use super::open::set_current;
+use super::open::{set_current, write_options_file};
 use super::*;
 
 /// What [`Db::checkpoint`] wrote.
@@ -163,14 +163,7 @@ impl Inner {
             .map_err(|e| Error::io(&mpath, e))?;
         writer.sync().map_err(|e| Error::io(&mpath, e))?;
         drop(writer);
-        let opts_path = options_file_name(tmp, manifest_number);
-        let mut of = fs
-            .create(&opts_path)
-            .map_err(|e| Error::io(&opts_path, e))?;
-        std::io::Write::write_all(&mut of, self.opts.to_options_file().as_bytes())
-            .map_err(|e| Error::io(&opts_path, e))?;
-        of.sync().map_err(|e| Error::io(&opts_path, e))?;
-        drop(of);
+        write_options_file(fs, tmp, &self.opts, manifest_number)?;
         set_current(fs, tmp, manifest_number)?; // syncs the directory
         Ok(CheckpointInfo {
             tables,

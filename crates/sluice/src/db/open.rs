@@ -381,7 +381,6 @@ impl Db {
         let mpath = dir.join(manifest_name(manifest_number));
         let mut file = fs.create(&mpath).map_err(|e| Error::io(&mpath, e))?;
         std::io::Write::write_all(&mut file, history).map_err(|e| Error::io(&mpath, e))?;
-        let mut writer = LogWriter::appending(file, len);
         let edit = VersionEdit {
             log_number: Some(wal_number),
             next_file_number: Some(rec.next_file_number),
@@ -389,16 +388,8 @@ impl Db {
             added,
             ..Default::default()
         };
-        writer
-            .add_record(&edit.encode())
-            .map_err(|e| Error::io(&mpath, e))?;
-        writer.sync().map_err(|e| Error::io(&mpath, e))?;
-        set_current(fs, dir, manifest_number)?;
-        write_options_file(fs, dir, opts, manifest_number)?;
-        Ok(Some(ManifestState {
-            writer,
-            number: manifest_number,
-        }))
+        let writer = LogWriter::appending(file, len);
+        commit_manifest(fs, dir, opts, writer, manifest_number, &edit).map(Some)
     }
 
     /// Starts a new MANIFEST holding a snapshot of the version and points `CURRENT` at it.
@@ -424,23 +415,34 @@ impl Db {
             }
         }
         let mpath = dir.join(manifest_name(manifest_number));
-        let mut writer = LogWriter::new(fs.create(&mpath).map_err(|e| Error::io(&mpath, e))?);
-        writer
-            .add_record(&snapshot.encode())
-            .map_err(|e| Error::io(&mpath, e))?;
-        writer.sync().map_err(|e| Error::io(&mpath, e))?;
-        set_current(fs, dir, manifest_number)?;
-        write_options_file(fs, dir, opts, manifest_number)?;
-        Ok(ManifestState {
-            writer,
-            number: manifest_number,
-        })
+        let writer = LogWriter::new(fs.create(&mpath).map_err(|e| Error::io(&mpath, e))?);
+        commit_manifest(fs, dir, opts, writer, manifest_number, &snapshot)
     }
+}
+
+/// Ends a new MANIFEST `number` whose `writer` holds everything before `edit`: appends and syncs
+/// `edit`, points `CURRENT` at the MANIFEST and writes the OPTIONS file beside it.
+fn commit_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    mut writer: LogWriter,
+    number: u64,
+    edit: &VersionEdit,
+) -> Result<ManifestState> {
+    let mpath = dir.join(manifest_name(number));
+    writer
+        .add_record(&edit.encode())
+        .map_err(|e| Error::io(&mpath, e))?;
+    writer.sync().map_err(|e| Error::io(&mpath, e))?;
+    set_current(fs, dir, number)?;
+    write_options_file(fs, dir, opts, number)?;
+    Ok(ManifestState { writer, number })
 }
 
 /// Writes `OPTIONS-<manifest_number>` (through a temporary name and a rename when it exists
 /// with other contents), synced.
-fn write_options_file(
+pub(super) fn write_options_file(
     fs: &dyn FileSystem,
     dir: &Path,
     opts: &Options,
