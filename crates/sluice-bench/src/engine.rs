@@ -46,13 +46,13 @@ fn options() -> Options {
     Options::default()
 }
 
-fn key(p: u64) -> [u8; KEY_LEN] {
+pub(crate) fn key(p: u64) -> [u8; KEY_LEN] {
     let mut k = [0u8; KEY_LEN];
     gen::key_of(p, &mut k);
     k
 }
 
-fn value(p: u64) -> [u8; VALUE_LEN] {
+pub(crate) fn value(p: u64) -> [u8; VALUE_LEN] {
     let mut v = [0u8; VALUE_LEN];
     gen::value_of(p, &mut v);
     v
@@ -111,7 +111,7 @@ fn fill_synced(db: &Db, n: u64, perm: &Permutation) -> sluice::Result<Fill> {
 }
 
 /// Bytes written by flushes and compactions so far.
-fn written_bytes(db: &Db) -> u64 {
+pub(crate) fn written_bytes(db: &Db) -> u64 {
     let m = db.metrics();
     m.flush_bytes + m.compaction_bytes_written
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice::{Db, IngestOptions, Options, SstWriter, TableOptions, WriteBatch, WriteOptions};
 
-use crate::engine::Latencies;
+use crate::engine::{key, value, written_bytes, Latencies};
 use crate::fair;
 use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
 
@@ -31,19 +31,6 @@ pub const ROWS_PER_FILE: u64 = 50_000;
 pub const WRITER_RATE: u64 = 10_000;
 /// User bytes per pair.
 const KV: u64 = (KEY_LEN + VALUE_LEN) as u64;
-
-fn pair(p: u64) -> ([u8; KEY_LEN], [u8; VALUE_LEN]) {
-    let (mut k, mut v) = ([0u8; KEY_LEN], [0u8; VALUE_LEN]);
-    gen::key_of(p, &mut k);
-    gen::value_of(p, &mut v);
-    (k, v)
-}
-
-/// Flush + compaction bytes so far.
-fn bg_bytes(db: &Db) -> u64 {
-    let m = db.metrics();
-    m.flush_bytes + m.compaction_bytes_written
-}
 
 /// The fields every L0 workload reports about stalls, from the Db's counters.
 fn stalls(db: &Db, before: (u64, u64)) -> Value {
@@ -71,7 +58,10 @@ pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::er
         while i < n {
             let mut batch = WriteBatch::new();
             for _ in 0..BATCH.min(n - i) {
-                let (k, v) = pair(perm.apply(i));
+                let (k, v) = {
+                    let p = perm.apply(i);
+                    (key(p), value(p))
+                };
                 batch.put(&k, &v);
                 i += 1;
                 user += KV;
@@ -79,7 +69,7 @@ pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::er
             let t = Instant::now();
             db.write(batch, WriteOptions::default())?;
             if widefile {
-                let (_, v) = pair(b);
+                let v = value(b);
                 let mut edges = WriteBatch::new();
                 edges.put(&lo, &v);
                 edges.put(&hi, &v);
@@ -116,7 +106,7 @@ pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::er
         "ops_per_s": n as f64 / total, "mb_per_s": user as f64 / 1e6 / total,
         "write_ops_per_s": n as f64 / write_secs,
         "latency_us": lat.summary(), "max_write_ms": max_write.as_secs_f64() * 1e3,
-        "write_amp": bg_bytes(&db) as f64 / user.max(1) as f64, "user_bytes": user,
+        "write_amp": written_bytes(&db) as f64 / user.max(1) as f64, "user_bytes": user,
         "bytes_on_disk": fair::dir_bytes(dir), "peak_rss_kib": crate::peak_rss_kib(),
     });
     let out = fair::with(fair::with(out, shape.json()), stalls(&db, stall0));
@@ -137,7 +127,7 @@ fn build_files(n: u64, dir: &Path) -> sluice::Result<Vec<PathBuf>> {
         let p = dir.join(format!("{:04}.sst", files.len()));
         let mut w = SstWriter::create(&p, TableOptions::default())?;
         for r in rows {
-            let (k, v) = pair(r);
+            let (k, v) = (key(r), value(r));
             w.put(&k, &v)?;
         }
         w.finish()?;
@@ -164,7 +154,8 @@ fn online_writers(db: &Arc<Db>, n: u64, stop: &AtomicBool) -> (Latencies, u64) {
                         if scheduled > now {
                             std::thread::sleep(scheduled - now);
                         }
-                        let (k, v) = pair(gen::read_row(t + 2 * j, n));
+                        let p = gen::read_row(t + 2 * j, n);
+                        let (k, v) = (key(p), value(p));
                         let mut key = b"w".to_vec();
                         key.extend_from_slice(&k);
                         db.put(&key, &v).expect("online put");
@@ -245,7 +236,7 @@ pub fn ingest_random(n: u64, dir: &Path) -> Result<Value, Box<dyn std::error::Er
         "ops_per_s": n as f64 / total, "mb_per_s": (n * KV) as f64 / 1e6 / total,
         "ingest_ms": {"p50": sorted_ms.get(sorted_ms.len() / 2), "max": max_ingest},
         "online_puts": puts, "latency_us": writer_lat.summary(),
-        "write_amp": bg_bytes(&db) as f64 / user.max(1) as f64, "user_bytes": user,
+        "write_amp": written_bytes(&db) as f64 / user.max(1) as f64, "user_bytes": user,
         "bytes_on_disk": fair::dir_bytes(&dir.join("db")), "peak_rss_kib": crate::peak_rss_kib(),
     });
     let out = fair::with(
