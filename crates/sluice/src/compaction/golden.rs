@@ -39,16 +39,7 @@ fn parse_version(input: &str) -> Version {
             .map_or(100, |s| s.parse().expect("size"));
         edit.added.push((
             level,
-            FileMeta {
-                number,
-                size,
-                smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
-                largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
-                smallest_seqno: number,
-                largest_seqno: number,
-                global_seqno: 0,
-                range_dels: 0,
-            },
+            FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), size, number),
         ));
     }
     Version::default().apply(&edit).expect("valid version")

@@ -264,20 +264,10 @@ fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>) -> Option<Compacti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::key::{make_internal_key, ValueKind};
     use crate::version::VersionEdit;
 
     fn f(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
-        FileMeta {
-            number,
-            size,
-            smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
-            smallest_seqno: number,
-            largest_seqno: number,
-            global_seqno: 0,
-            range_dels: 0,
-        }
+        FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), size, number)
     }
 
     fn opts() -> PickerOptions {

@@ -165,19 +165,9 @@ fn ranges_from_cuts(cuts: Vec<Vec<u8>>) -> Vec<IterBounds> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::key::{make_internal_key, ValueKind};
 
     fn file(n: u64, lo: &[u8], hi: &[u8], size: u64) -> Arc<FileMeta> {
-        Arc::new(FileMeta {
-            number: n,
-            size,
-            smallest: make_internal_key(lo, n, ValueKind::Value),
-            largest: make_internal_key(hi, n, ValueKind::Value),
-            smallest_seqno: n,
-            largest_seqno: n,
-            global_seqno: 0,
-            range_dels: 0,
-        })
+        Arc::new(FileMeta::for_test(n, lo, hi, size, n))
     }
 
     fn uppers(r: &[IterBounds]) -> Vec<Vec<u8>> {

@@ -188,22 +188,12 @@ pub(super) fn flush_split_keys_with_base(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::key::{make_internal_key, ValueKind};
     use crate::compaction::picker::PickerOptions;
     use crate::version::l0_sublevels::L0Sublevels;
     use crate::version::Version;
 
     fn file(n: u64, lo: &str, hi: &str) -> FileMeta {
-        FileMeta {
-            number: n,
-            size: 1 << 20,
-            smallest: make_internal_key(lo.as_bytes(), n, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), n, ValueKind::Value),
-            smallest_seqno: n,
-            largest_seqno: n,
-            global_seqno: 0,
-            range_dels: 0,
-        }
+        FileMeta::for_test(n, lo.as_bytes(), hi.as_bytes(), 1 << 20, n)
     }
 
     #[test]

@@ -28,21 +28,12 @@ use super::{FileMeta, Version, VersionEdit};
 use crate::base::key::{make_internal_key, ValueKind, MAX_SEQNO};
 
 fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64, excl: bool) -> FileMeta {
-    let largest = if excl {
-        make_internal_key(hi.as_bytes(), MAX_SEQNO, ValueKind::RangeDeletion)
-    } else {
-        make_internal_key(hi.as_bytes(), seq, ValueKind::Value)
-    };
-    FileMeta {
-        number,
-        size,
-        smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-        largest,
-        smallest_seqno: seq,
-        largest_seqno: seq,
-        global_seqno: 0,
-        range_dels: u64::from(excl),
+    let mut f = FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), size, seq);
+    if excl {
+        f.largest = make_internal_key(hi.as_bytes(), MAX_SEQNO, ValueKind::RangeDeletion);
+        f.range_dels = 1;
     }
+    f
 }
 
 fn parse_version(input: &str) -> Version {

@@ -52,6 +52,22 @@ pub struct FileMeta {
 }
 
 impl FileMeta {
+    /// A table of `size` bytes spanning user keys `lo..=hi`, every entry a value at `seq` (for
+    /// tests).
+    #[cfg(test)]
+    pub(crate) fn for_test(number: u64, lo: &[u8], hi: &[u8], size: u64, seq: u64) -> FileMeta {
+        FileMeta {
+            number,
+            size,
+            smallest: key::make_internal_key(lo, seq, ValueKind::Value),
+            largest: key::make_internal_key(hi, seq, ValueKind::Value),
+            smallest_seqno: seq,
+            largest_seqno: seq,
+            global_seqno: 0,
+            range_dels: 0,
+        }
+    }
+
     /// Smallest user key.
     pub fn smallest_user(&self) -> &[u8] {
         key::user_key(&self.smallest)
@@ -325,16 +341,7 @@ mod tests {
     use crate::base::key::make_internal_key;
 
     pub(crate) fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMeta {
-        FileMeta {
-            number,
-            size: 100,
-            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-            smallest_seqno: seq,
-            largest_seqno: seq,
-            global_seqno: 0,
-            range_dels: 0,
-        }
+        FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), 100, seq)
     }
 
     #[test]
