@@ -2,6 +2,8 @@
 //! by the reviewer as failing tests; each failed before its fix (file and line references in
 //! the comments are to the code before the reshape of issue 9).
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,19 +36,7 @@ fn put_sync(db: &Db, k: &[u8], v: &[u8]) {
 
 /// The bytes of an external SST holding `puts` (seqno 0).
 fn sst_bytes(puts: &[(&str, &str)]) -> Vec<u8> {
-    let identity = TableIdentity {
-        external_sst: true,
-        ..Default::default()
-    };
-    let mut b = TableBuilder::new(Vec::new(), TableOptions::default(), identity).unwrap();
-    for (k, v) in puts {
-        b.add(
-            &make_internal_key(k.as_bytes(), 0, ValueKind::Value),
-            v.as_bytes(),
-        )
-        .unwrap();
-    }
-    b.finish().unwrap().0
+    common::sst_bytes(puts, &[])
 }
 
 fn newest_wal(fs: &MemFs, dir: &str) -> PathBuf {

@@ -16,6 +16,15 @@ pub fn external_sst(
     puts: &[(&str, &str)],
     range_dels: &[(&str, &str)],
 ) -> PathBuf {
+    let p = Path::new("/src").join(name);
+    fs.write_raw(&p, sst_bytes(puts, range_dels));
+    fs.sync_dir(Path::new("/src")).unwrap();
+    p
+}
+
+/// The bytes of an external SST (seqno 0) with `puts` (key, value) and range deletions
+/// `[start, end)`.
+pub fn sst_bytes(puts: &[(&str, &str)], range_dels: &[(&str, &str)]) -> Vec<u8> {
     let identity = TableIdentity {
         external_sst: true,
         ..Default::default()
@@ -31,10 +40,7 @@ pub fn external_sst(
     for (s, e) in range_dels {
         b.add_range_deletion(s.as_bytes(), e.as_bytes(), 0).unwrap();
     }
-    let p = Path::new("/src").join(name);
-    fs.write_raw(&p, b.finish().unwrap().0);
-    fs.sync_dir(Path::new("/src")).unwrap();
-    p
+    b.finish().unwrap().0
 }
 
 /// An external SST holding `keys`, each set to `value`.
