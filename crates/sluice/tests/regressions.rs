@@ -610,3 +610,29 @@ fn read_only_open_writes_nothing_and_options_load_back() {
     drop(db);
     assert!(Db::open_read_only("/nothing-here", mem_opts(&fs)).is_err());
 }
+
+/// CI found it (sluice-import's kill -9 test): an open killed between pointing `CURRENT` at its
+/// new MANIFEST and writing that MANIFEST's OPTIONS file left a Db that `load_latest` — and so
+/// every tool and import — refused with "OPTIONS-N: not found". The OPTIONS file now comes first.
+#[test]
+fn crash_while_opening_never_leaves_current_without_its_options_file() {
+    let fs = MemFs::new();
+    let mut opts = mem_opts(&fs);
+    opts.write_buffer_size = 3 << 20;
+    let db = Db::open("/db", opts.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    // The next open fails where it creates its OPTIONS file, then the machine loses power.
+    fs.set_faults(sluice::fs::FaultConfig {
+        fail_create_containing: Some("OPTIONS".into()),
+        ..Default::default()
+    });
+    assert!(Db::open("/db", opts.clone()).is_err());
+    fs.set_faults(Default::default());
+    fs.crash(None);
+    let loaded = Options::load_latest(Path::new("/db"), mem_opts(&fs)).unwrap();
+    assert_eq!(loaded.write_buffer_size, 3 << 20);
+    let db = Db::open("/db", loaded).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}

@@ -421,7 +421,8 @@ impl Db {
 }
 
 /// Ends a new MANIFEST `number` whose `writer` holds everything before `edit`: appends and syncs
-/// `edit`, points `CURRENT` at the MANIFEST and writes the OPTIONS file beside it.
+/// `edit`, writes the OPTIONS file beside it and then points `CURRENT` at the MANIFEST — in that
+/// order, so a crash never leaves `CURRENT` naming a MANIFEST whose OPTIONS file is missing.
 fn commit_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -435,8 +436,8 @@ fn commit_manifest(
         .add_record(&edit.encode())
         .map_err(|e| Error::io(&mpath, e))?;
     writer.sync().map_err(|e| Error::io(&mpath, e))?;
-    set_current(fs, dir, number)?;
     write_options_file(fs, dir, opts, number)?;
+    set_current(fs, dir, number)?;
     Ok(ManifestState { writer, number })
 }
 

@@ -192,7 +192,20 @@ impl Options {
             .strip_prefix("MANIFEST-")
             .and_then(|n| n.parse::<u64>().ok())
             .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a MANIFEST"))?;
-        let path = crate::base::filenames::options_file_name(dir, number);
+        let mut path = crate::base::filenames::options_file_name(dir, number);
+        if !fs.exists(&path) {
+            // A Db whose last open crashed between its CURRENT and OPTIONS writes (versions
+            // before OPTIONS was written first): the newest OPTIONS file is the last one used.
+            let newest = fs
+                .list(dir)
+                .map_err(|e| Error::io(dir, e))?
+                .iter()
+                .filter_map(|name| name.strip_prefix("OPTIONS-")?.parse::<u64>().ok())
+                .max();
+            if let Some(n) = newest {
+                path = crate::base::filenames::options_file_name(dir, n);
+            }
+        }
         let text = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
         let mut o = base;
         o.apply_options_file(&String::from_utf8_lossy(&text))
