@@ -384,8 +384,11 @@ mod tests {
         m
     }
 
-    /// The user-key span of a compaction's inputs: (lo, hi, hi exclusive).
-    fn span(c: &CompactionChoice) -> (Vec<u8>, Vec<u8>, bool) {
+    /// A user-key span: (lo, hi, hi exclusive).
+    type Span = (Vec<u8>, Vec<u8>, bool);
+
+    /// The user-key span of a compaction's inputs.
+    fn span(c: &CompactionChoice) -> Span {
         let lo = c.all_inputs().map(|f| f.smallest_user()).min().unwrap();
         let hi = c.all_inputs().map(|f| f.largest_user()).max().unwrap();
         let excl = c
@@ -427,7 +430,7 @@ mod tests {
             let o = PickerOptions { l0_compaction_trigger: 2, ..opts() };
             let mut busy = HashSet::new();
             let mut running = Vec::new();
-            let mut spans: Vec<(usize, (Vec<u8>, Vec<u8>, bool))> = Vec::new();
+            let mut spans: Vec<(usize, Span)> = Vec::new();
             for _ in 0..4 {
                 let l0s = L0Sublevels::from_version(&v);
                 let ctx = L0Context { sublevels: &l0s, running: &running, earliest_unflushed_seqno: u64::MAX };
@@ -446,7 +449,7 @@ mod tests {
                         if *level != c.output_level {
                             continue;
                         }
-                        let apart = |a: &(Vec<u8>, Vec<u8>, bool), b: &(Vec<u8>, Vec<u8>, bool)| {
+                        let apart = |a: &Span, b: &Span| {
                             a.1 < b.0 || (a.1 == b.0 && a.2)
                         };
                         proptest::prop_assert!(apart(other, &sp) || apart(&sp, other), "{other:?} and {sp:?}");
