@@ -83,6 +83,14 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
             targets[base] = (targets[base + 1] / mult).max(1);
         }
     }
+    // No level below the last is targeted under `max_bytes_for_level_base` (RocksDB's
+    // `level_max_bytes_[i] = max(level_size, base_bytes_max)`): with the last level at 3× the
+    // base size, a base level held to a tenth of it made every byte moved down rewrite ~10×
+    // its size of the last level — write amplification 5.5–6.2 at 10M pairs against
+    // RocksDB's 3.3, whose base level holds 256 MiB over an 833 MiB last level.
+    for t in targets.iter_mut().take(last).skip(base) {
+        *t = (*t).max(o.max_bytes_for_level_base);
+    }
     (targets, base)
 }
 
@@ -321,10 +329,8 @@ mod tests {
         let v = version(vec![(6, f(1, "a", "z", base_bytes * 9 / 2))]);
         let (targets, base) = level_targets(&v, &opts());
         assert_eq!(base, 5);
-        assert!(
-            targets[5] <= base_bytes && targets[5] > base_bytes / 10,
-            "{targets:?}"
-        );
+        // Its target is the base size, never a tenth of the last level (RocksDB's rule).
+        assert_eq!(targets[5], base_bytes, "{targets:?}");
         // At exactly the base size it stays the base level.
         let v = version(vec![(6, f(1, "a", "z", base_bytes))]);
         assert_eq!(level_targets(&v, &opts()).1, 6);
