@@ -103,6 +103,9 @@ fn fill(
     let (settle, settle_shape) = eng.with_l0_sampler(|| eng.settle(true));
     settle?;
     let total = start.elapsed().as_secs_f64();
+    if std::env::var_os("ANCHOR_DUMP_STATS").is_some() {
+        eprintln!("{}", eng.db.property_value("rocksdb.stats")?.unwrap_or_default());
+    }
     let max_write_ms = lat.iter().max().copied().unwrap_or(0) as f64 / 1e6;
     let mut line = json!({
         "workload": if widefile { "l0-fillrandom-widefile" } else { "l0-fillrandom" }, "engine": "rocksdb",
