@@ -37,6 +37,7 @@ fn stalls(db: &Db, before: (u64, u64)) -> Value {
     let m = db.metrics();
     json!({"stalls": m.stall_count - before.0, "stall_micros": m.stall_micros - before.1,
            "stall_max_micros": m.stall_max_micros,
+           "ingest_waits": m.ingest_waits, "ingest_wait_micros": m.ingest_wait_micros,
            "compactions": m.compactions, "subcompactions": m.subcompactions,
            "write_bytes": {"flush": m.flush_bytes, "compaction": m.compaction_bytes_written}})
 }
@@ -230,7 +231,7 @@ pub fn ingest_random(n: u64, dir: &Path) -> Result<Value, Box<dyn std::error::Er
         "workload": "l0-ingest-random", "engine": "sluice",
         "params": fair::with(fair::table_params(), json!({"n": n, "rows_per_file": ROWS_PER_FILE,
             "files": files.len(), "writer_rate": WRITER_RATE, "writers": 2, "wal": true, "sync": false,
-            "ingest": "Db::ingest, one file per call, linked, no re-verification",
+            "ingest": "Db::ingest, one file per call, linked, no re-verification; admitted while L0 is below the slowdown trigger less one (IngestOptions::wait_for_l0, the default)",
             "write_amp_method": "(flush + compaction bytes from the first ingest until flushed and compactions done) / (ingested + online user bytes)"})),
         "seconds": {"build_untimed": build_secs, "ingest": ingest_secs, "settle": total - ingest_secs, "total": total},
         "ops_per_s": n as f64 / total, "mb_per_s": (n * KV) as f64 / 1e6 / total,

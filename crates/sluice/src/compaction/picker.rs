@@ -485,7 +485,11 @@ mod tests {
         // the base level is then L1, but every level above the one the sizes call for must
         // score ≥ 1 so that the data moves down instead of each L0 compaction cascading
         // through five levels (l0-ingest-random: write amplification 8.7).
-        let v = version((1..NUM_LEVELS).map(|l| (l, f(l as u64, "a", "z", 600))).collect());
+        let v = version(
+            (1..NUM_LEVELS)
+                .map(|l| (l, f(l as u64, "a", "z", 600)))
+                .collect(),
+        );
         let (targets, base) = level_targets(&v, &opts());
         assert_eq!(base, 1);
         assert_eq!(targets[6], 1000);

@@ -57,6 +57,11 @@ pub struct Metrics {
     pub stall_micros: u64,
     /// The longest single stall of one write, in microseconds.
     pub stall_max_micros: u64,
+    /// Ingests that waited for L0 to drain before installing (see
+    /// [`IngestOptions::wait_for_l0`](crate::IngestOptions::wait_for_l0)).
+    pub ingest_waits: u64,
+    /// Total time ingests spent waiting for L0, in microseconds.
+    pub ingest_wait_micros: u64,
     /// Last sequence number visible to readers.
     pub last_sequence: u64,
     /// Block cache (hits, misses).
@@ -79,6 +84,8 @@ pub(super) struct Counters {
     pub(super) stall_count: AtomicU64,
     pub(super) stall_micros: AtomicU64,
     pub(super) stall_max_micros: AtomicU64,
+    pub(super) ingest_waits: AtomicU64,
+    pub(super) ingest_wait_micros: AtomicU64,
 }
 
 impl Inner {
@@ -121,6 +128,8 @@ impl Inner {
             stall_count: c.stall_count.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),
             stall_max_micros: c.stall_max_micros.load(Ordering::Relaxed),
+            ingest_waits: c.ingest_waits.load(Ordering::Relaxed),
+            ingest_wait_micros: c.ingest_wait_micros.load(Ordering::Relaxed),
             last_sequence: self.visible_seq.load(Ordering::Acquire),
             block_cache_hits: hits,
             block_cache_misses: misses,

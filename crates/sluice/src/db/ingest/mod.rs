@@ -70,6 +70,16 @@ pub struct IngestOptions {
     /// Default `false`: with a link, a later rewrite of the source path in place would change
     /// the Db's table. Only set it when the caller hands the files over for good.
     pub link_files: bool,
+    /// Admission by L0's health (CockroachDB's admission control of `AddSSTable`): before
+    /// latching anything, wait while L0 is within one sublevel of the writers' slowdown
+    /// trigger (`l0_slowdown_writes_trigger`) or compaction debt is past
+    /// `soft_pending_compaction_bytes_limit`. Each ingest of files spanning the key space adds
+    /// an L0 sublevel; without the wait, a run of them drives L0 to the stop trigger and every
+    /// foreground writer stops, where with it the ingest caller absorbs the backpressure and
+    /// writers keep going. Counted in [`Metrics::ingest_waits`](crate::Metrics). Ignored for
+    /// `ingest_behind` and write-batch ingests (which never add to L0 / go through the write
+    /// path's own backpressure). Default `true`.
+    pub wait_for_l0: bool,
 }
 
 impl Default for IngestOptions {
@@ -82,6 +92,7 @@ impl Default for IngestOptions {
             ingest_behind: false,
             fail_if_not_bottommost: false,
             link_files: false,
+            wait_for_l0: true,
         }
     }
 }
@@ -151,6 +162,14 @@ impl Inner {
         // ingest's (a later version-path ingest landing below an earlier queued flushable
         // would be hidden by it). Validation and copying above still run in parallel.
         let _ingest_order = self.ingest_order.lock();
+        // Admission (before any latch: writers are not held while it waits). Under the
+        // ingest order, so ingests are admitted one at a time.
+        if opts.wait_for_l0 && !opts.ingest_behind {
+            if let Err(e) = self.wait_for_l0_room() {
+                self.remove_linked(&big);
+                return Err(e);
+            }
+        }
         // Step 3: latch the ranges (released on every path out, panics included): writes
         // already queued are applied, and no new write enters the ranges until the end.
         let ranges = big
@@ -187,6 +206,42 @@ impl Inner {
                 Err(e)
             }
         }
+    }
+
+    /// Waits while L0 is within one sublevel of the slowdown trigger or compaction debt is
+    /// past its soft limit ([`IngestOptions::wait_for_l0`]).
+    fn wait_for_l0_room(&self) -> Result<()> {
+        let start = std::time::Instant::now();
+        let mut waited = false;
+        let mut s = self.state.lock();
+        loop {
+            if let Some(e) = self.read_only_error(&s) {
+                return Err(e);
+            }
+            let l0 = s.l0.sublevel_count();
+            let busy = l0 + 1 >= self.opts.l0_slowdown_writes_trigger
+                || s.pending_compaction_bytes >= self.opts.soft_pending_compaction_bytes_limit;
+            if !busy
+                || self
+                    .shutting_down
+                    .load(std::sync::atomic::Ordering::Acquire)
+            {
+                break;
+            }
+            waited = true;
+            self.bg_cv.notify_all();
+            self.done_cv
+                .wait_for(&mut s, std::time::Duration::from_millis(50));
+        }
+        drop(s);
+        if waited {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.counters.ingest_waits.fetch_add(1, Relaxed);
+            self.counters
+                .ingest_wait_micros
+                .fetch_add(start.elapsed().as_micros() as u64, Relaxed);
+        }
+        Ok(())
     }
 
     fn remove_linked(&self, files: &[Prepared]) {
