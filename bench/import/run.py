@@ -400,6 +400,11 @@ def run_variant(v, spec, args, py, workdir):
     return res
 
 
+def clear_dir(d):
+    for f in d.iterdir():
+        shutil.rmtree(f) if f.is_dir() else f.unlink()
+
+
 def bench_bin():
     return Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "sluice-bench"
 
@@ -407,8 +412,7 @@ def bench_bin():
 def run_online(engine, spec, args, py, workdir):
     """One import-online run in a fresh directory: sluice-bench's or online.py's result line."""
     res = {"workload": ONLINE, "engine": engine, "rows_expected": spec["rows"]}
-    for f in workdir.iterdir():
-        shutil.rmtree(f) if f.is_dir() else f.unlink()
+    clear_dir(workdir)
     subprocess.run(["sync"])
     load = {"writers": args.writers, "write_rate": args.write_rate, "readers": args.readers,
             "read_rate": args.read_rate, "preload": args.preload, "baseline_secs": args.online_seconds}
@@ -547,20 +551,22 @@ def main():
     results = []
     res_path = OUT / "import-results.jsonl"
     with res_path.open("w") as out:
+        def record(r, rnd, label, text):
+            """Keeps and writes one run's result line; logs text(r) or its error."""
+            r["round"] = rnd
+            results.append(r)
+            out.write(json.dumps(r, sort_keys=True) + "\n")
+            out.flush()
+            log(f"{r['workload']} r{rnd} {label}: "
+                + (text(r) if "error" not in r else f"n/a ({r['error']})"))
+
         for w in args.workloads:
             spec = workload_specs(w, args)
             if w == ONLINE:
                 for rnd in range(rounds):
                     for e in engines:
-                        r = run_online(e, spec, args, py, args.dir)
-                        r["round"] = rnd
-                        results.append(r)
-                        out.write(json.dumps(r, sort_keys=True) + "\n")
-                        out.flush()
-                        log(f"{w} r{rnd} {e}: " + (online.run_summary(r) if "error" not in r
-                                                    else f"n/a ({r['error']})"))
-                for f in args.dir.iterdir():
-                    shutil.rmtree(f) if f.is_dir() else f.unlink()
+                        record(run_online(e, spec, args, py, args.dir), rnd, e, online.run_summary)
+                clear_dir(args.dir)
                 continue
             variants = []
             for order in spec["orders"]:
@@ -573,17 +579,12 @@ def main():
                                              "layout": lay, "order": order})
             for rnd in range(rounds):
                 for v in variants:
-                    r = run_variant(v, spec, args, py, args.dir)
-                    r["round"] = rnd
-                    results.append(r)
-                    out.write(json.dumps(r, sort_keys=True) + "\n")
-                    out.flush()
-                    log(f"{w} r{rnd} {v['engine']} t{v['threads']} {v['layout']} {v['order']}: "
-                        + (f"{r['seconds']:.2f} s, {r['peak_rss'] >> 20} MiB, check {r.get('check')}"
-                           f"{' phases ' + json.dumps(r['phases']) if 'phases' in r else ''}"
-                           if "error" not in r else f"n/a ({r['error']})"))
-            for f in args.dir.iterdir():
-                shutil.rmtree(f) if f.is_dir() else f.unlink()
+                    record(run_variant(v, spec, args, py, args.dir), rnd,
+                           f"{v['engine']} t{v['threads']} {v['layout']} {v['order']}",
+                           lambda r: f"{r['seconds']:.2f} s, {r['peak_rss'] >> 20} MiB, check "
+                                     f"{r.get('check')}"
+                                     f"{' phases ' + json.dumps(r['phases']) if 'phases' in r else ''}")
+            clear_dir(args.dir)
     text = report(results, args, settings)
     (OUT / "IMPORT.md").write_text(text + "\n")
     print(text)

@@ -282,54 +282,25 @@ fn serve<T>(
             .map(|(w, &first)| {
                 let writer = w as u32 + 1;
                 s.spawn(move || {
-                    let mut last_done = window.start;
-                    let lat = engine::paced(
-                        window.start,
-                        w_int,
-                        w_cap,
-                        |_, due| window.admits(due),
-                        |j| {
-                            let seq = first + j;
-                            db.put(&order_key(writer, seq), &order_value(writer, seq))
-                                .unwrap_or_else(|e| panic!("orders put failed: {e}"));
-                            last_done = Instant::now();
-                        },
-                    );
-                    let ops = lat.len() as u64;
-                    ThreadOps {
-                        lat,
-                        ops,
-                        last_done,
-                        misses: 0,
-                    }
+                    paced_thread(window, w_int, w_cap, |j| {
+                        let seq = first + j;
+                        db.put(&order_key(writer, seq), &order_value(writer, seq))
+                            .unwrap_or_else(|e| panic!("orders put failed: {e}"));
+                        false
+                    })
                 })
             })
             .collect();
         let readers: Vec<_> = (0..cfg.readers)
             .map(|r| {
                 s.spawn(move || {
-                    let (mut last_done, mut misses) = (window.start, 0);
-                    let lat = engine::paced(
-                        window.start,
-                        r_int,
-                        r_cap,
-                        |_, due| window.admits(due),
-                        |j| {
-                            let seq = read_target(r, j, cfg.preload);
-                            let v = db
-                                .get(&order_key(0, seq))
-                                .unwrap_or_else(|e| panic!("orders get failed: {e}"));
-                            misses += u64::from(v.as_deref() != Some(&order_value(0, seq)[..]));
-                            last_done = Instant::now();
-                        },
-                    );
-                    let ops = lat.len() as u64;
-                    ThreadOps {
-                        lat,
-                        ops,
-                        last_done,
-                        misses,
-                    }
+                    paced_thread(window, r_int, r_cap, |j| {
+                        let seq = read_target(r, j, cfg.preload);
+                        let v = db
+                            .get(&order_key(0, seq))
+                            .unwrap_or_else(|e| panic!("orders get failed: {e}"));
+                        v.as_deref() != Some(&order_value(0, seq)[..])
+                    })
                 })
             })
             .collect();
@@ -353,6 +324,28 @@ fn serve<T>(
         read_misses,
     };
     (served, result)
+}
+
+/// One paced thread's ops in `window` (invariant 2); `op(j)` runs op j and returns whether it
+/// missed (a read that found no value or a wrong one).
+fn paced_thread(
+    window: &Window,
+    interval: Duration,
+    capacity: usize,
+    mut op: impl FnMut(u64) -> bool,
+) -> ThreadOps {
+    let (mut last_done, mut misses) = (window.start, 0);
+    let more = |_, due| window.admits(due);
+    let lat = engine::paced(window.start, interval, capacity, more, |j| {
+        misses += u64::from(op(j));
+        last_done = Instant::now();
+    });
+    ThreadOps {
+        ops: lat.len() as u64,
+        lat,
+        last_done,
+        misses,
+    }
 }
 
 /// Step 4: the imported table's rows and sum, and every acknowledged put read back.
