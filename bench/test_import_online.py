@@ -57,7 +57,8 @@ def test_report_section_has_both_engines_the_goal_and_the_floor():
     assert "**met**" in text
     assert "duckdb saturated" in text and "writes during 500 of 4,000 ops/s" in text
     assert "sluice saturated" not in text
-    assert "p50 60.0 / p99 900 / p99.99 5,000 µs" in text
+    assert "duckdb p50 60.0 / p99 900 / p99.99 5,000 µs" in text
+    assert "timed empty Python call: p50 0.1 / p99 0.2 µs" in text
 
 
 def test_check_problems():

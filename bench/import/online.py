@@ -351,21 +351,27 @@ def report_lines(results, engines):
         if "error" not in r and check_problems(r):
             lines.append(f"- check failed, {r['engine']} round {r.get('round')}: "
                          + "; ".join(check_problems(r)))
+    floors = []
+    for e in engines:
+        rs = [r for r in results if r.get("engine") == e and "error" not in r]
+        if rs:
+            n = (rs[-1].get("overhead") or {}).get("paced_noop_us") or {}
+            floors.append(f"{e} p50 {fmt_us(n.get('p50'))} / p99 {fmt_us(n.get('p99'))} / p99.99 "
+                          f"{fmt_us(n.get('p9999'))} µs")
     dk = [r for r in results if r.get("engine") == "duckdb" and "error" not in r]
-    if dk:
-        o = dk[-1].get("overhead") or {}
-        call, noop = o.get("empty_call_us") or {}, o.get("paced_noop_us") or {}
-        lines += ["", "Asymmetry: every DuckDB op runs through Python (one process, threads with "
-                  "their own cursor, the GIL shared with the COPY's Python thread); sluice-bench's "
-                  "ops are Rust calls. The Python floor measured in the last DuckDB run: a timed "
-                  f"empty call p50 {fmt_us(call.get('p50'))} / p99 {fmt_us(call.get('p99'))} µs; the "
-                  "same paced loop with a no-op op on all threads p50 "
-                  f"{fmt_us(noop.get('p50'))} / p99 {fmt_us(noop.get('p99'))} / p99.99 "
-                  f"{fmt_us(noop.get('p9999'))} µs. Durability differs too: Sluice's puts go to its "
-                  "WAL without fsync (sync off); DuckDB commits each INSERT to its WAL with its "
-                  "default commit behaviour (left as it is). Sample counts (ops) are in "
-                  "bench/out/import-results.jsonl: a p99.99 over fewer than 10,000 ops is its "
-                  "maximum or close to it.", ""]
+    call = ((dk[-1].get("overhead") or {}).get("empty_call_us") or {}) if dk else {}
+    if floors:
+        lines += ["", "Floor under every op, measured in each engine's last run before its baseline: "
+                  "the same paced threads and rates with a no-op op for 2 s (sleep wake-up, "
+                  "scheduling; DuckDB's in Python with the GIL): " + "; ".join(floors) + "."
+                  + (f" A timed empty Python call: p50 {fmt_us(call.get('p50'))} / p99 "
+                     f"{fmt_us(call.get('p99'))} µs." if call else ""), "",
+                  "Asymmetries: every DuckDB op runs through Python (one process, threads with their "
+                  "own cursor, the GIL shared with the thread running the COPY); sluice-bench's ops "
+                  "are Rust calls. Sluice's puts go to its WAL without fsync (sync off); DuckDB "
+                  "commits each INSERT with its default commit behaviour (left as it is). Sample "
+                  "counts (ops) are in bench/out/import-results.jsonl: a p99.99 over fewer than "
+                  "10,000 ops is its maximum or close to it.", ""]
     return lines
 
 

@@ -5,7 +5,8 @@
 //!
 //! 1. `open_and_preload`: a fresh Db (`sluice_import::open_db`, as `sluice import` opens it);
 //!    `preload` orders rows written in batches, flushed, compactions waited for.
-//! 2. `serve` for `baseline_secs`: the baseline window.
+//! 2. `paced_noop_floor`: the same threads with a no-op op for `FLOOR_SECS` (the machine's
+//!    floor: sleep wake-up and scheduling), then `serve` for `baseline_secs`: the baseline window.
 //! 3. `serve` while this thread runs the import: the window closes when `Import::run` returns.
 //! 4. `check`: the table's rows and column sum read back in this process through
 //!    `TableReader::count_sum` (what `sluice scan --table T --count --sum C` prints), and every
@@ -64,6 +65,8 @@ pub struct OnlineConfig {
 
 /// Prefix byte of the orders key space (invariant 1).
 const ORDERS: u8 = b'o';
+/// Length of the no-op floor measurement, seconds.
+const FLOOR_SECS: u64 = 2;
 /// Orders rows per preload write batch.
 const PRELOAD_BATCH: u64 = 1_000;
 /// Latency samples reserved per thread and window: this many seconds of ops (invariant 2's
@@ -179,6 +182,7 @@ pub fn import_online(
     // Step 1.
     let db_dir = dir.join("db");
     let (db, preload_secs) = open_and_preload(&db_dir, cfg)?;
+    let floor = paced_noop_floor(cfg);
     let mut next_seq = vec![0u64; cfg.writers as usize];
     // Step 2.
     let baseline_len = Duration::from_secs(cfg.baseline_secs);
@@ -195,6 +199,8 @@ pub fn import_online(
         "workload": "import-online", "engine": "sluice",
         "params": params(cfg),
         "latency_from": "each op's scheduled send time (coordinated-omission-safe: a late op's wait counts)",
+        "overhead": {"paced_noop_us": floor, "paced_noop_seconds": FLOOR_SECS,
+                     "what": "the paced loop with a no-op op on all writer+reader threads at their rates (sleep wake-up, scheduling)"},
         "seconds": {"preload": preload_secs, "baseline_window": baseline.window_secs,
                     "import": import_secs, "during_window": during.window_secs},
         "baseline": {"writes": baseline.writes, "reads": baseline.reads},
@@ -346,6 +352,31 @@ fn paced_thread(
         last_done,
         misses,
     }
+}
+
+/// The machine's floor under every paced op: the same threads and rates with a no-op op for
+/// `FLOOR_SECS` (sleep wake-up and scheduling, no Db call), before the baseline.
+fn paced_noop_floor(cfg: &OnlineConfig) -> Value {
+    let window = Window::open();
+    let rates = (0..cfg.writers)
+        .map(|_| cfg.write_rate)
+        .chain((0..cfg.readers).map(|_| cfg.read_rate));
+    let mut all = KindOps::default();
+    std::thread::scope(|s| {
+        let window = &window;
+        let threads: Vec<_> = rates
+            .map(|rate| {
+                let cap = (rate * FLOOR_SECS) as usize + 1;
+                s.spawn(move || paced_thread(window, interval(rate), cap, |_| false))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(FLOOR_SECS));
+        window.close();
+        for h in threads {
+            all.add(h.join().expect("no-op thread"));
+        }
+    });
+    all.lat.map_or(Value::Null, Latencies::summary)
 }
 
 /// Step 4: the imported table's rows and sum, and every acknowledged put read back.
