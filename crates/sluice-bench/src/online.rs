@@ -236,6 +236,7 @@ fn params(cfg: &OnlineConfig) -> Value {
             "import_threads": cfg.import_threads, "memory_bytes": cfg.memory,
             "inputs": cfg.inputs, "sum_col": cfg.sum_col,
             "wal": true, "sync": false, "write_batch": 1,
+            "key_bytes": 13, "value_bytes": gen::VALUE_LEN,
             "orders_key": "o ‖ BE32(writer) ‖ BE64(seq), 13 bytes; value 100 bytes",
             "reads": "Db::get of a uniformly random preloaded orders key, value checked",
             "import": "sluice_import::Import::run on the serving Db (same process; CSV, no header)",
