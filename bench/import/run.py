@@ -4,6 +4,8 @@
     bench/import/run.py [--quick] [--rounds R] [--threads 1,2] [--rows N] [--warehouses W]
                         [--kv-n N] [--memory SIZE] [--layouts row,columnar] [--no-build]
                         [--dir DIR] [WORKLOAD...]        (also: bench/run import-hits ...)
+    bench/import/run.py import-online [--quick] [--warehouses W] [--online-seconds S]
+                        [--writers W --write-rate R --readers R --read-rate R --preload N]
 
 Workloads: import-hits (ClickBench `hits`, 105 columns, synthetic TSV), import-tpcc-stock (TPC-C
 `stock`, 17 columns, secondary index on s_i_id), import-kv (BENCH-SPEC kv-bulkload pairs as a
@@ -13,7 +15,10 @@ Time = wall time of the loading process, from start until it exits with the data
 queryable (Sluice: `sluice import` = parse, sort, SST writing, one ingest; DuckDB: a Python child
 doing CREATE TABLE (same columns, types, PRIMARY KEY) + COPY + CREATE INDEX + CHECKPOINT + close).
 Peak RSS is the child's (wait4 ru_maxrss). Afterwards, untimed, both sides are checked for the
-same row count and sum of a numeric column. DuckDB comes from PyPI (bench/import/requirements.txt)
+same row count and sum of a numeric column. import-online (not in the default set): the stock
+import into a database serving paced writers and point readers on another table, in one process
+(sluice-bench import-online; DuckDB: bench/import/online.py), their latency without and during
+the import. DuckDB comes from PyPI (bench/import/requirements.txt)
 in bench/out/import-venv, created on first use. Inputs are generated deterministically and cached
 in bench/out/import-data. Results: bench/out/import-results.jsonl and bench/out/IMPORT.md.
 """
@@ -30,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+import online
+
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent
 REPO = BENCH.parent
@@ -37,6 +44,8 @@ OUT = BENCH / "out"
 DATA = OUT / "import-data"
 VENV = OUT / "import-venv"
 WORKLOADS = ["import-hits", "import-tpcc-stock", "import-kv"]
+# Not in the default set: `bench/run import-online` runs it (see online.py).
+ONLINE = "import-online"
 
 
 def log(msg):
@@ -232,6 +241,8 @@ def cached(name, make):
 
 def workload_specs(w, args):
     """(input file, rows, schema SQL for Sluice, DuckDB statements, format, sum column, variants)."""
+    if w == ONLINE:
+        return workload_specs("import-tpcc-stock", args)
     if w == "import-hits":
         rows = args.rows or (200_000 if args.quick else 1_000_000)
         f = cached(f"hits-{rows}.tsv", lambda p: gen_hits(p, rows))
@@ -389,6 +400,49 @@ def run_variant(v, spec, args, py, workdir):
     return res
 
 
+def clear_dir(d):
+    for f in d.iterdir():
+        shutil.rmtree(f) if f.is_dir() else f.unlink()
+
+
+def bench_bin():
+    return Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "sluice-bench"
+
+
+def run_online(engine, spec, args, py, workdir):
+    """One import-online run in a fresh directory: sluice-bench's or online.py's result line."""
+    res = {"workload": ONLINE, "engine": engine, "rows_expected": spec["rows"]}
+    clear_dir(workdir)
+    subprocess.run(["sync"])
+    load = {"writers": args.writers, "write_rate": args.write_rate, "readers": args.readers,
+            "read_rate": args.read_rate, "preload": args.preload, "baseline_secs": args.online_seconds}
+    if engine == "sluice":
+        schema = workdir / "schema.sql"
+        schema.write_text(spec["schema"])
+        cmd = [str(bench_bin()), ONLINE, "--dir", str(workdir), "--rounds", "1",
+               "--seconds", str(args.online_seconds), "--schema", str(schema),
+               "--sum-col", spec["sum_col"], "--writers", str(args.writers),
+               "--write-rate", str(args.write_rate), "--readers", str(args.readers),
+               "--read-rate", str(args.read_rate), "--preload", str(args.preload),
+               "--import-threads", str(args.online_threads), "--memory", args.memory]
+        for f in spec["files"]:
+            cmd += ["--input", str(f)]
+    else:
+        a = dict(load, db=str(workdir / "duckdb.db"), threads=args.online_threads,
+                 memory=args.memory, schema=spec["schema"].replace(spec["index_sql"], ""),
+                 index_sql=spec["index_sql"], table=spec["table"], sum_col=spec["sum_col"],
+                 files=[str(f) for f in spec["files"]])
+        cmd = [str(py), str(HERE / "online.py"), "duckdb", json.dumps(a)]
+    res["command"] = " ".join(cmd[:3] + ["..."]) if engine == "duckdb" else " ".join(cmd)
+    wall, rc, out, err, rss = measure(cmd, args.timeout)
+    lines = [l for l in out.splitlines() if l.startswith("{")]
+    if rc != 0 or not lines:
+        res["error"] = (err.strip().splitlines() or ["(no output)"])[-1]
+        return res
+    res.update(json.loads(lines[-1]), wall_seconds=wall, peak_rss=rss)
+    return res
+
+
 def fmt(x, d=2):
     if x is None:
         return "—"
@@ -400,9 +454,15 @@ def report(results, args, settings):
              "", "Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()), ""]
     groups = {}
     for r in results:
+        if r["workload"] == ONLINE:
+            continue
         key = (r["workload"], r["engine"], r["threads"], r["layout"], r["order"])
         groups.setdefault(key, []).append(r)
     for w in args.workloads:
+        if w == ONLINE:
+            lines += online.report_lines([r for r in results if r["workload"] == ONLINE],
+                                         args.engines.split(","))
+            continue
         lines += [f"## {w}", "",
                   "| engine | layout | input | threads | runs | seconds (median, min–max) | MB/s | rows/s | peak RSS MiB | disk MB | rows | sum |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -440,19 +500,34 @@ def main():
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--dir", type=Path, default=OUT / "import-work")
     p.add_argument("--timeout", type=int, default=3600)
+    p.add_argument("--online-seconds", type=int,
+                   help="import-online: baseline window in seconds (default 10; --quick 5)")
+    p.add_argument("--online-threads", type=int, default=2,
+                   help="import-online: import threads of both engines (default 2)")
+    p.add_argument("--writers", type=int, default=2, help="import-online: writer threads (default 2)")
+    p.add_argument("--write-rate", type=int, default=2000,
+                   help="import-online: puts/s of each writer (default 2000)")
+    p.add_argument("--readers", type=int, default=2, help="import-online: reader threads (default 2)")
+    p.add_argument("--read-rate", type=int, default=2000,
+                   help="import-online: gets/s of each reader (default 2000)")
+    p.add_argument("--preload", type=int, default=200_000,
+                   help="import-online: orders rows loaded before the baseline (default 200000)")
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)  # bench/run's --n: ignored here
     args = p.parse_args()
     for w in args.workloads:
-        if w not in WORKLOADS:
-            p.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
+        if w not in WORKLOADS + [ONLINE]:
+            p.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS + [ONLINE])})")
     args.workloads = args.workloads or list(WORKLOADS)
     args.layouts = args.layouts.split(",")
     rounds = args.rounds or (1 if args.quick else 3)
     threads = [int(t) for t in args.threads.split(",")]
     engines = args.engines.split(",")
+    if args.online_seconds is None:
+        args.online_seconds = 5 if args.quick else 10
     if not args.no_build and "sluice" in engines:
-        log("building: nice -n 19 cargo build --release -p sluice-cli")
-        subprocess.run(["nice", "-n", "19", "cargo", "build", "--release", "-p", "sluice-cli"],
+        pkgs = ["-p", "sluice-cli"] + (["-p", "sluice-bench"] if ONLINE in args.workloads else [])
+        log(f"building: nice -n 19 cargo build --release {' '.join(pkgs)}")
+        subprocess.run(["nice", "-n", "19", "cargo", "build", "--release", *pkgs],
                        cwd=REPO, check=True)
     py = ensure_venv() if "duckdb" in engines else None
     duck_version = subprocess.run([str(py), "-c", "import duckdb;print(duckdb.__version__)"],
@@ -464,12 +539,35 @@ def main():
                 "n(kv)": args.kv_n or (200_000 if args.quick else 2_000_000),
                 "layouts(hits)": ",".join(args.layouts), "duckdb": duck_version,
                 "sluice": str(sluice_bin()), "dir": str(args.dir), "nproc": os.cpu_count()}
+    if ONLINE in args.workloads:
+        settings.update({"online: baseline s": args.online_seconds,
+                         "online: import threads": args.online_threads,
+                         "online: writers × puts/s": f"{args.writers} × {args.write_rate}",
+                         "online: readers × gets/s": f"{args.readers} × {args.read_rate}",
+                         "online: preload rows": args.preload,
+                         "online: sluice-bench": str(bench_bin()),
+                         "online: Sluice writes": "Db::put, WAL on, sync off, batch of 1"})
     log("settings: " + json.dumps(settings))
     results = []
     res_path = OUT / "import-results.jsonl"
     with res_path.open("w") as out:
+        def record(r, rnd, label, text):
+            """Keeps and writes one run's result line; logs text(r) or its error."""
+            r["round"] = rnd
+            results.append(r)
+            out.write(json.dumps(r, sort_keys=True) + "\n")
+            out.flush()
+            log(f"{r['workload']} r{rnd} {label}: "
+                + (text(r) if "error" not in r else f"n/a ({r['error']})"))
+
         for w in args.workloads:
             spec = workload_specs(w, args)
+            if w == ONLINE:
+                for rnd in range(rounds):
+                    for e in engines:
+                        record(run_online(e, spec, args, py, args.dir), rnd, e, online.run_summary)
+                clear_dir(args.dir)
+                continue
             variants = []
             for order in spec["orders"]:
                 for t in threads:
@@ -481,17 +579,12 @@ def main():
                                              "layout": lay, "order": order})
             for rnd in range(rounds):
                 for v in variants:
-                    r = run_variant(v, spec, args, py, args.dir)
-                    r["round"] = rnd
-                    results.append(r)
-                    out.write(json.dumps(r, sort_keys=True) + "\n")
-                    out.flush()
-                    log(f"{w} r{rnd} {v['engine']} t{v['threads']} {v['layout']} {v['order']}: "
-                        + (f"{r['seconds']:.2f} s, {r['peak_rss'] >> 20} MiB, check {r.get('check')}"
-                           f"{' phases ' + json.dumps(r['phases']) if 'phases' in r else ''}"
-                           if "error" not in r else f"n/a ({r['error']})"))
-            for f in args.dir.iterdir():
-                shutil.rmtree(f) if f.is_dir() else f.unlink()
+                    record(run_variant(v, spec, args, py, args.dir), rnd,
+                           f"{v['engine']} t{v['threads']} {v['layout']} {v['order']}",
+                           lambda r: f"{r['seconds']:.2f} s, {r['peak_rss'] >> 20} MiB, check "
+                                     f"{r.get('check')}"
+                                     f"{' phases ' + json.dumps(r['phases']) if 'phases' in r else ''}")
+            clear_dir(args.dir)
     text = report(results, args, settings)
     (OUT / "IMPORT.md").write_text(text + "\n")
     print(text)
@@ -502,6 +595,11 @@ def main():
                   for r in results if r["workload"] == w and "check" in r}
         if len(checks) > 1:
             log(f"{w}: engines disagree: {checks}")
+            bad = 1
+    for r in results:
+        if r["workload"] == ONLINE and ("error" in r or online.check_problems(r)):
+            log(f"{ONLINE} {r['engine']} round {r['round']}: "
+                f"{r.get('error') or '; '.join(online.check_problems(r))}")
             bad = 1
     return bad
 

@@ -17,6 +17,14 @@ impl Latencies {
     pub fn with_capacity(n: usize) -> Self {
         Latencies(Vec::with_capacity(n))
     }
+    /// Samples recorded.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
     /// Adds another recorder's samples.
     pub fn extend(&mut self, other: Latencies) {
         self.0.extend(other.0);
@@ -536,6 +544,44 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
     Ok(out)
 }
 
+/// The scheduled start of op `j` of a paced loop started at `start`: `start + j × interval`.
+pub fn scheduled_at(start: Instant, interval: Duration, j: u64) -> Instant {
+    start + Duration::from_nanos(interval.as_nanos() as u64 * j)
+}
+
+/// A paced loop: op `j` (0, 1, …) is due at [`scheduled_at`]`(start, interval, j)` and runs
+/// while `more(j, due)` holds (checked before sleeping until it is due and again after). Each
+/// op's latency counts from when it was due, not from when it began: a slow op delays the ops
+/// behind it and their wait is counted (coordinated-omission-safe). `capacity`: samples to
+/// reserve up front, so no reallocation lands inside the measurement.
+pub fn paced(
+    start: Instant,
+    interval: Duration,
+    capacity: usize,
+    more: impl Fn(u64, Instant) -> bool,
+    mut op: impl FnMut(u64),
+) -> Latencies {
+    let mut lat = Latencies::with_capacity(capacity);
+    let mut j = 0u64;
+    loop {
+        let due = scheduled_at(start, interval, j);
+        if !more(j, due) {
+            break;
+        }
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+            if !more(j, due) {
+                break;
+            }
+        }
+        op(j);
+        lat.record(due);
+        j += 1;
+    }
+    lat
+}
+
 /// Paced writers: two threads putting at `rate` puts/s in total for `secs`; latencies measured
 /// from each op's scheduled start.
 fn paced_writers(db: &std::sync::Arc<Db>, rate: u64, secs: u64, n: u64, offset: u64) -> Latencies {
@@ -546,22 +592,14 @@ fn paced_writers(db: &std::sync::Arc<Db>, rate: u64, secs: u64, n: u64, offset: 
         .map(|t| {
             let db = std::sync::Arc::clone(db);
             std::thread::spawn(move || {
-                let mut lat = Latencies::with_capacity(per_thread as usize);
-                let start = Instant::now();
-                for j in 0..per_thread {
-                    let scheduled = start + interval * j as u32;
-                    let now = Instant::now();
-                    if scheduled > now {
-                        std::thread::sleep(scheduled - now);
-                    }
+                let more = |j: u64, _| j < per_thread;
+                paced(Instant::now(), interval, per_thread as usize, more, |j| {
                     let i = offset + t * per_thread + j;
                     let p = gen::read_row(i, n);
                     let mut k = b"w".to_vec();
                     k.extend_from_slice(&key(p));
                     db.put(&k, &value(p)).expect("put");
-                    lat.record(scheduled);
-                }
-                lat
+                })
             })
         })
         .collect();

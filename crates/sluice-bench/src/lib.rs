@@ -5,6 +5,7 @@ pub mod engine;
 pub mod fair;
 pub mod gen;
 pub mod l0;
+pub mod online;
 
 /// Peak resident set size of this process, KiB (from /proc).
 pub fn peak_rss_kib() -> u64 {

@@ -3,7 +3,7 @@
 //! Workloads so far: `sst-write` and `sst-scan` (the table layer on its own). The engine
 //! workloads arrive with the engine.
 
-use sluice_bench::{engine, fair, gen, l0};
+use sluice_bench::{engine, fair, gen, l0, online};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -57,6 +57,10 @@ enum Workload {
     /// 50k-pair SSTs spanning the keyspace ingested one after another beside online writers.
     #[value(name = "l0-ingest-random")]
     L0IngestRandom,
+    /// A table import (`sluice_import`) into a Db serving paced writers and readers on another
+    /// key space: their latency without and during the import.
+    #[value(name = "import-online")]
+    ImportOnline,
 }
 
 /// Sluice benchmark workloads; one JSON line per run on stdout.
@@ -87,6 +91,69 @@ struct Args {
     /// Total put rate of ingest-under-load's writers, per second.
     #[arg(long, default_value_t = 20_000)]
     rate: u64,
+    #[command(flatten)]
+    online: OnlineArgs,
+}
+
+/// Settings of `import-online` (its baseline window is `--seconds`, default 10).
+#[derive(clap::Args, Debug)]
+struct OnlineArgs {
+    /// SQL schema file of the imported table.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// CSV file(s) to import (repeatable).
+    #[arg(long)]
+    input: Vec<PathBuf>,
+    /// Column of the imported table whose sum is checked.
+    #[arg(long, default_value = "s_quantity")]
+    sum_col: String,
+    /// Paced writer threads.
+    #[arg(long, default_value_t = 2)]
+    writers: u64,
+    /// Puts per second of each writer.
+    #[arg(long, default_value_t = 2_000)]
+    write_rate: u64,
+    /// Paced point-reader threads.
+    #[arg(long, default_value_t = 2)]
+    readers: u64,
+    /// Gets per second of each reader.
+    #[arg(long, default_value_t = 2_000)]
+    read_rate: u64,
+    /// Orders rows written and flushed before the baseline window.
+    #[arg(long, default_value_t = 200_000)]
+    preload: u64,
+    /// Parse workers of the import.
+    #[arg(long, default_value_t = 2)]
+    import_threads: usize,
+    /// Memory budget of the import (`512M`, `1G`, as `sluice import --memory`).
+    #[arg(long, default_value = "1G")]
+    memory: String,
+}
+
+impl OnlineArgs {
+    fn config(
+        &self,
+        baseline_secs: u64,
+    ) -> Result<online::OnlineConfig, Box<dyn std::error::Error>> {
+        let schema = self.schema.as_ref().ok_or("import-online needs --schema")?;
+        if self.input.is_empty() {
+            return Err("import-online needs --input".into());
+        }
+        Ok(online::OnlineConfig {
+            schema_sql: std::fs::read_to_string(schema)
+                .map_err(|e| format!("{}: {e}", schema.display()))?,
+            inputs: self.input.clone(),
+            sum_col: self.sum_col.clone(),
+            writers: self.writers,
+            write_rate: self.write_rate,
+            readers: self.readers,
+            read_rate: self.read_rate,
+            preload: self.preload,
+            baseline_secs,
+            import_threads: self.import_threads,
+            memory: sluice_import::parse_size(&self.memory)?,
+        })
+    }
 }
 
 /// Sorted input: row i has key BE64(i) ‖ BE64(splitmix64(i ^ KEY)), the spec's value.
@@ -242,6 +309,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         (None, Workload::L0IngestRandom) => {
             Some(Box::new(move |dir| l0::ingest_random(args.n, dir)))
+        }
+        (None, Workload::ImportOnline) => {
+            let cfg = args.online.config(args.seconds.unwrap_or(10))?;
+            Some(Box::new(move |dir| online::import_online(&cfg, dir)))
         }
         (None, Workload::KvBulkload) => Some(Box::new(move |dir| {
             engine::kv_bulkload(

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
-    open_db, open_db_read_only, types::Value, Format, Import, ImportOptions, Layout, OnDuplicate,
+    open_db, open_db_read_only, parse_size, Format, Import, ImportOptions, Layout, OnDuplicate,
     OutputFormat, ProgressMode, TableReader,
 };
 
@@ -123,31 +123,6 @@ fn one_byte(what: &str, s: &str) -> Result<u8, String> {
         [b] => Ok(*b),
         _ => Err(format!("--{what} must be one ASCII character, got {s:?}")),
     }
-}
-
-/// `512M`, `2G`, `1048576` → bytes.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        Some((i, _)) => {
-            let unit = t[i..].to_ascii_lowercase();
-            let m: u64 = match unit.trim_end_matches("ib").trim_end_matches('b') {
-                "" => 1,
-                "k" => 1 << 10,
-                "m" => 1 << 20,
-                "g" => 1 << 30,
-                "t" => 1 << 40,
-                _ => return Err(format!("--memory {s:?}: unknown unit")),
-            };
-            (&t[..i], m)
-        }
-        None => (t, 1),
-    };
-    let n: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("--memory {s:?} is not a size"))?;
-    Ok((n * mul as f64) as u64)
 }
 
 impl ImportArgs {
@@ -346,31 +321,16 @@ pub fn scan(
             ),
             None => None,
         };
-        let mut sum: i128 = 0;
-        let mut fsum = 0f64;
-        let mut float = false;
-        let rows = reader.scan(
+        let cs = reader.count_sum(
             t.index.as_deref(),
             start.as_deref(),
             end.as_deref(),
             limit,
-            |row| {
-                match col.map(|c| &row[c]) {
-                    Some(Value::Int(v)) => sum += i128::from(*v),
-                    Some(Value::Double(v)) => {
-                        float = true;
-                        fsum += v;
-                    }
-                    Some(Value::Decimal(v)) => sum += v,
-                    _ => {}
-                }
-                Ok(())
-            },
+            col,
         )?;
-        match &t.sum {
-            None => println!("{{\"rows\": {rows}}}"),
-            Some(_) if float => println!("{{\"rows\": {rows}, \"sum\": {}}}", fsum + sum as f64),
-            Some(_) => println!("{{\"rows\": {rows}, \"sum\": {sum}}}"),
+        match cs.sum {
+            None => println!("{{\"rows\": {}}}", cs.rows),
+            Some(sum) => println!("{{\"rows\": {}, \"sum\": {sum}}}", cs.rows),
         }
         return Ok(ExitCode::SUCCESS);
     }

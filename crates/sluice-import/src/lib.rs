@@ -45,11 +45,11 @@ use std::path::{Path, PathBuf};
 
 pub use input::Format;
 pub use pipeline::{
-    default_memory, open_db, open_db_read_only, remove_leftovers, FileSummary, Import,
+    default_memory, open_db, open_db_read_only, parse_size, remove_leftovers, FileSummary, Import,
     ImportOptions, OnDuplicate, Summary,
 };
 pub use progress::ProgressMode;
-pub use query::{OutputFormat, TableReader};
+pub use query::{ColumnSum, CountSum, OutputFormat, TableReader};
 pub use schema::{parse_schema, Layout, SchemaError, TableDef};
 
 /// Everything an import, scan or get can fail with.

@@ -142,6 +142,31 @@ pub fn default_memory() -> u64 {
         .map_or(1 << 30, |kb| kb * 1024 / 4)
 }
 
+/// A `--memory` size: `512M`, `2G`, `1048576` → bytes (units are powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_lowercase();
+            let m: u64 = match unit.trim_end_matches("ib").trim_end_matches('b') {
+                "" => 1,
+                "k" => 1 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                "t" => 1 << 40,
+                _ => return Err(format!("--memory {s:?}: unknown unit")),
+            };
+            (&t[..i], m)
+        }
+        None => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("--memory {s:?} is not a size"))?;
+    Ok((n * mul as f64) as u64)
+}
+
 /// Where one ingested file went.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileSummary {

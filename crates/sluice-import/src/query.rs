@@ -23,6 +23,34 @@ pub enum OutputFormat {
     Json,
 }
 
+/// Rows of a scan and the sum of one column over them ([`TableReader::count_sum`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CountSum {
+    /// Rows scanned.
+    pub rows: u64,
+    /// The column's sum, if one was asked for.
+    pub sum: Option<ColumnSum>,
+}
+
+/// A column's sum: exact for integer and decimal columns (a decimal's unscaled value), a float
+/// as soon as one DOUBLE value was added.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ColumnSum {
+    /// Integers and decimals (unscaled) only.
+    Int(i128),
+    /// At least one DOUBLE.
+    Float(f64),
+}
+
+impl std::fmt::Display for ColumnSum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ColumnSum::Int(v) => write!(f, "{v}"),
+            ColumnSum::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
 /// Reads one table.
 pub struct TableReader<'a> {
     db: &'a Db,
@@ -237,6 +265,38 @@ impl<'a> TableReader<'a> {
         }
         it.status()?;
         Ok(n)
+    }
+
+    /// Counts the rows [`scan`](Self::scan) would give and sums column `sum_col` over them
+    /// (NULLs and non-numeric values skipped): what `sluice scan --table T --count --sum C`
+    /// prints and the import benchmarks check.
+    pub fn count_sum(
+        &self,
+        index: Option<&str>,
+        start: Option<&[String]>,
+        end: Option<&[String]>,
+        limit: Option<u64>,
+        sum_col: Option<usize>,
+    ) -> Result<CountSum, ImportError> {
+        let (mut int, mut float, mut any_float) = (0i128, 0f64, false);
+        let rows = self.scan(index, start, end, limit, |row| {
+            match sum_col.map(|c| &row[c]) {
+                Some(Value::Int(v)) => int += i128::from(*v),
+                Some(Value::Decimal(v)) => int += v,
+                Some(Value::Double(v)) => {
+                    any_float = true;
+                    float += v;
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        let sum = match sum_col {
+            None => None,
+            Some(_) if any_float => Some(ColumnSum::Float(float + int as f64)),
+            Some(_) => Some(ColumnSum::Int(int)),
+        };
+        Ok(CountSum { rows, sum })
     }
 
     /// The header line of CSV output.
