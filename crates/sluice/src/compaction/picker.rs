@@ -18,6 +18,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::compaction::RunningOutput;
 use crate::version::l0_pick::L0PickOptions;
 use crate::version::l0_sublevels::{L0Sublevels, RunningL0Compaction};
 use crate::version::{FileMeta, Version, NUM_LEVELS};
@@ -140,6 +141,27 @@ pub struct L0Context<'a> {
     pub running: &'a [RunningL0Compaction],
     /// Smallest seqno still in a memtable or queued ingest.
     pub earliest_unflushed_seqno: u64,
+    /// The output ranges of every running compaction: no new compaction or trivial move may
+    /// write into one at the same level (an L0→Lbase compaction's L0 span can have gaps with
+    /// no base file, where a file moved down would overlap its outputs).
+    pub running_outputs: &'a [RunningOutput],
+}
+
+/// True if a choice writing user keys `[lo, hi]` into `level` would overlap a running
+/// compaction's outputs there.
+fn conflicts(running: &[RunningOutput], level: usize, lo: &[u8], hi: &[u8]) -> bool {
+    running
+        .iter()
+        .any(|r| r.level == level && r.lo.as_slice() <= hi && lo <= r.hi.as_slice())
+}
+
+impl CompactionChoice {
+    /// The user keys its outputs may hold: the span of all its inputs.
+    fn span(&self) -> Option<(&[u8], &[u8])> {
+        let lo = self.all_inputs().map(|f| f.smallest_user()).min()?;
+        let hi = self.all_inputs().map(|f| f.largest_user()).max()?;
+        Some((lo, hi))
+    }
 }
 
 /// Picks the next compaction with no compaction running (for tools and tests).
@@ -153,6 +175,7 @@ pub fn pick_compaction(
         sublevels: &l0,
         running: &[],
         earliest_unflushed_seqno: u64::MAX,
+        running_outputs: &[],
     };
     pick_compaction_with(v, &ctx, o, busy)
 }
@@ -177,8 +200,14 @@ pub fn pick_compaction_with(
         let choice = if level == 0 {
             pick_l0(v, &sub, base, busy, l0.earliest_unflushed_seqno)
         } else {
-            pick_level(v, level, busy)
+            pick_level(v, level, busy, l0.running_outputs)
         };
+        // Defence in depth for L0 (its picks already avoid running L0→Lbase ranges).
+        let choice = choice.filter(|c| {
+            c.output_level == 0
+                || c.span()
+                    .is_none_or(|(lo, hi)| !conflicts(l0.running_outputs, c.output_level, lo, hi))
+        });
         if let Some(mut c) = choice {
             c.score_x100 = scores[level];
             return Some(c);
@@ -246,7 +275,12 @@ fn pick_l0(
     })
 }
 
-fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>) -> Option<CompactionChoice> {
+fn pick_level(
+    v: &Version,
+    level: usize,
+    busy: &HashSet<u64>,
+    running: &[RunningOutput],
+) -> Option<CompactionChoice> {
     let mut best: Option<(u128, CompactionChoice)> = None;
     for f in &v.levels[level] {
         if busy.contains(&f.number) {
@@ -254,6 +288,21 @@ fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>) -> Option<Compacti
         }
         let next = v.overlapping(level + 1, Some(f.smallest_user()), Some(f.largest_user()));
         if next.iter().any(|n| busy.contains(&n.number)) {
+            continue;
+        }
+        let lo = next
+            .iter()
+            .map(|n| n.smallest_user())
+            .chain([f.smallest_user()])
+            .min()
+            .unwrap_or_default();
+        let hi = next
+            .iter()
+            .map(|n| n.largest_user())
+            .chain([f.largest_user()])
+            .max()
+            .unwrap_or_default();
+        if conflicts(running, level + 1, lo, hi) {
             continue;
         }
         let overlap_bytes: u64 = next.iter().map(|n| n.size).sum();
@@ -441,7 +490,16 @@ mod tests {
             let mut spans: Vec<(usize, Span)> = Vec::new();
             for _ in 0..4 {
                 let l0s = L0Sublevels::from_version(&v);
-                let ctx = L0Context { sublevels: &l0s, running: &running, earliest_unflushed_seqno: u64::MAX };
+                let outputs: Vec<RunningOutput> = spans
+                    .iter()
+                    .map(|(level, sp)| RunningOutput { level: *level, lo: sp.0.clone(), hi: sp.1.clone() })
+                    .collect();
+                let ctx = L0Context {
+                    sublevels: &l0s,
+                    running: &running,
+                    earliest_unflushed_seqno: u64::MAX,
+                    running_outputs: &outputs,
+                };
                 let Some(c) = pick_compaction_with(&v, &ctx, &o, &busy) else { break };
                 let sp = span(&c);
                 if c.output_level > 0 {
@@ -500,6 +558,30 @@ mod tests {
         }
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
         assert_eq!(c.level, 1);
+    }
+
+    #[test]
+    fn no_file_moves_into_a_running_compactions_output_range() {
+        // Review finding: an L0→L5 compaction of P=[a,b] and Q=[y,z] writes one output over
+        // [a, z]; a file ingested into L4 at [m, n] overlaps no L5 file, so it looked like a
+        // trivial move into L5 — where it would overlap that output when it lands.
+        let v = version(vec![(4, f(1, "m", "n", 5000)), (6, f(2, "a", "z", 50_000))]);
+        let l0 = L0Sublevels::from_version(&v);
+        let running = [RunningOutput {
+            level: 5,
+            lo: b"a".to_vec(),
+            hi: b"z".to_vec(),
+        }];
+        let ctx = L0Context {
+            sublevels: &l0,
+            running: &[],
+            earliest_unflushed_seqno: u64::MAX,
+            running_outputs: &running,
+        };
+        assert!(pick_compaction_with(&v, &ctx, &opts(), &HashSet::new()).is_none());
+        // With nothing running it is a trivial move.
+        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        assert!(c.trivial_move && c.level == 4);
     }
 
     #[test]

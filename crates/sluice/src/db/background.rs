@@ -47,6 +47,7 @@ impl Inner {
                                 sublevels: &s.l0,
                                 running: &s.running_l0,
                                 earliest_unflushed_seqno,
+                                running_outputs: &s.compaction_output_ranges,
                             };
                             if let Some(c) = picker::pick_compaction_with(
                                 &s.version,

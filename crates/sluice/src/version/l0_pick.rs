@@ -213,6 +213,12 @@ impl L0Sublevels {
         c.add(self, seed);
         let mut last: Option<L0CompactionCandidate> = None;
         for &f in &self.intervals[k].files {
+            // A newer file of the stack already compacting (intra-L0) ends the growth: taking
+            // it would put one file in two compactions (the second's edit then deletes a file
+            // that is gone and the Db turns read-only). Found by the concurrent-picks proptest.
+            if self.busy[f].is_some() {
+                break;
+            }
             let sl = self.places[f].sublevel;
             c.depth_reduction += 1;
             c.seed_levels.1 = sl;
