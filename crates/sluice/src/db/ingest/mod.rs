@@ -72,14 +72,19 @@ pub struct IngestOptions {
     pub link_files: bool,
     /// Admission by L0's health (CockroachDB's admission control of `AddSSTable`): before
     /// latching anything, wait while L0 is within one sublevel of the writers' slowdown
-    /// trigger (`l0_slowdown_writes_trigger`) or compaction debt is past
-    /// `soft_pending_compaction_bytes_limit`. Each ingest of files spanning the key space adds
-    /// an L0 sublevel; without the wait, a run of them drives L0 to the stop trigger and every
-    /// foreground writer stops, where with it the ingest caller absorbs the backpressure and
-    /// writers keep going. Counted in [`Metrics::ingest_waits`](crate::Metrics). Ignored for
+    /// trigger (`l0_slowdown_writes_trigger`) with an L0 compaction due, or compaction debt is
+    /// past `soft_pending_compaction_bytes_limit`. Each ingest of files spanning the key space
+    /// adds an L0 sublevel; without the wait, a run of them drives L0 to the stop trigger and
+    /// every foreground writer stops, where with it the ingest caller absorbs the backpressure
+    /// and writers keep going. Never longer than `max_l0_wait`; concurrent ingests may be
+    /// admitted together. Counted in [`Metrics::ingest_waits`](crate::Metrics). Ignored for
     /// `ingest_behind` and write-batch ingests (which never add to L0 / go through the write
     /// path's own backpressure). Default `true`.
     pub wait_for_l0: bool,
+    /// The longest an ingest waits for L0 room (`wait_for_l0`) before it goes ahead anyway
+    /// (a write load holding L0 just under the slowdown trigger would otherwise starve it).
+    /// Default 60 s.
+    pub max_l0_wait: std::time::Duration,
 }
 
 impl Default for IngestOptions {
@@ -93,6 +98,7 @@ impl Default for IngestOptions {
             fail_if_not_bottommost: false,
             link_files: false,
             wait_for_l0: true,
+            max_l0_wait: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -157,19 +163,19 @@ impl Inner {
             return self.ingest_as_batch(&big);
         }
         self.ingest_link(&mut big, opts)?;
+        // Admission, before any latch or the ingest order: neither writers nor other ingests
+        // (behind, or not waiting) are held while this one waits.
+        if opts.wait_for_l0 && !opts.ingest_behind {
+            if let Err(e) = self.wait_for_l0_room(opts.max_l0_wait) {
+                self.remove_linked(&big);
+                return Err(e);
+            }
+        }
         // Ingests are ordered against each other: the choice between the flushable path and
         // the version path, and the seqno it leads to, must not interleave with another
         // ingest's (a later version-path ingest landing below an earlier queued flushable
         // would be hidden by it). Validation and copying above still run in parallel.
         let _ingest_order = self.ingest_order.lock();
-        // Admission (before any latch: writers are not held while it waits). Under the
-        // ingest order, so ingests are admitted one at a time.
-        if opts.wait_for_l0 && !opts.ingest_behind {
-            if let Err(e) = self.wait_for_l0_room() {
-                self.remove_linked(&big);
-                return Err(e);
-            }
-        }
         // Step 3: latch the ranges (released on every path out, panics included): writes
         // already queued are applied, and no new write enters the ranges until the end.
         let ranges = big
@@ -208,9 +214,12 @@ impl Inner {
         }
     }
 
-    /// Waits while L0 is within one sublevel of the slowdown trigger or compaction debt is
-    /// past its soft limit ([`IngestOptions::wait_for_l0`]).
-    fn wait_for_l0_room(&self) -> Result<()> {
+    /// Waits, at most `max`, while L0 is within one sublevel of the slowdown trigger with an L0
+    /// compaction due, or compaction debt is past its soft limit
+    /// ([`IngestOptions::wait_for_l0`]). Only states a compaction will drain count: with
+    /// `l0_slowdown_writes_trigger` at or below `l0_compaction_trigger`, or a zero soft
+    /// limit, a plain "one short of the slowdown trigger" would wait for nothing.
+    fn wait_for_l0_room(&self, max: std::time::Duration) -> Result<()> {
         let start = std::time::Instant::now();
         let mut waited = false;
         let mut s = self.state.lock();
@@ -219,13 +228,16 @@ impl Inner {
                 return Err(e);
             }
             let l0 = s.l0.sublevel_count();
-            let busy = l0 + 1 >= self.opts.l0_slowdown_writes_trigger
-                || s.pending_compaction_bytes >= self.opts.soft_pending_compaction_bytes_limit;
-            if !busy
+            let l0_busy = l0 + 1 >= self.opts.l0_slowdown_writes_trigger
+                && l0 >= self.opts.l0_compaction_trigger;
+            let soft = self.opts.soft_pending_compaction_bytes_limit;
+            let debt = soft > 0 && s.pending_compaction_bytes >= soft;
+            let stop = !(l0_busy || debt)
+                || start.elapsed() >= max
                 || self
                     .shutting_down
-                    .load(std::sync::atomic::Ordering::Acquire)
-            {
+                    .load(std::sync::atomic::Ordering::Acquire);
+            if stop {
                 break;
             }
             waited = true;
