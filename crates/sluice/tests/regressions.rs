@@ -635,4 +635,14 @@ fn crash_while_opening_never_leaves_current_without_its_options_file() {
     assert_eq!(loaded.write_buffer_size, 3 << 20);
     let db = Db::open("/db", loaded).unwrap();
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    // A Db with no OPTIONS file at all (an older version's crash in its first open): the
+    // caller's options, as `Db::open` would use them — not a refusal.
+    for name in fs.list(Path::new("/db")).unwrap() {
+        if name.starts_with("OPTIONS-") {
+            fs.remove(&Path::new("/db").join(name)).unwrap();
+        }
+    }
+    let loaded = Options::load_latest(Path::new("/db"), mem_opts(&fs)).unwrap();
+    assert_eq!(loaded.write_buffer_size, mem_opts(&fs).write_buffer_size);
 }

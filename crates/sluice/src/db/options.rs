@@ -195,15 +195,22 @@ impl Options {
         let mut path = crate::base::filenames::options_file_name(dir, number);
         if !fs.exists(&path) {
             // A Db whose last open crashed between its CURRENT and OPTIONS writes (versions
-            // before OPTIONS was written first): the newest OPTIONS file is the last one used.
+            // before OPTIONS was written first): the newest OPTIONS file at or below CURRENT's
+            // MANIFEST is the last one used (one above it is an orphan of a failed open); with
+            // none at all, `base` as is (what `Db::open` itself would use).
             let newest = fs
                 .list(dir)
                 .map_err(|e| Error::io(dir, e))?
                 .iter()
                 .filter_map(|name| name.strip_prefix("OPTIONS-")?.parse::<u64>().ok())
+                .filter(|&n| n <= number)
                 .max();
-            if let Some(n) = newest {
-                path = crate::base::filenames::options_file_name(dir, n);
+            match newest {
+                Some(n) => path = crate::base::filenames::options_file_name(dir, n),
+                None => {
+                    base.validate()?;
+                    return Ok(base);
+                }
             }
         }
         let text = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
