@@ -125,6 +125,9 @@ struct OnlineArgs {
     /// Parse workers of the import.
     #[arg(long, default_value_t = 2)]
     import_threads: usize,
+    /// Nice value of the import's threads (`ImportOptions::nice`; none: the caller's).
+    #[arg(long)]
+    import_nice: Option<i32>,
     /// Memory budget of the import (`512M`, `1G`, as `sluice import --memory`).
     #[arg(long, default_value = "1G")]
     memory: String,
@@ -151,6 +154,7 @@ impl OnlineArgs {
             preload: self.preload,
             baseline_secs,
             import_threads: self.import_threads,
+            import_nice: self.import_nice,
             memory: sluice_import::parse_size(&self.memory)?,
         })
     }

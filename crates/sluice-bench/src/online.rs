@@ -59,6 +59,8 @@ pub struct OnlineConfig {
     pub baseline_secs: u64,
     /// The import's parse workers.
     pub import_threads: usize,
+    /// Nice value of the import's threads (`ImportOptions::nice`).
+    pub import_nice: Option<i32>,
     /// The import's memory budget, bytes.
     pub memory: u64,
 }
@@ -221,6 +223,7 @@ fn import_options(cfg: &OnlineConfig) -> ImportOptions {
         format: Some(Format::Csv),
         threads: cfg.import_threads,
         memory: cfg.memory,
+        nice: cfg.import_nice,
         progress: ProgressMode::Off,
         ..ImportOptions::default()
     }
@@ -233,7 +236,7 @@ fn params(cfg: &OnlineConfig) -> Value {
             "writers": cfg.writers, "write_rate_per_writer": cfg.write_rate,
             "readers": cfg.readers, "read_rate_per_reader": cfg.read_rate,
             "preload_rows": cfg.preload, "baseline_seconds": cfg.baseline_secs,
-            "import_threads": cfg.import_threads, "memory_bytes": cfg.memory,
+            "import_threads": cfg.import_threads, "import_nice": cfg.import_nice, "memory_bytes": cfg.memory,
             "inputs": cfg.inputs, "sum_col": cfg.sum_col,
             "wal": true, "sync": false, "write_batch": 1,
             "key_bytes": 13, "value_bytes": gen::VALUE_LEN,

@@ -90,6 +90,10 @@ pub struct ImportArgs {
     /// Directory for spilled runs (default: inside the Db directory).
     #[arg(long)]
     tmp_dir: Option<PathBuf>,
+    /// Run the import's threads at this nice value, 0..=19 (Linux), e.g. 19 beside a serving
+    /// workload (default: the caller's priority).
+    #[arg(long)]
+    nice: Option<i32>,
     /// Bad rows tolerated (they go to --rejects) before the import fails.
     #[arg(long, default_value_t = 0)]
     max_errors: u64,
@@ -164,6 +168,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
             .transpose()?
             .unwrap_or(defaults.memory),
         tmp_dir: a.tmp_dir,
+        nice: a.nice,
         max_errors: a.max_errors,
         rejects: a.rejects,
         on_duplicate: match a.on_duplicate {

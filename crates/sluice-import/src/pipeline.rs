@@ -101,6 +101,12 @@ pub struct ImportOptions {
     /// Storage layout of the table (default: the schema's `WITH (layout = ...)`, else row). An
     /// existing table keeps its layout: a different one is an error.
     pub layout: Option<Layout>,
+    /// Run the import's threads at this nice value (0..=19; e.g. 19 for an import beside a
+    /// serving workload, so that on a machine with few cores the foreground's threads win the
+    /// CPU). The import then runs on a thread of its own — the caller's thread keeps its
+    /// priority — and every thread it starts inherits the value. Linux only (elsewhere
+    /// ignored). Default: none (the caller's priority).
+    pub nice: Option<i32>,
 }
 
 impl Default for ImportOptions {
@@ -122,8 +128,22 @@ impl Default for ImportOptions {
             progress: ProgressMode::Auto,
             chunk_size: None,
             layout: None,
+            nice: None,
         }
     }
+}
+
+/// Sets the calling thread's nice value (Linux: per thread, inherited by the threads it
+/// starts afterwards).
+#[cfg(target_os = "linux")]
+fn set_thread_nice(nice: i32) -> std::io::Result<()> {
+    rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice)
+        .map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_thread_nice(_nice: i32) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Memory of an importing process outside the pipeline's own budget (binary, Db, allocator).
@@ -390,6 +410,9 @@ impl Import {
         if opts.threads == 0 {
             return Err(ImportError::Usage("--threads must be at least 1".into()));
         }
+        if opts.nice.is_some_and(|n| !(0..=19).contains(&n)) {
+            return Err(ImportError::Usage("--nice must be within 0..=19".into()));
+        }
         if opts.memory < (8 << 20) {
             return Err(ImportError::Usage("--memory must be at least 8 MiB".into()));
         }
@@ -410,6 +433,23 @@ impl Import {
 
     /// Runs the import into `db` (see the module documentation for the steps).
     pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
+        let Some(nice) = self.opts.nice else {
+            return self.run_here(db);
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                set_thread_nice(nice).map_err(|e| {
+                    ImportError::Usage(format!("--nice {nice}: cannot set the priority: {e}"))
+                })?;
+                self.run_here(db)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(ImportError::Usage("the import thread panicked".into())))
+        })
+    }
+
+    /// [`Import::run`] on the calling thread.
+    fn run_here(&self, db: &Db) -> Result<Summary, ImportError> {
         let t0 = Instant::now();
         let counters = Arc::new(Counters::default());
         let total: u64 = self

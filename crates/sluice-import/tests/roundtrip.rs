@@ -588,3 +588,56 @@ fn columnar_layout_stores_one_kv_per_cell() {
         "{e}"
     );
 }
+
+/// `ImportOptions::nice`: the import runs on a thread of its own at that nice value (the
+/// caller's thread keeps its priority) and imports the same rows; out-of-range values are
+/// refused as usage errors.
+#[test]
+fn an_import_at_a_lower_priority_imports_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE t (id INT PRIMARY KEY, s TEXT);";
+    let csv: String = (0..500).map(|i| format!("{},row {i}\n", 499 - i)).collect();
+    let f = write(dir.path(), "t.csv", csv.as_bytes());
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    #[cfg(target_os = "linux")]
+    let before = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let s = import(
+        &db,
+        schema,
+        vec![f.clone()],
+        ImportOptions {
+            nice: Some(19),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.rows, 500);
+    assert_eq!(rows(&db, "t", None).len(), 500);
+    // The calling thread's nice value (field 19 of its stat line) is unchanged.
+    #[cfg(target_os = "linux")]
+    {
+        let after = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let nice = |stat: &str| {
+            stat.rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .nth(16)
+                .map(str::to_string)
+        };
+        assert_eq!(nice(&before), nice(&after));
+    }
+    for bad in [-1, 20] {
+        let e = sluice_import::Import::new(
+            schema,
+            vec![f.clone()],
+            ImportOptions {
+                nice: Some(bad),
+                ..opts()
+            },
+        )
+        .err()
+        .expect("an out-of-range nice is refused");
+        assert!(e.to_string().contains("--nice"), "{e}");
+    }
+}
