@@ -636,8 +636,7 @@ fn an_import_at_a_lower_priority_imports_the_same_rows() {
                 ..opts()
             },
         )
-        .err()
-        .expect("an out-of-range nice is refused");
+        .expect_err("an out-of-range nice is refused");
         assert!(e.to_string().contains("--nice"), "{e}");
     }
 }
