@@ -101,11 +101,12 @@ pub struct ImportOptions {
     /// Storage layout of the table (default: the schema's `WITH (layout = ...)`, else row). An
     /// existing table keeps its layout: a different one is an error.
     pub layout: Option<Layout>,
-    /// Run the import's threads at this nice value (0..=19; e.g. 19 for an import beside a
-    /// serving workload, so that on a machine with few cores the foreground's threads win the
-    /// CPU). The import then runs on a thread of its own — the caller's thread keeps its
-    /// priority — and every thread it starts inherits the value. Linux only (elsewhere
-    /// ignored). Default: none (the caller's priority).
+    /// Run the import's threads at this nice value (0..=19), e.g. to let other processes of
+    /// the machine go first. The import then runs on a thread of its own — the caller's
+    /// thread keeps its priority — and every thread it starts inherits the value. Linux only
+    /// (elsewhere ignored). Default: none (the caller's priority). Measured: it does not
+    /// lower the tail latency of a workload served by the same process during the import
+    /// (`import-online`), whose cause is not CPU priority.
     pub nice: Option<i32>,
 }
 
