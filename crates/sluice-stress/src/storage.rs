@@ -114,7 +114,8 @@ impl Storage {
 }
 
 /// Tiny sizes so that every path runs: flushes every few hundred writes, L0 compactions at two
-/// files, 512-byte blocks, a small table cache and block cache. Compression and filters vary
+/// files, 512-byte blocks, a small table cache and block cache. Compression, filters and the
+/// number of background jobs (2: one compaction at a time; 3–4: concurrent compactions) vary
 /// with the seed.
 pub fn stress_options(seed: u64, fs: Arc<dyn FileSystem>) -> Options {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x0b7e_c0de);
@@ -135,7 +136,7 @@ pub fn stress_options(seed: u64, fs: Arc<dyn FileSystem>) -> Options {
         target_file_size: rng.gen_range(16..=32) << 10,
         max_bytes_for_level_base: 64 << 10,
         l0_compaction_trigger: 2,
-        max_background_jobs: 2,
+        max_background_jobs: rng.gen_range(2..=4),
         block_size: 512,
         block_cache_bytes: 256 << 10,
         max_open_files: rng.gen_range(16..=64),

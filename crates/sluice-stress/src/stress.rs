@@ -98,6 +98,12 @@ pub fn run(cfg: &RunConfig) -> Summary {
     };
     let storage = Arc::new(storage);
     let opts = stress_options(cfg.seed, storage.fs());
+    eprintln!(
+        "seed {}: max_background_jobs {} (up to {} compactions at once)",
+        cfg.seed,
+        opts.max_background_jobs,
+        opts.max_background_jobs - 1
+    );
     let mut db = match Db::open(storage.db_dir(), opts.clone()) {
         Ok(db) => Arc::new(db),
         Err(e) => return fail(summary, cfg.seed, format!("open: {e}")),
