@@ -156,8 +156,8 @@ fn conflicts(running: &[RunningOutput], level: usize, lo: &[u8], hi: &[u8]) -> b
 }
 
 impl CompactionChoice {
-    /// The user keys its outputs may hold: the span of all its inputs.
-    fn span(&self) -> Option<(&[u8], &[u8])> {
+    /// The user keys its outputs may hold: the span of all its inputs (`None` without inputs).
+    pub fn span(&self) -> Option<(&[u8], &[u8])> {
         let lo = self.all_inputs().map(|f| f.smallest_user()).min()?;
         let hi = self.all_inputs().map(|f| f.largest_user()).max()?;
         Some((lo, hi))
@@ -202,9 +202,11 @@ pub fn pick_compaction_with(
         } else {
             pick_level(v, level, busy, l0.running_outputs)
         };
-        // Defence in depth for L0 (its picks already avoid running L0→Lbase ranges).
+        // Defence in depth for L0→Lbase (its picks already avoid running L0→Lbase ranges;
+        // `pick_level` checks its own choices).
         let choice = choice.filter(|c| {
-            c.output_level == 0
+            c.level != 0
+                || c.output_level == 0
                 || c.span()
                     .is_none_or(|(lo, hi)| !conflicts(l0.running_outputs, c.output_level, lo, hi))
         });
@@ -290,36 +292,24 @@ fn pick_level(
         if next.iter().any(|n| busy.contains(&n.number)) {
             continue;
         }
-        let lo = next
-            .iter()
-            .map(|n| n.smallest_user())
-            .chain([f.smallest_user()])
-            .min()
-            .unwrap_or_default();
-        let hi = next
-            .iter()
-            .map(|n| n.largest_user())
-            .chain([f.largest_user()])
-            .max()
-            .unwrap_or_default();
-        if conflicts(running, level + 1, lo, hi) {
-            continue;
-        }
         let overlap_bytes: u64 = next.iter().map(|n| n.size).sum();
         let ratio = u128::from(overlap_bytes) * 1024 / u128::from(f.size.max(1));
         if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
             let trivial = next.is_empty();
-            best = Some((
-                ratio,
-                CompactionChoice {
-                    level,
-                    output_level: level + 1,
-                    inputs: vec![Arc::clone(f)],
-                    output_inputs: next,
-                    trivial_move: trivial,
-                    score_x100: 0,
-                },
-            ));
+            let c = CompactionChoice {
+                level,
+                output_level: level + 1,
+                inputs: vec![Arc::clone(f)],
+                output_inputs: next,
+                trivial_move: trivial,
+                score_x100: 0,
+            };
+            if c.span()
+                .is_some_and(|(lo, hi)| conflicts(running, level + 1, lo, hi))
+            {
+                continue;
+            }
+            best = Some((ratio, c));
         }
     }
     best.map(|(_, c)| c)

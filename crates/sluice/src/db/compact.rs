@@ -311,22 +311,11 @@ pub(super) fn remove_running_output(running: &mut Vec<RunningOutput>, done: &Run
 }
 
 pub(super) fn running_output(c: &CompactionChoice) -> RunningOutput {
-    let lo = c
-        .all_inputs()
-        .map(|f| f.smallest_user())
-        .min()
-        .unwrap_or_default()
-        .to_vec();
-    let hi = c
-        .all_inputs()
-        .map(|f| f.largest_user())
-        .max()
-        .unwrap_or_default()
-        .to_vec();
+    let (lo, hi) = c.span().unwrap_or_default();
     RunningOutput {
         level: c.output_level,
-        lo,
-        hi,
+        lo: lo.to_vec(),
+        hi: hi.to_vec(),
     }
 }
 
