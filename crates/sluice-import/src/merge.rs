@@ -16,7 +16,7 @@ use sluice::{
 
 use crate::keycode::encode_prefix;
 use crate::parse::{key_head, BufferPool, Entries};
-use crate::row::for_each_cell;
+use crate::row::{default_cell, for_each_cell};
 use crate::schema::{TableDef, COLUMN_INDEX_BASE};
 use crate::types::ColumnType;
 
@@ -311,10 +311,15 @@ const ROW_BATCH_BYTES: usize = 4 << 20;
 pub const CELL_WRITE_BUFFER: usize = 128 << 10;
 
 /// Memory of the cell writers of a table with `columns` columns on `threads` threads: each
-/// column's write buffer, data block (16 KiB) and index block, and the row batches in flight
-/// (one filling, up to two queued per thread, one being read).
+/// column's write buffer, data block (16 KiB) and index block, the row batches in flight
+/// (one filling, up to two queued per thread, one being read), and each thread's batch
+/// regrouped by column (the cell bytes plus 8 bytes per cell: at most three batches' worth,
+/// since a cell takes at least one byte of its row).
 pub fn cell_writers_memory(columns: usize, threads: usize) -> usize {
-    columns * (CELL_WRITE_BUFFER + (64 << 10)) + (2 * threads.max(1) + 2) * ROW_BATCH_BYTES
+    let threads = threads.max(1);
+    columns * (CELL_WRITE_BUFFER + (64 << 10))
+        + (2 * threads + 2) * ROW_BATCH_BYTES
+        + threads * 9 * ROW_BATCH_BYTES
 }
 
 /// The cell writers of a columnar table: `threads` writer threads, each owning the
@@ -336,32 +341,62 @@ type CellWorker = (
 /// this thread does not own, or a primary key column).
 type CellWriters = Vec<Option<(Vec<u8>, FinalWriter)>>;
 
-/// A cell writer thread: every batch, the cells of the columns it owns.
+/// One batch's cells of one column, regrouped so the column's writer runs over them in one
+/// go: `cells[i] = (row index in the batch, end of the cell in bytes)`.
+#[derive(Default)]
+struct ColumnCells {
+    bytes: Vec<u8>,
+    cells: Vec<(u32, u32)>,
+}
+
+/// A cell writer thread: every batch, the cells of the columns it owns. The batch is first
+/// regrouped by column (one pass over the rows), then each column's cells go to its writer in
+/// one run: a writer's block, index and key state stay in cache for thousands of cells
+/// instead of being visited once per row (writing cell by cell across ~50 writers per row
+/// spent a third of the import in cache misses on the writers' last keys). A NOT NULL
+/// column's cell holding its type's zero value is not stored ([`default_cell`]).
 fn cell_writer(
     rx: std::sync::mpsc::Receiver<Arc<RowBatch>>,
     types: Vec<ColumnType>,
+    defaults: Vec<Option<&'static [u8]>>,
     mut cols: CellWriters,
 ) -> sluice::Result<Vec<SstFileInfo>> {
+    let owned: Vec<bool> = cols.iter().map(Option::is_some).collect();
+    let mut by_col: Vec<ColumnCells> = (0..types.len()).map(|_| ColumnCells::default()).collect();
     for batch in rx {
-        for &(o, kl, vl) in &batch.rows {
-            let suffix = &batch.arena[o..o + kl as usize];
+        for cc in &mut by_col {
+            cc.bytes.clear();
+            cc.cells.clear();
+        }
+        for (r, &(o, kl, vl)) in batch.rows.iter().enumerate() {
             let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
-            let r = for_each_cell(value, &types, |c, cell| {
-                let Some(Some((k, w))) = cols.get_mut(c) else {
+            let res = for_each_cell(value, &types, |c, cell| {
+                if !owned[c] || defaults[c] == Some(cell) {
                     return Ok(());
-                };
-                k.truncate(8);
-                k.extend_from_slice(suffix);
-                w.put(k, cell)
-            });
-            match r {
-                Ok(r) => r?,
-                Err(_) => {
-                    return Err(sluice::Error::InvalidArgument(format!(
-                        "row {} does not decode",
-                        suffix.escape_ascii()
-                    )))
                 }
+                let cc = &mut by_col[c];
+                cc.bytes.extend_from_slice(cell);
+                cc.cells.push((r as u32, cc.bytes.len() as u32));
+                Ok(())
+            });
+            if res.is_err() {
+                return Err(sluice::Error::InvalidArgument(format!(
+                    "row {} does not decode",
+                    batch.arena[o..o + kl as usize].escape_ascii()
+                )));
+            }
+        }
+        for (slot, cc) in cols.iter_mut().zip(&by_col) {
+            let Some((k, w)) = slot else {
+                continue;
+            };
+            let mut start = 0;
+            for &(r, end) in &cc.cells {
+                let (o, kl, _) = batch.rows[r as usize];
+                k.truncate(8);
+                k.extend_from_slice(&batch.arena[o..o + kl as usize]);
+                w.put(k, &cc.bytes[start..end as usize])?;
+                start = end as usize;
             }
         }
     }
@@ -445,6 +480,11 @@ impl FinalWriter {
     pub fn split_columns(&mut self, t: &TableDef, cell_opts: TableOptions, threads: usize) {
         let threads = threads.clamp(1, t.columns.len().max(1));
         let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
+        let defaults: Vec<Option<&'static [u8]>> = t
+            .columns
+            .iter()
+            .map(|c| c.not_null.then(|| default_cell(&c.ty)))
+            .collect();
         let mut per_thread: Vec<CellWriters> = (0..threads).map(|_| Vec::new()).collect();
         let mut n = 0;
         for c in 0..t.columns.len() {
@@ -475,7 +515,8 @@ impl FinalWriter {
             .map(|cols| {
                 let (tx, rx) = std::sync::mpsc::sync_channel(2);
                 let types = types.clone();
-                let h = std::thread::spawn(move || cell_writer(rx, types, cols));
+                let defaults = defaults.clone();
+                let h = std::thread::spawn(move || cell_writer(rx, types, defaults, cols));
                 (Some(tx), Some(h))
             })
             .collect();

@@ -8,7 +8,7 @@ use sluice::{Db, ReadOptions, Snapshot};
 
 use crate::catalog;
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
-use crate::row::{decode_row, decode_value, row_version};
+use crate::row::{absent_cell, decode_row, decode_value, row_version};
 use crate::schema::{Layout, TableDef, COLUMN_INDEX_BASE, PRIMARY_INDEX_ID};
 use crate::types::{format_json, format_text, parse_value, ColumnType, Value};
 use crate::ImportError;
@@ -370,6 +370,14 @@ fn cell_value(t: &TableDef, c: usize, key: &[u8], v: &[u8]) -> Result<Value<'sta
     }
 }
 
+/// A columnar row before its cells are read: each column's value when it has no cell.
+fn absent_row(t: &TableDef) -> Vec<Value<'static>> {
+    t.columns
+        .iter()
+        .map(|c| absent_cell(&c.ty, c.not_null))
+        .collect()
+}
+
 /// A columnar table's row with primary key `key` (prefix included) by one point read per
 /// column (`None`: no such row).
 pub fn columnar_row(
@@ -378,7 +386,7 @@ pub fn columnar_row(
     key: &[u8],
     ropts: &ReadOptions<'_>,
 ) -> Result<Vec<Value<'static>>, ImportError> {
-    let mut row = vec![Value::Null; t.columns.len()];
+    let mut row = absent_row(t);
     pk_values(t, key, &mut row)?;
     let mut k = Vec::new();
     for (c, cell) in row.iter_mut().enumerate() {
@@ -432,7 +440,7 @@ impl<'t> CellCursors<'t> {
                 self.t.version
             )));
         }
-        let mut row = vec![Value::Null; self.t.columns.len()];
+        let mut row = absent_row(self.t);
         pk_values(self.t, key, &mut row)?;
         let suffix = key.get(8..).unwrap_or(&[]);
         for (c, it) in &mut self.cursors {

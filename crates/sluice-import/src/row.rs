@@ -128,30 +128,34 @@ pub fn decode_value(b: &mut &[u8], ty: &ColumnType) -> Result<Value<'static>, Ma
     })
 }
 
-/// Length of the non-NULL value of type `ty` at the front of `b` (no allocation).
-fn value_len(b: &[u8], ty: &ColumnType) -> Result<usize, MalformedKey> {
-    let mut r = b;
-    match ty {
-        ColumnType::Double => {}
-        ColumnType::Bool => {}
-        ColumnType::Text { .. } | ColumnType::Bytes => {
-            let n = usize::try_from(get_varint(&mut r)?).map_err(|_| MalformedKey)?;
-            let head = b.len() - r.len();
-            return if r.len() < n {
-                Err(MalformedKey)
-            } else {
-                Ok(head + n)
-            };
-        }
-        _ => {
-            get_varint(&mut r)?;
-            return Ok(b.len() - r.len());
-        }
+/// Length of the varint at the front of `b` (at most 19 bytes, as [`get_varint`] reads).
+#[inline]
+fn varint_len(b: &[u8]) -> Result<usize, MalformedKey> {
+    match b.iter().take(19).position(|&c| c < 0x80) {
+        Some(i) => Ok(i + 1),
+        None => Err(MalformedKey),
     }
-    let n = if matches!(ty, ColumnType::Double) {
-        8
-    } else {
-        1
+}
+
+/// Length of the non-NULL value of type `ty` at the front of `b` (no allocation).
+#[inline]
+fn value_len(b: &[u8], ty: &ColumnType) -> Result<usize, MalformedKey> {
+    let n = match ty {
+        ColumnType::Double => 8,
+        ColumnType::Bool => 1,
+        ColumnType::Text { .. } | ColumnType::Bytes => {
+            // A one-byte length is the common case (strings under 128 bytes).
+            let (head, n) = match b.first() {
+                Some(&c) if c < 0x80 => (1, usize::from(c)),
+                _ => {
+                    let mut r = b;
+                    let n = usize::try_from(get_varint(&mut r)?).map_err(|_| MalformedKey)?;
+                    (b.len() - r.len(), n)
+                }
+            };
+            head.checked_add(n).ok_or(MalformedKey)?
+        }
+        _ => return varint_len(b),
     };
     if b.len() < n {
         return Err(MalformedKey);
@@ -189,6 +193,27 @@ pub fn for_each_cell(
         return Err(MalformedKey);
     }
     Ok(Ok(()))
+}
+
+/// The encoding of type `ty`'s zero value (0, 0.0, false, the empty string or bytes, DATE
+/// 1970-01-01, TIMESTAMP 1970-01-01 00:00:00): a columnar table does not store a NOT NULL
+/// column's cell that holds it, and reads a missing cell of a NOT NULL column as it (sparse
+/// columns, as ClickHouse's sparse serialization of default values; `-0.0` parses as `0.0`).
+pub fn default_cell(ty: &ColumnType) -> &'static [u8] {
+    match ty {
+        ColumnType::Double => &[0; 8],
+        _ => &[0],
+    }
+}
+
+/// What a columnar row holds for a column without a stored cell: NULL, or for a NOT NULL
+/// column its type's zero value ([`default_cell`]).
+pub fn absent_cell(ty: &ColumnType, not_null: bool) -> Value<'static> {
+    if !not_null {
+        return Value::Null;
+    }
+    let mut b = default_cell(ty);
+    decode_value(&mut b, ty).unwrap_or(Value::Null)
 }
 
 /// The schema version of a row value.

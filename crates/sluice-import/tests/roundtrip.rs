@@ -640,3 +640,60 @@ fn an_import_at_a_lower_priority_imports_the_same_rows() {
         assert!(e.to_string().contains("--nice"), "{e}");
     }
 }
+
+/// Sparse columns: a NOT NULL column's cell holding its type's zero value (0, 0.0, false, '',
+/// 1970-01-01, the epoch) is not stored, and reads back as that value through scans, point
+/// gets and index scans — the same rows as the row layout. A nullable column keeps its zero
+/// cells (there a missing cell means NULL).
+#[test]
+fn columnar_zero_cells_of_not_null_columns_are_not_stored_and_read_back() {
+    let cols =
+        "id INT PRIMARY KEY, s SMALLINT NOT NULL, d DOUBLE NOT NULL, m DECIMAL(6,2) NOT NULL,
+        b BOOLEAN NOT NULL, x TEXT NOT NULL, y BYTES NOT NULL, dt DATE NOT NULL,
+        ts TIMESTAMP NOT NULL, n INT";
+    let csv = b"1,0,0,0.00,false,\"\",\\x,1970-01-01,1970-01-01 00:00:00,0\n\
+                2,5,-0.0,1.50,true,a,\\x01,2024-01-02,2024-01-02 03:04:05,\n\
+                3,0,2.5,0,f,\"\",\\x,1970-01-01,1970-01-01T00:00:00Z,7\n";
+    let mut results = Vec::new();
+    for layout in ["row", "columnar"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open_db(dir.path().join("db"), true).unwrap();
+        let schema = format!(
+            "CREATE TABLE z ({cols}) WITH (layout = '{layout}'); CREATE INDEX by_s ON z (s);"
+        );
+        let f = write(dir.path(), "z.csv", csv);
+        assert_eq!(import(&db, &schema, vec![f], opts()).unwrap().rows, 3);
+        let t = TableReader::open(&db, Some("z")).unwrap();
+        let got = t.get(&["1".into()]).unwrap().unwrap();
+        let get1 = t.format_row(&got, sluice_import::OutputFormat::Csv);
+        let mut cells = 0;
+        for (k, _) in dump(&db) {
+            if u32::from_be_bytes(k[..4].try_into().unwrap()) == t.table.id
+                && u32::from_be_bytes(k[4..8].try_into().unwrap())
+                    >= sluice_import::schema::COLUMN_INDEX_BASE
+            {
+                cells += 1;
+            }
+        }
+        results.push((
+            rows(&db, "z", None),
+            rows(&db, "z", Some("by_s")),
+            json_rows(&db, "z"),
+            get1,
+        ));
+        if layout == "columnar" {
+            // Row 1: only n (nullable, 0) is stored. Row 2: every column but n (NULL) and d
+            // (-0.0 parses as 0.0). Row 3: d and n.
+            assert_eq!(cells, 1 + 7 + 2);
+        }
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(
+        results[1].0,
+        vec![
+            "1,0,0,0.00,false,,\\x,1970-01-01,1970-01-01T00:00:00Z,0",
+            "2,5,0,1.50,true,a,\\x01,2024-01-02,2024-01-02T03:04:05Z,",
+            "3,0,2.5,0.00,false,,\\x,1970-01-01,1970-01-01T00:00:00Z,7"
+        ]
+    );
+}
