@@ -37,31 +37,79 @@ pub trait Source {
     fn next(&mut self) -> sluice::Result<()>;
 }
 
-/// An in-memory sorted list; its buffer goes back to the pool when done.
+/// An in-memory sorted list (or the part of one in a key range); its buffer goes back to the
+/// pool when the last source reading it is done.
 pub struct MemSource {
-    e: Entries,
+    e: Arc<Entries>,
     i: usize,
+    end: usize,
     pool: Option<Arc<BufferPool>>,
 }
 
 impl MemSource {
     /// Over a sorted list.
     pub fn new(e: Entries, pool: Option<Arc<BufferPool>>) -> Self {
-        MemSource { e, i: 0, pool }
+        let end = e.items.len();
+        MemSource {
+            e: Arc::new(e),
+            i: 0,
+            end,
+            pool,
+        }
+    }
+
+    /// Over the entries of a shared sorted list whose keys lie in `range`.
+    pub fn range(e: Arc<Entries>, range: &KeyRange) -> Self {
+        let n = e.items.len();
+        let at = |b: &Option<Vec<u8>>, default: usize| {
+            b.as_ref().map_or(default, |b| {
+                (0..n).partition_point_by(|i| e.key(i) < b.as_slice())
+            })
+        };
+        let (i, end) = (at(&range.lower, 0), at(&range.upper, n));
+        MemSource {
+            e,
+            i,
+            end,
+            pool: None,
+        }
+    }
+}
+
+/// `partition_point` over an index range (the entries' keys are not one slice).
+trait PartitionPointBy {
+    fn partition_point_by(self, pred: impl FnMut(usize) -> bool) -> usize;
+}
+
+impl PartitionPointBy for std::ops::Range<usize> {
+    fn partition_point_by(self, mut pred: impl FnMut(usize) -> bool) -> usize {
+        let (mut lo, mut hi) = (self.start, self.end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 }
 
 impl Drop for MemSource {
     fn drop(&mut self) {
         if let Some(p) = &self.pool {
-            p.give(std::mem::take(&mut self.e));
+            let e = std::mem::replace(&mut self.e, Arc::new(Entries::default()));
+            if let Ok(e) = Arc::try_unwrap(e) {
+                p.give(e);
+            }
         }
     }
 }
 
 impl Source for MemSource {
     fn valid(&self) -> bool {
-        self.i < self.e.items.len()
+        self.i < self.end
     }
     fn key(&self) -> &[u8] {
         self.e.key(self.i)
@@ -78,24 +126,110 @@ impl Source for MemSource {
     }
 }
 
+/// A key range `[lower, upper)` of a parallel merge (`None`: unbounded). Entries are placed
+/// by their key alone (never by their source position), so all entries of one key fall in
+/// one range.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyRange {
+    /// Smallest key in the range.
+    pub lower: Option<Vec<u8>>,
+    /// First key past the range.
+    pub upper: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// True if `key` lies in the range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.lower.as_deref().is_none_or(|l| key >= l)
+            && self.upper.as_deref().is_none_or(|u| key < u)
+    }
+
+    /// `parts` ranges covering every key, cut at the weighted quantiles of `samples`
+    /// (`(key, bytes up to the next sample)`, any order): each range gets about the same bytes.
+    /// Fewer ranges when the samples do not have `parts - 1` distinct cut points.
+    pub fn split(mut samples: Vec<(Vec<u8>, u64)>, parts: usize) -> Vec<KeyRange> {
+        samples.sort_unstable();
+        let total: u64 = samples.iter().map(|s| s.1).sum();
+        let mut cuts: Vec<Vec<u8>> = Vec::new();
+        let mut acc = 0u64;
+        let mut next = 1;
+        for (k, w) in samples {
+            if next >= parts {
+                break;
+            }
+            acc += w;
+            if acc as u128 * parts as u128 >= total as u128 * next as u128 {
+                if cuts.last() != Some(&k) {
+                    cuts.push(k);
+                }
+                while next < parts && acc as u128 * parts as u128 >= total as u128 * next as u128 {
+                    next += 1;
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(cuts.len() + 1);
+        let mut lower = None;
+        for c in cuts {
+            out.push(KeyRange {
+                lower: lower.take(),
+                upper: Some(c.clone()),
+            });
+            lower = Some(c);
+        }
+        out.push(KeyRange { lower, upper: None });
+        out
+    }
+}
+
+/// Samples of a sorted list for [`KeyRange::split`]: about `per_list` keys with the bytes
+/// between them.
+pub fn sample_entries(e: &Entries, per_list: usize, out: &mut Vec<(Vec<u8>, u64)>) {
+    let n = e.items.len();
+    if n == 0 {
+        return;
+    }
+    let step = n.div_ceil(per_list.max(1)).max(1);
+    let bytes = e.arena.len() as u64 * step as u64 / n as u64;
+    for i in (step - 1..n).step_by(step) {
+        out.push((e.key(i).to_vec(), bytes.max(1)));
+    }
+}
+
 /// Sorted keys to delete.
 pub struct DeletionSource {
-    keys: Vec<Vec<u8>>,
+    keys: Arc<Vec<Vec<u8>>>,
     i: usize,
+    end: usize,
 }
 
 impl DeletionSource {
     /// Sorts and dedups `keys`.
-    pub fn new(mut keys: Vec<Vec<u8>>) -> Self {
+    pub fn new(keys: Vec<Vec<u8>>) -> Self {
+        Self::range(Arc::new(Self::sorted(keys)), &KeyRange::default())
+    }
+
+    /// `keys` sorted and deduplicated (for [`DeletionSource::range`]).
+    pub fn sorted(mut keys: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
         keys.sort_unstable();
         keys.dedup();
-        DeletionSource { keys, i: 0 }
+        keys
+    }
+
+    /// The keys of sorted, deduplicated `keys` in `range`.
+    pub fn range(keys: Arc<Vec<Vec<u8>>>, range: &KeyRange) -> Self {
+        let at = |b: &Option<Vec<u8>>, default: usize| {
+            b.as_ref().map_or(default, |b| {
+                keys.partition_point(|k| k.as_slice() < b.as_slice())
+            })
+        };
+        let (i, end) = (at(&range.lower, 0), at(&range.upper, keys.len()));
+        DeletionSource { keys, i, end }
     }
 }
 
 impl Source for DeletionSource {
     fn valid(&self) -> bool {
-        self.i < self.keys.len()
+        self.i < self.end
     }
     fn key(&self) -> &[u8] {
         &self.keys[self.i]
@@ -112,32 +246,53 @@ impl Source for DeletionSource {
     }
 }
 
-/// A run file (or a streamed final file read back as a run).
+/// A run file (or a streamed final file read back as a run), or its entries in a key range.
 pub struct RunSource {
     it: TableIter,
     /// Values carry an 8-byte source position prefix.
     with_src: bool,
+    /// Entries from a key at or past this one are not this source's.
+    upper: Option<Vec<u8>>,
     _table: Arc<Table>,
 }
 
 impl RunSource {
     /// Opens a run. `with_src`: the file was written by [`write_run`].
     pub fn open(path: &Path, with_src: bool) -> sluice::Result<Self> {
+        Self::open_range(path, with_src, &KeyRange::default())
+    }
+
+    /// Opens a run positioned on its first entry in `range`.
+    pub fn open_range(path: &Path, with_src: bool, range: &KeyRange) -> sluice::Result<Self> {
         let table = Table::open_path(path, &TableReadOptions::new())?;
-        let mut it = table.iter(IterBounds::default());
+        // A run's stored key is the entry key followed by its source position, so the table's
+        // own bound finds the first stored key at or past `lower`; an entry whose key is a
+        // proper prefix of `lower` can sort there too and is skipped below.
+        let mut it = table.iter(IterBounds {
+            lower: range.lower.clone(),
+            upper: None,
+        });
         it.seek_to_first();
         it.status()?;
-        Ok(RunSource {
+        let mut r = RunSource {
             it,
             with_src,
+            upper: range.upper.clone(),
             _table: table,
-        })
+        };
+        if let Some(l) = &range.lower {
+            while r.it.valid() && r.key() < l.as_slice() {
+                r.it.next();
+            }
+            r.it.status()?;
+        }
+        Ok(r)
     }
 }
 
 impl Source for RunSource {
     fn valid(&self) -> bool {
-        self.it.valid()
+        self.it.valid() && self.upper.as_deref().is_none_or(|u| self.key() < u)
     }
     fn key(&self) -> &[u8] {
         let k = sluice::key::user_key(self.it.key());

@@ -40,7 +40,8 @@ use crate::catalog;
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format};
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
 use crate::merge::{
-    write_run, DeletionSource, FinalWriter, MemSource, Merger, RunSource, Source, DELETION_SRC,
+    sample_entries, write_run, DeletionSource, FinalWriter, KeyRange, MemSource, Merger, RunSource,
+    Source, DELETION_SRC,
 };
 use crate::parse::{parse_chunk, Chunk, ChunkOutput, Entries, FieldMap, ParseConfig, LINE_BITS};
 use crate::progress::{Counters, Phase, ProgressMode, Reporter};
@@ -108,6 +109,10 @@ pub struct ImportOptions {
     /// lower the tail latency of a workload served by the same process during the import
     /// (`import-online`), whose cause is not CPU priority.
     pub nice: Option<i32>,
+    /// An index with at least this many bytes to merge is merged on `threads` threads, each
+    /// writing the final files of a disjoint key range (default 32 MiB; a columnar table's
+    /// rows and unique indexes merge on one thread). Tests set 0 to split every merge.
+    pub parallel_merge_min_bytes: u64,
 }
 
 impl Default for ImportOptions {
@@ -130,6 +135,7 @@ impl Default for ImportOptions {
             chunk_size: None,
             layout: None,
             nice: None,
+            parallel_merge_min_bytes: 32 << 20,
         }
     }
 }
@@ -392,6 +398,8 @@ struct EmitCtx<'a> {
     /// Per secondary slot: keys of replaced existing rows to delete.
     deletions: Vec<Vec<Vec<u8>>>,
     rejects: Option<std::io::BufWriter<std::fs::File>>,
+    /// A parallel merge worker's rejects, replayed in key-range order by the caller.
+    reject_log: Option<Vec<(String, Vec<u8>)>>,
     rejected: u64,
     dropped: u64,
     rows: u64,
@@ -888,81 +896,162 @@ impl Import {
                 st.streamed_all = true;
                 continue;
             }
-            let mut sources: Vec<Box<dyn Source>> = Vec::new();
-            for (p, with_src) in &st.runs {
-                sources.push(Box::new(RunSource::open(p, *with_src)?));
-            }
-            for e in std::mem::take(&mut st.mem) {
-                sources.push(Box::new(MemSource::new(e, None)));
-            }
-            if slot > 0 {
-                let dels = std::mem::take(&mut ctx.deletions[slot]);
-                if !dels.is_empty() {
-                    sources.push(Box::new(DeletionSource::new(dels)));
-                }
-            }
-            let mut w = FinalWriter::new(
-                &plan.tmp.path,
-                format!("final-{slot}"),
-                self.opts.target_file_size,
-                self.final_options(),
-                Arc::clone(&file_counter),
-            );
-            w.max_entries = plan.max_file_entries;
-            if slot == 0 && columnar {
+            let cell_opts = (slot == 0 && columnar).then(|| TableOptions {
                 // Cells are read by scans (a cursor per column), rarely by point reads: no
                 // filter, bigger blocks.
-                let cell_opts = TableOptions {
-                    bloom_bits_per_key: None,
-                    block_size: 16 << 10,
-                    ..self.final_options()
-                };
-                w.split_columns(&plan.table, cell_opts, self.opts.threads);
-            }
-            let mut m = Merger::new(sources);
-            let mut key = Vec::new();
-            let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
-            let mut spare: Vec<Vec<u8>> = Vec::new();
-            while let Some(s) = m.peek() {
-                key.clear();
-                key.extend_from_slice(s.key());
-                spare.extend(group.drain(..).map(|(_, mut v)| {
-                    v.clear();
-                    v
-                }));
-                let mut deletion = false;
-                while let Some(s) = m.peek() {
-                    if s.key() != key.as_slice() {
-                        break;
-                    }
-                    if s.src() == DELETION_SRC {
-                        deletion = true;
-                    } else {
-                        let mut v = spare.pop().unwrap_or_default();
-                        if slot == 0 {
-                            v.extend_from_slice(s.value());
-                        }
-                        group.push((s.src(), v));
-                    }
-                    m.advance()?;
+                bloom_bits_per_key: None,
+                block_size: 16 << 10,
+                ..self.final_options()
+            });
+            let bytes = st.mem_bytes as u64
+                + st.runs
+                    .iter()
+                    .filter_map(|(p, _)| std::fs::metadata(p).ok())
+                    .map(|m| m.len())
+                    .sum::<u64>();
+            let parallel = self.opts.threads > 1
+                && cell_opts.is_none()
+                && st.unique_cols.is_none()
+                && bytes >= self.opts.parallel_merge_min_bytes;
+            st.finals = if parallel {
+                self.merge_parallel(plan, counters, ctx, st, slot, &file_counter)?
+            } else {
+                let mut sources: Vec<Box<dyn Source>> = Vec::new();
+                for (p, with_src) in &st.runs {
+                    sources.push(Box::new(RunSource::open(p, *with_src)?));
                 }
-                if slot == 0 {
-                    let rows: Vec<(u64, &[u8])> =
-                        group.iter().map(|(s, v)| (*s, v.as_slice())).collect();
-                    ctx.emit_primary(&mut w, &key, &rows)?;
-                } else {
-                    let srcs: Vec<u64> = group.iter().map(|g| g.0).collect();
-                    ctx.emit_secondary(&mut w, slot, st.unique_cols, &key, &srcs, deletion)?;
+                for e in std::mem::take(&mut st.mem) {
+                    sources.push(Box::new(MemSource::new(e, None)));
                 }
-                counters.merged.fetch_add(1, Ordering::Relaxed);
-            }
-            drop(m);
-            st.finals = w.finish()?;
+                if slot > 0 {
+                    let dels = std::mem::take(&mut ctx.deletions[slot]);
+                    if !dels.is_empty() {
+                        sources.push(Box::new(DeletionSource::new(dels)));
+                    }
+                }
+                let mut w = self.final_writer(plan, slot, &file_counter);
+                if let Some(cell_opts) = cell_opts {
+                    w.split_columns(&plan.table, cell_opts, self.opts.threads);
+                }
+                merge_sources(ctx, counters, slot, st.unique_cols, sources, &mut w)?;
+                w.finish()?
+            };
             for (p, _) in st.runs.drain(..) {
                 let _ = std::fs::remove_file(p);
             }
         }
         Ok(())
+    }
+
+    fn final_writer(&self, plan: &Plan, slot: usize, counter: &Arc<AtomicU64>) -> FinalWriter {
+        let mut w = FinalWriter::new(
+            &plan.tmp.path,
+            format!("final-{slot}"),
+            self.opts.target_file_size,
+            self.final_options(),
+            Arc::clone(counter),
+        );
+        w.max_entries = plan.max_file_entries;
+        w
+    }
+
+    /// Step 4 on `threads` threads for one index: its key space is cut into disjoint ranges
+    /// of about equal bytes (at keys sampled from the sorted lists and the runs' index
+    /// blocks), and each thread merges its range of every source into final files of its own,
+    /// through a copy of the emit state. The copies' effects are then combined in key-range
+    /// order — rejects replayed (so `--max-errors`, the rejects file and the error reported
+    /// are those of a merge on one thread), counts summed, suppressions and deletions for the
+    /// later indexes gathered. Entries are placed in a range by their key alone, so every
+    /// duplicate group stays in one range.
+    fn merge_parallel(
+        &self,
+        plan: &Plan,
+        counters: &Counters,
+        ctx: &mut EmitCtx<'_>,
+        st: &mut IndexState,
+        slot: usize,
+        file_counter: &Arc<AtomicU64>,
+    ) -> Result<Vec<SstFileInfo>, ImportError> {
+        let mem: Vec<Arc<Entries>> = std::mem::take(&mut st.mem)
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        let mut samples = Vec::new();
+        for e in &mem {
+            sample_entries(e, 1024, &mut samples);
+        }
+        for (p, _) in &st.runs {
+            // A separator (a run key with its source position, or a shortened one) is a cut
+            // point like any other: entries go to a range by their key alone.
+            let t = sluice::Table::open_path(p, &sluice::TableReadOptions::new())?;
+            samples.extend(t.index_separators()?);
+        }
+        let dels = Arc::new(if slot > 0 {
+            DeletionSource::sorted(std::mem::take(&mut ctx.deletions[slot]))
+        } else {
+            Vec::new()
+        });
+        let ranges = KeyRange::split(samples, self.opts.threads);
+        let mut suppress: Vec<HashMap<Vec<u8>, u32>> = vec![HashMap::new(); ranges.len()];
+        for (k, n) in std::mem::take(&mut ctx.suppress[slot]) {
+            let i = ranges.partition_point(|r| r.upper.as_deref().is_some_and(|u| u <= &k[..]));
+            suppress[i.min(ranges.len() - 1)].insert(k, n);
+        }
+        let runs = &st.runs;
+        let unique_cols = st.unique_cols;
+        let base = &*ctx;
+        let results: Vec<_> = std::thread::scope(|sc| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .zip(suppress)
+                .map(|(range, sup)| {
+                    let mut wctx = base.worker(slot, sup);
+                    let (mem, dels) = (&mem, &dels);
+                    sc.spawn(move || {
+                        let r = (|| -> Result<Vec<SstFileInfo>, ImportError> {
+                            let mut sources: Vec<Box<dyn Source>> = Vec::new();
+                            for (p, with_src) in runs {
+                                sources.push(Box::new(RunSource::open_range(p, *with_src, range)?));
+                            }
+                            for e in mem {
+                                sources.push(Box::new(MemSource::range(Arc::clone(e), range)));
+                            }
+                            if !dels.is_empty() {
+                                sources
+                                    .push(Box::new(DeletionSource::range(Arc::clone(dels), range)));
+                            }
+                            let mut w = self.final_writer(plan, slot, file_counter);
+                            merge_sources(&mut wctx, counters, slot, unique_cols, sources, &mut w)?;
+                            Ok(w.finish()?)
+                        })();
+                        (wctx, r)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let rows_before = ctx.rows;
+        let mut finals = Vec::new();
+        for joined in results {
+            let Ok((w, r)) = joined else {
+                return Err(ImportError::Usage("a merge thread panicked".into()));
+            };
+            for (msg, rec) in w.reject_log.unwrap_or_default() {
+                ctx.reject(&msg, &rec)?;
+            }
+            ctx.rows -= rows_before - w.rows;
+            ctx.dropped += w.dropped;
+            for (n, sup) in w.suppress.into_iter().enumerate() {
+                for (k, c) in sup {
+                    *ctx.suppress[n].entry(k).or_insert(0) += c;
+                }
+            }
+            for (n, d) in w.deletions.into_iter().enumerate() {
+                ctx.deletions[n].extend(d);
+            }
+            finals.extend(r?);
+        }
+        Ok(finals)
     }
 
     /// Step 5: the catalog entry in a file of its own (only when the table is new).
@@ -1023,6 +1112,55 @@ impl Import {
             })
             .collect())
     }
+}
+
+/// Step 4's loop: merges `sources` of index `slot` into `w` through `ctx`, a group of equal
+/// keys at a time.
+fn merge_sources(
+    ctx: &mut EmitCtx<'_>,
+    counters: &Counters,
+    slot: usize,
+    unique_cols: Option<usize>,
+    sources: Vec<Box<dyn Source>>,
+    w: &mut FinalWriter,
+) -> Result<(), ImportError> {
+    let mut m = Merger::new(sources);
+    let mut key = Vec::new();
+    let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut spare: Vec<Vec<u8>> = Vec::new();
+    while let Some(s) = m.peek() {
+        key.clear();
+        key.extend_from_slice(s.key());
+        spare.extend(group.drain(..).map(|(_, mut v)| {
+            v.clear();
+            v
+        }));
+        let mut deletion = false;
+        while let Some(s) = m.peek() {
+            if s.key() != key.as_slice() {
+                break;
+            }
+            if s.src() == DELETION_SRC {
+                deletion = true;
+            } else {
+                let mut v = spare.pop().unwrap_or_default();
+                if slot == 0 {
+                    v.extend_from_slice(s.value());
+                }
+                group.push((s.src(), v));
+            }
+            m.advance()?;
+        }
+        if slot == 0 {
+            let rows: Vec<(u64, &[u8])> = group.iter().map(|(s, v)| (*s, v.as_slice())).collect();
+            ctx.emit_primary(w, &key, &rows)?;
+        } else {
+            let srcs: Vec<u64> = group.iter().map(|g| g.0).collect();
+            ctx.emit_secondary(w, slot, unique_cols, &key, &srcs, deletion)?;
+        }
+        counters.merged.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 fn default_map(t: &TableDef) -> FieldMap {
@@ -1137,12 +1275,38 @@ impl<'a> EmitCtx<'a> {
             suppress: vec![HashMap::new(); n],
             deletions: vec![Vec::new(); n],
             rejects,
+            reject_log: None,
             rejected: 0,
             dropped: 0,
             rows: 0,
             first_error: None,
             last_unique: vec![None; n],
         })
+    }
+
+    /// A parallel merge worker's copy (see [`Import::merge_parallel`]): the same counts to
+    /// start from, `suppress` as index `slot`'s suppressions in its range, empty deletions,
+    /// rejects logged for the caller instead of written.
+    fn worker(&self, slot: usize, suppress: HashMap<Vec<u8>, u32>) -> EmitCtx<'a> {
+        let n = self.suppress.len();
+        let mut sup = vec![HashMap::new(); n];
+        sup[slot] = suppress;
+        EmitCtx {
+            db: self.db,
+            table: self.table,
+            opts: self.opts,
+            files: self.files,
+            existing_rows: self.existing_rows,
+            suppress: sup,
+            deletions: vec![Vec::new(); n],
+            rejects: None,
+            reject_log: Some(Vec::new()),
+            rejected: self.rejected,
+            dropped: 0,
+            rows: self.rows,
+            first_error: self.first_error.clone(),
+            last_unique: vec![None; n],
+        }
     }
 
     /// The stored row value of primary key `key` (columnar: assembled from its cells).
@@ -1166,6 +1330,9 @@ impl<'a> EmitCtx<'a> {
 
     /// Counts a bad row; fails once more than `max_errors` were seen.
     fn reject(&mut self, message: &str, record: &[u8]) -> Result<(), ImportError> {
+        if let Some(log) = self.reject_log.as_mut() {
+            log.push((message.to_string(), record.to_vec()));
+        }
         self.rejected += 1;
         if self.first_error.is_none() {
             self.first_error = Some(message.to_string());

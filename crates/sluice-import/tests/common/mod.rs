@@ -38,13 +38,15 @@ macro_rules! columnar_too {
     };
 }
 
-/// Options for tests: quiet, small chunks so even small inputs make several chunks.
+/// Options for tests: quiet, small chunks so even small inputs make several chunks, and every
+/// merge that can run on several threads does (on two key ranges).
 pub fn opts() -> ImportOptions {
     ImportOptions {
         progress: ProgressMode::Off,
         threads: 2,
         memory: 16 << 20,
         chunk_size: Some(64),
+        parallel_merge_min_bytes: 0,
         layout: LAYOUT.with(|l| l.get()),
         ..ImportOptions::default()
     }

@@ -345,6 +345,26 @@ impl Table {
         Ok(out)
     }
 
+    /// Every data block's index separator (a user key at or above the block's last key and
+    /// below the next block's first) with the block's size, in file order: sample split
+    /// points of the table's key range (an import's parallel merge cuts its runs by them).
+    pub fn index_separators(&self) -> Result<Vec<(Vec<u8>, u64)>> {
+        let mut it = self.index_iter();
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() {
+            match it.handle() {
+                Some(h) => out.push((key::user_key(it.key()).to_vec(), h.size)),
+                None => break,
+            }
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(self.corruption(self.index_handle.offset, format!("index block: {e}")));
+        }
+        Ok(out)
+    }
+
     /// The index block's handle (the top level of a partitioned index).
     pub fn index_handle(&self) -> BlockHandle {
         self.index_handle

@@ -22,10 +22,16 @@ impl Inner {
     ) -> Result<Vec<IngestedFile>> {
         let mut b = WriteBatch::new();
         for f in files {
-            for rd in f.table.range_deletions() {
+            let Some(table) = &f.table else {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: not a small file (internal: no open table for the write-batch path)",
+                    f.source.display()
+                )));
+            };
+            for rd in table.range_deletions() {
                 b.delete_range(&rd.start, &rd.end);
             }
-            let mut it = f.table.iter(IterBounds::default());
+            let mut it = table.iter(IterBounds::default());
             it.seek_to_first();
             while it.valid() {
                 let p = key::parse_internal_key(it.key())

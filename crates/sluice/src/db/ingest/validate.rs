@@ -92,7 +92,7 @@ impl Inner {
             source: p.to_path_buf(),
             size: t.file_size(),
             range_dels: t.range_deletions().len() as u64,
-            table: t,
+            table: (t.file_size() < opts.small_file_threshold).then_some(t),
             smallest: span.smallest,
             largest: span.largest,
             largest_exclusive: span.largest_exclusive,
