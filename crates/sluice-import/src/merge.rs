@@ -471,7 +471,7 @@ pub const CELL_WRITE_BUFFER: usize = 128 << 10;
 /// regrouped by column (the cell bytes plus 8 bytes per cell: at most three batches' worth,
 /// since a cell takes at least one byte of its row).
 pub fn cell_writers_memory(columns: usize, threads: usize) -> usize {
-    let threads = threads.max(1);
+    let threads = threads.clamp(1, columns.max(1));
     columns * (CELL_WRITE_BUFFER + (64 << 10))
         + (2 * threads + 2) * ROW_BATCH_BYTES
         + threads * 9 * ROW_BATCH_BYTES

@@ -397,6 +397,8 @@ struct EmitCtx<'a> {
     suppress: Vec<HashMap<Vec<u8>, u32>>,
     /// Per secondary slot: keys of replaced existing rows to delete.
     deletions: Vec<Vec<Vec<u8>>>,
+    /// The deletions (sorted) of the secondary index being merged (taken out of `deletions`).
+    merging_deletions: Arc<Vec<Vec<u8>>>,
     rejects: Option<std::io::BufWriter<std::fs::File>>,
     /// A parallel merge worker's rejects, replayed in key-range order by the caller.
     reject_log: Option<Vec<(String, Vec<u8>)>>,
@@ -924,10 +926,18 @@ impl Import {
                     sources.push(Box::new(MemSource::new(e, None)));
                 }
                 if slot > 0 {
-                    let dels = std::mem::take(&mut ctx.deletions[slot]);
+                    // Kept beside the merge too: a unique check against existing rows skips
+                    // the entries these deletions remove.
+                    let dels = Arc::new(DeletionSource::sorted(std::mem::take(
+                        &mut ctx.deletions[slot],
+                    )));
                     if !dels.is_empty() {
-                        sources.push(Box::new(DeletionSource::new(dels)));
+                        sources.push(Box::new(DeletionSource::range(
+                            Arc::clone(&dels),
+                            &KeyRange::default(),
+                        )));
                     }
+                    ctx.merging_deletions = dels;
                 }
                 let mut w = self.final_writer(plan, slot, &file_counter);
                 if let Some(cell_opts) = cell_opts {
@@ -991,7 +1001,9 @@ impl Import {
         } else {
             Vec::new()
         });
+        ctx.merging_deletions = Arc::clone(&dels);
         let ranges = KeyRange::split(samples, self.opts.threads);
+        let parts = ranges.len() as u64;
         let mut suppress: Vec<HashMap<Vec<u8>, u32>> = vec![HashMap::new(); ranges.len()];
         for (k, n) in std::mem::take(&mut ctx.suppress[slot]) {
             let i = ranges.partition_point(|r| r.upper.as_deref().is_some_and(|u| u <= &k[..]));
@@ -1021,6 +1033,9 @@ impl Import {
                                     .push(Box::new(DeletionSource::range(Arc::clone(dels), range)));
                             }
                             let mut w = self.final_writer(plan, slot, file_counter);
+                            // The writers fill at once: together they keep one writer's
+                            // bound on filter memory.
+                            w.max_entries = (plan.max_file_entries / parts).max(1 << 12);
                             merge_sources(&mut wctx, counters, slot, unique_cols, sources, &mut w)?;
                             Ok(w.finish()?)
                         })();
@@ -1034,7 +1049,9 @@ impl Import {
         let mut finals = Vec::new();
         for joined in results {
             let Ok((w, r)) = joined else {
-                return Err(ImportError::Usage("a merge thread panicked".into()));
+                return Err(ImportError::Db(sluice::Error::InvalidArgument(
+                    "internal error: a merge thread panicked".into(),
+                )));
             };
             for (msg, rec) in w.reject_log.unwrap_or_default() {
                 ctx.reject(&msg, &rec)?;
@@ -1274,6 +1291,7 @@ impl<'a> EmitCtx<'a> {
             existing_rows: plan.existing_rows,
             suppress: vec![HashMap::new(); n],
             deletions: vec![Vec::new(); n],
+            merging_deletions: Arc::default(),
             rejects,
             reject_log: None,
             rejected: 0,
@@ -1299,6 +1317,7 @@ impl<'a> EmitCtx<'a> {
             existing_rows: self.existing_rows,
             suppress: sup,
             deletions: vec![Vec::new(); n],
+            merging_deletions: Arc::clone(&self.merging_deletions),
             rejects: None,
             reject_log: Some(Vec::new()),
             rejected: self.rejected,
@@ -1331,7 +1350,14 @@ impl<'a> EmitCtx<'a> {
     /// Counts a bad row; fails once more than `max_errors` were seen.
     fn reject(&mut self, message: &str, record: &[u8]) -> Result<(), ImportError> {
         if let Some(log) = self.reject_log.as_mut() {
-            log.push((message.to_string(), record.to_vec()));
+            // The record only matters to a rejects file (bounded: a worker stops past
+            // `max_errors`).
+            let rec = if self.opts.rejects.is_some() {
+                record.to_vec()
+            } else {
+                Vec::new()
+            };
+            log.push((message.to_string(), rec));
         }
         self.rejected += 1;
         if self.first_error.is_none() {
@@ -1619,7 +1645,13 @@ impl<'a> EmitCtx<'a> {
         it.seek_to_first();
         while it.valid() {
             let k = it.key();
-            if k != key && !self.deletions[slot].iter().any(|d| d.as_slice() == k) {
+            // An entry this import deletes (a replaced row's old value) is not a conflict.
+            if k != key
+                && self
+                    .merging_deletions
+                    .binary_search_by(|d| d.as_slice().cmp(k))
+                    .is_err()
+            {
                 return Err(ImportError::BadInput(format!(
                     "{}: {} violates unique index {}: existing row {} has it",
                     self.where_(src),

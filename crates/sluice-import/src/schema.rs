@@ -35,8 +35,9 @@ pub enum Layout {
     #[default]
     Row,
     /// One KV per cell: `table id ‖ COLUMN_INDEX_BASE + column ‖ primary key` → the cell (a row
-    /// value of that one column); NULL cells and primary key columns (they are in the key) are
-    /// not stored. The primary index keeps one KV per row, primary key → the schema version
+    /// value of that one column); NULL cells, primary key columns (they are in the key) and
+    /// a NOT NULL column's cells holding its type's zero value ([`crate::row::default_cell`])
+    /// are not stored. The primary index keeps one KV per row, primary key → the schema version
     /// byte, so existence checks and scans stay one iterator.
     Columnar,
 }

@@ -697,3 +697,38 @@ fn columnar_zero_cells_of_not_null_columns_are_not_stored_and_read_back() {
         ]
     );
 }
+
+/// `--on-duplicate last` into a table with a unique index: a new row may take a value that
+/// the row it replaces gives up (the old index entry is deleted by the same import), but not
+/// one another stored row still holds.
+#[test]
+fn a_replacing_row_may_take_a_unique_value_its_old_row_gives_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE u (id INT PRIMARY KEY, email TEXT); CREATE UNIQUE INDEX by_email ON u (email);";
+    let last = || ImportOptions {
+        on_duplicate: OnDuplicate::Last,
+        ..opts()
+    };
+    let f = write(dir.path(), "a.csv", b"1,a@x\n2,b@x\n3,c@x\n");
+    import(&db, schema, vec![f], last()).unwrap();
+    // Row 1 takes b@x, which row 2 gives up for d@x in the same import.
+    let f = write(dir.path(), "b.csv", b"1,b@x\n2,d@x\n");
+    import(&db, schema, vec![f], last()).unwrap();
+    assert_eq!(rows(&db, "u", None), vec!["1,b@x", "2,d@x", "3,c@x"]);
+    assert_eq!(
+        rows(&db, "u", Some("by_email")),
+        vec!["1,b@x", "3,c@x", "2,d@x"]
+    );
+    // c@x is still row 3's.
+    let before = dump(&db);
+    let f = write(dir.path(), "c.csv", b"1,c@x\n");
+    let e = import(&db, schema, vec![f], last())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("violates unique index by_email: existing row (3)"),
+        "{e}"
+    );
+    assert_eq!(dump(&db), before);
+}
