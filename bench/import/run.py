@@ -425,7 +425,9 @@ def run_online(engine, spec, args, py, workdir):
                "--write-rate", str(args.write_rate), "--readers", str(args.readers),
                "--read-rate", str(args.read_rate), "--preload", str(args.preload),
                "--import-threads", str(args.online_threads), "--memory", args.memory]
-        if args.online_nice >= 0:
+        if args.online_idle:
+            cmd += ["--import-idle"]
+        elif args.online_nice >= 0:
             cmd += ["--import-nice", str(args.online_nice)]
         for f in spec["files"]:
             cmd += ["--input", str(f)]
@@ -510,6 +512,9 @@ def main():
                    help="import-online: nice value of Sluice's import threads (ImportOptions::nice; "
                    "default 19; -1: none). DuckDB has no per-query priority: its COPY runs at the "
                    "process's")
+    p.add_argument("--online-idle", action=argparse.BooleanOptionalAction, default=True,
+                   help="import-online: Sluice's import threads under SCHED_IDLE (ImportOptions::idle; "
+                   "default on; --no-online-idle: --online-nice instead)")
     p.add_argument("--writers", type=int, default=2, help="import-online: writer threads (default 2)")
     p.add_argument("--write-rate", type=int, default=2000,
                    help="import-online: puts/s of each writer (default 2000)")
@@ -548,8 +553,9 @@ def main():
     if ONLINE in args.workloads:
         settings.update({"online: baseline s": args.online_seconds,
                          "online: import threads": args.online_threads,
-                         "online: Sluice import nice": args.online_nice if args.online_nice >= 0
-                         else "none (DuckDB: none, no per-query priority)",
+                         "online: Sluice import priority": ("SCHED_IDLE" if args.online_idle
+                         else (f"nice {args.online_nice}" if args.online_nice >= 0 else "none"))
+                         + " (DuckDB: none, no per-query priority)",
                          "online: writers × puts/s": f"{args.writers} × {args.write_rate}",
                          "online: readers × gets/s": f"{args.readers} × {args.read_rate}",
                          "online: preload rows": args.preload,

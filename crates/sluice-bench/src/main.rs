@@ -128,6 +128,9 @@ struct OnlineArgs {
     /// Nice value of the import's threads (`ImportOptions::nice`; none: the caller's).
     #[arg(long)]
     import_nice: Option<i32>,
+    /// Run the import's threads under SCHED_IDLE (`ImportOptions::idle`).
+    #[arg(long)]
+    import_idle: bool,
     /// Memory budget of the import (`512M`, `1G`, as `sluice import --memory`).
     #[arg(long, default_value = "1G")]
     memory: String,
@@ -155,6 +158,7 @@ impl OnlineArgs {
             baseline_secs,
             import_threads: self.import_threads,
             import_nice: self.import_nice,
+            import_idle: self.import_idle,
             memory: sluice_import::parse_size(&self.memory)?,
         })
     }

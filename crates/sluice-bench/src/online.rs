@@ -61,6 +61,8 @@ pub struct OnlineConfig {
     pub import_threads: usize,
     /// Nice value of the import's threads (`ImportOptions::nice`).
     pub import_nice: Option<i32>,
+    /// Import threads under SCHED_IDLE (`ImportOptions::idle`).
+    pub import_idle: bool,
     /// The import's memory budget, bytes.
     pub memory: u64,
 }
@@ -224,6 +226,7 @@ fn import_options(cfg: &OnlineConfig) -> ImportOptions {
         threads: cfg.import_threads,
         memory: cfg.memory,
         nice: cfg.import_nice,
+        idle: cfg.import_idle,
         progress: ProgressMode::Off,
         ..ImportOptions::default()
     }
@@ -236,7 +239,7 @@ fn params(cfg: &OnlineConfig) -> Value {
             "writers": cfg.writers, "write_rate_per_writer": cfg.write_rate,
             "readers": cfg.readers, "read_rate_per_reader": cfg.read_rate,
             "preload_rows": cfg.preload, "baseline_seconds": cfg.baseline_secs,
-            "import_threads": cfg.import_threads, "import_nice": cfg.import_nice, "memory_bytes": cfg.memory,
+            "import_threads": cfg.import_threads, "import_nice": cfg.import_nice, "import_idle": cfg.import_idle, "memory_bytes": cfg.memory,
             "inputs": cfg.inputs, "sum_col": cfg.sum_col,
             "wal": true, "sync": false, "write_batch": 1,
             "key_bytes": 13, "value_bytes": gen::VALUE_LEN,

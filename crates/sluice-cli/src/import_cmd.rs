@@ -94,6 +94,11 @@ pub struct ImportArgs {
     /// workload (default: the caller's priority).
     #[arg(long)]
     nice: Option<i32>,
+    /// Run the import's threads under SCHED_IDLE (Linux): only when no other thread wants a
+    /// CPU, preempted at once by any other (beside a serving workload: keeps its latency;
+    /// can starve the import on a machine that is never idle). Overrides --nice.
+    #[arg(long)]
+    idle: bool,
     /// Bad rows tolerated (they go to --rejects) before the import fails.
     #[arg(long, default_value_t = 0)]
     max_errors: u64,
@@ -169,6 +174,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
             .unwrap_or(defaults.memory),
         tmp_dir: a.tmp_dir,
         nice: a.nice,
+        idle: a.idle,
         max_errors: a.max_errors,
         rejects: a.rejects,
         on_duplicate: match a.on_duplicate {

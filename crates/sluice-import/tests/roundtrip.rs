@@ -627,6 +627,36 @@ fn an_import_at_a_lower_priority_imports_the_same_rows() {
         };
         assert_eq!(nice(&before), nice(&after));
     }
+    // Under SCHED_IDLE too; the calling thread keeps its policy (field 41 of its stat line).
+    let db2 = open_db(dir.path().join("db2"), true).unwrap();
+    #[cfg(target_os = "linux")]
+    let before = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let s = import(
+        &db2,
+        schema,
+        vec![f.clone()],
+        ImportOptions {
+            idle: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.rows, 500);
+    assert_eq!(rows(&db2, "t", None), rows(&db, "t", None));
+    #[cfg(target_os = "linux")]
+    {
+        let after = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let policy = |stat: &str| {
+            stat.rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .nth(38)
+                .map(str::to_string)
+        };
+        assert_eq!(policy(&before), policy(&after));
+        assert_eq!(policy(&after).as_deref(), Some("0"));
+    }
     for bad in [-1, 20] {
         let e = sluice_import::Import::new(
             schema,
