@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use sluice::{
     CompressionType, InternalIterator, IterBounds, SstFileInfo, SstWriter, Table, TableIter,
-    TableOptions, TableReadOptions,
+    TableOptions, TableReadOptions, Writeback,
 };
 
 use crate::keycode::encode_prefix;
@@ -414,8 +414,12 @@ pub fn run_table_options() -> TableOptions {
 /// Writes one run. A run key is the entry's key followed by its 8-byte big-endian source
 /// position: keys of one index are prefix-free (every column encoding is), so this keeps the
 /// (key, src) order and makes duplicate keys distinct, as an SST needs.
-pub fn write_run(path: &Path, mut merger: Merger) -> sluice::Result<Option<PathBuf>> {
-    let mut w = SstWriter::create(path, run_table_options())?;
+pub fn write_run(
+    path: &Path,
+    mut merger: Merger,
+    writeback: Writeback,
+) -> sluice::Result<Option<PathBuf>> {
+    let mut w = SstWriter::create_with(path, run_table_options(), 1 << 20, writeback)?;
     let mut key = Vec::new();
     while let Some(s) = merger.peek() {
         key.clear();
@@ -449,6 +453,8 @@ pub struct FinalWriter {
     pub write_buffer: usize,
     /// Columnar primary index: rows are split into cells (see [`FinalWriter::split_columns`]).
     split: Option<Box<ColumnSplit>>,
+    /// How its files get to disk while written (cell writers inherit it).
+    pub writeback: Writeback,
 }
 
 /// Rows handed to the cell writers: `(key suffix, row value)` pairs back to back.
@@ -625,6 +631,7 @@ impl FinalWriter {
             max_entries: u64::MAX,
             write_buffer: 1 << 20,
             split: None,
+            writeback: Writeback::default(),
         }
     }
 
@@ -659,6 +666,7 @@ impl FinalWriter {
                 );
                 w.max_entries = self.max_entries;
                 w.write_buffer = CELL_WRITE_BUFFER;
+                w.writeback = self.writeback;
                 cols[c] = Some((key, w));
             }
             if !t.primary_key.contains(&c) {
@@ -688,10 +696,11 @@ impl FinalWriter {
                 .counter
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let p = self.dir.join(format!("{}-{n:06}.sst", self.name));
-            self.cur = Some(SstWriter::create_buffered(
+            self.cur = Some(SstWriter::create_with(
                 p,
                 self.opts.clone(),
                 self.write_buffer,
+                self.writeback,
             )?);
         }
         Ok(self.cur.as_mut().expect("just created"))

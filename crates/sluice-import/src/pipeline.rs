@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
-use sluice::{Db, IngestOptions, ReadOptions, SstFileInfo, SstWriter, TableOptions};
+use sluice::{Db, IngestOptions, ReadOptions, SstFileInfo, SstWriter, TableOptions, Writeback};
 
 use crate::catalog;
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format};
@@ -854,6 +854,7 @@ impl Import {
                         Arc::clone(file_counter),
                     );
                     w.max_entries = plan.max_file_entries;
+                    w.writeback = self.writeback();
                     st.writer = Some(w);
                 }
                 let w = st.writer.as_mut().expect("just set");
@@ -902,7 +903,7 @@ impl Import {
                 st.mem_bytes = 0;
                 let n = file_counter.fetch_add(1, Ordering::Relaxed);
                 let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
-                if let Some(p) = write_run(&path, Merger::new(sources))? {
+                if let Some(p) = write_run(&path, Merger::new(sources), self.writeback())? {
                     st.runs.push((p, true));
                     *runs += 1;
                 }
@@ -989,6 +990,17 @@ impl Import {
         Ok(())
     }
 
+    /// An import under `SCHED_IDLE` starts its files' writeback itself (see
+    /// [`Writeback::Initiate`]): the kernel's work stays at its priority and no journal
+    /// commit every 8 MiB stalls a serving workload's log appends.
+    fn writeback(&self) -> Writeback {
+        if self.opts.idle {
+            Writeback::Initiate
+        } else {
+            Writeback::SyncThread
+        }
+    }
+
     fn final_writer(&self, plan: &Plan, slot: usize, counter: &Arc<AtomicU64>) -> FinalWriter {
         let mut w = FinalWriter::new(
             &plan.tmp.path,
@@ -998,6 +1010,7 @@ impl Import {
             Arc::clone(counter),
         );
         w.max_entries = plan.max_file_entries;
+        w.writeback = self.writeback();
         w
     }
 

@@ -37,6 +37,7 @@ pub use db::{
     Metrics, Options, ReadOptions, Snapshot, WriteOptions,
 };
 pub use error::{Error, Result};
+pub use fs::Writeback;
 pub use read::db_iter::DbIterator;
 pub use sst::cache::BlockCache;
 pub use sst::format::{ChecksumType, CompressionType};

@@ -9,7 +9,7 @@
 mod file;
 mod mem;
 
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -73,21 +73,43 @@ pub trait FileSystem: Send + Sync + 'static {
 /// `finish` then only waits for the tail instead of the whole file.
 const BACKGROUND_SYNC_BYTES: u64 = 8 << 20;
 
-/// A file whose dirty pages are synced by a helper thread as writing goes on, so disk
-/// writeback overlaps table building.
+/// How a [`SyncingFile`] gets its pages to disk while it is being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Writeback {
+    /// Every 8 MiB a helper thread `fdatasync`s the file: writeback overlaps table building
+    /// and `finish` waits only for the tail. Each sync also commits the file system's journal.
+    #[default]
+    SyncThread,
+    /// Every 8 MiB the writing thread starts writeback of what it just wrote
+    /// (`posix_fadvise(DONTNEED)` on Linux, RocksDB's `bytes_per_sync` idea) and goes on: no
+    /// journal commit, and the kernel's work runs at the writer's own priority (an import under
+    /// `SCHED_IDLE` keeps it off a serving workload's CPUs). Slower to finish: measured, an
+    /// import of 1M rows 1.33 → 1.5–1.7 s.
+    Initiate,
+}
+
+/// A file whose dirty pages go to disk as writing goes on ([`Writeback`]), so disk writeback
+/// overlaps table building.
 pub struct SyncingFile {
     file: std::fs::File,
     since_sync: u64,
     syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    mode: Writeback,
 }
 
 impl SyncingFile {
-    /// Wraps an open file.
+    /// Wraps an open file ([`Writeback::SyncThread`]).
     pub fn new(file: std::fs::File) -> Self {
+        Self::with_writeback(file, Writeback::SyncThread)
+    }
+
+    /// Wraps an open file, writing back as `mode` says.
+    pub fn with_writeback(file: std::fs::File, mode: Writeback) -> Self {
         SyncingFile {
             file,
             since_sync: 0,
             syncer: None,
+            mode,
         }
     }
 
@@ -115,7 +137,18 @@ impl std::io::Write for SyncingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
         self.since_sync += n as u64;
-        if self.since_sync >= BACKGROUND_SYNC_BYTES {
+        if self.since_sync >= BACKGROUND_SYNC_BYTES && self.mode == Writeback::Initiate {
+            // Dirty pages are not dropped: DONTNEED starts their writeback (Linux) and only
+            // evicts pages already clean. Advice, so a failure is no error.
+            let end = self.file.stream_position()?;
+            let _ = rustix::fs::fadvise(
+                &self.file,
+                end - self.since_sync,
+                std::num::NonZeroU64::new(self.since_sync),
+                rustix::fs::Advice::DontNeed,
+            );
+            self.since_sync = 0;
+        } else if self.since_sync >= BACKGROUND_SYNC_BYTES {
             self.reap(false)?;
             if self.syncer.is_none() {
                 let f = self.file.try_clone()?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result};
 use crate::base::key::{append_internal_key, ValueKind};
-use crate::fs::SyncingFile;
+use crate::fs::{SyncingFile, Writeback};
 use crate::sst::properties::TableProperties;
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 
@@ -74,6 +74,16 @@ impl SstWriter {
         opts: TableOptions,
         write_buffer: usize,
     ) -> Result<SstWriter> {
+        Self::create_with(path, opts, write_buffer, Writeback::default())
+    }
+
+    /// [`create_buffered`](Self::create_buffered) writing back as `writeback` says.
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        opts: TableOptions,
+        write_buffer: usize,
+        writeback: Writeback,
+    ) -> Result<SstWriter> {
         let path = path.as_ref().to_path_buf();
         opts.validate()?;
         let tmp = tmp_name(&path);
@@ -88,7 +98,10 @@ impl SstWriter {
             db_session_id: session_id(),
         };
         let builder = match TableBuilder::new(
-            BufWriter::with_capacity(write_buffer.max(4096), SyncingFile::new(file)),
+            BufWriter::with_capacity(
+                write_buffer.max(4096),
+                SyncingFile::with_writeback(file, writeback),
+            ),
             opts,
             identity,
         ) {
