@@ -114,8 +114,10 @@ pub struct ImportOptions {
     /// only when no other thread wants one, and any other thread waking up preempts them at
     /// once. For an import beside latency-sensitive work in the same process or machine
     /// (measured, `import-online`: p99 of paced puts and gets ~1-2 ms with nice 19, ~0.1-0.2
-    /// ms idle, the import as fast on an otherwise idle machine). It can starve the import on
-    /// a machine that is never idle. Takes precedence over `nice`.
+    /// ms idle, the import as fast on an otherwise idle machine). Its files then start their
+    /// own writeback ([`sluice::Writeback::Initiate`]), so the kernel's work for them runs at
+    /// that priority too and no journal commit every 8 MiB stalls other writers' appends. It
+    /// can starve the import on a machine that is never idle. Takes precedence over `nice`.
     pub idle: bool,
     /// An index with at least this many bytes to merge is merged on `threads` threads, each
     /// writing the final files of a disjoint key range (default 32 MiB; a columnar table's
