@@ -167,12 +167,19 @@ fn set_thread_idle() -> std::io::Result<()> {
         set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
         ThreadSchedulePolicy,
     };
-    set_thread_priority_and_policy(
+    let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+    match set_thread_priority_and_policy(
         thread_native_id(),
         thread_priority::ThreadPriority::Min,
-        ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
-    )
-    .map_err(|e| std::io::Error::other(format!("{e:?}")))
+        idle,
+    ) {
+        Ok(()) => Ok(()),
+        // The crate sets the policy, then the nice value (to 0), which an unprivileged thread
+        // with a higher inherited nice may not do (EACCES); nice means nothing under
+        // SCHED_IDLE, so the policy is what counts.
+        Err(_) if thread_priority::unix::thread_schedule_policy().ok() == Some(idle) => Ok(()),
+        Err(e) => Err(std::io::Error::other(format!("{e:?}"))),
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -385,6 +392,23 @@ impl Drop for TmpDir {
     }
 }
 
+/// Steps 1-5 done ([`Import::stage`]): what step 6 needs. The plan holds the temporary
+/// directory, removed when this is dropped (after the ingest).
+struct Staged {
+    t0: Instant,
+    counters: Arc<Counters>,
+    reporter: Reporter,
+    plan: Plan,
+    indexes: Vec<IndexState>,
+    catalog_file: Option<SstFileInfo>,
+    rows: u64,
+    rejected: u64,
+    dropped: u64,
+    runs_spilled: u64,
+    t_parse: f64,
+    t_merge: f64,
+}
+
 /// Per-run state shared by the steps.
 struct Plan {
     table: TableDef,
@@ -479,7 +503,10 @@ impl Import {
         if self.opts.nice.is_none() && !self.opts.idle {
             return self.run_here(db);
         }
-        std::thread::scope(|s| {
+        // Steps 1-5 at the asked priority; the ingest (step 6) on the caller's thread: it holds
+        // Db locks (the MANIFEST, the write queue) that the Db's other users wait on, and a
+        // SCHED_IDLE thread on a busy machine could be starved while holding them.
+        let staged = std::thread::scope(|s| {
             s.spawn(|| {
                 if self.opts.idle {
                     set_thread_idle().map_err(|e| {
@@ -490,15 +517,22 @@ impl Import {
                         ImportError::Usage(format!("--nice {nice}: cannot set the priority: {e}"))
                     })?;
                 }
-                self.run_here(db)
+                self.stage(db)
             })
             .join()
             .unwrap_or_else(|_| Err(ImportError::Usage("the import thread panicked".into())))
-        })
+        })?;
+        self.install(db, staged)
     }
 
     /// [`Import::run`] on the calling thread.
     fn run_here(&self, db: &Db) -> Result<Summary, ImportError> {
+        let staged = self.stage(db)?;
+        self.install(db, staged)
+    }
+
+    /// Steps 1 to 5: every file written, nothing in the Db yet.
+    fn stage(&self, db: &Db) -> Result<Staged, ImportError> {
         let t0 = Instant::now();
         let counters = Arc::new(Counters::default());
         let total: u64 = self
@@ -526,30 +560,50 @@ impl Import {
             w.flush()
                 .map_err(|e| ImportError::io(Path::new("rejects"), e))?;
         }
+        let (rows, rejected, dropped) = (ctx.rows, ctx.rejected, ctx.dropped);
+        drop(ctx);
         // Step 5.
         counters.set_phase(Phase::Ingest);
         let catalog_file = self.write_catalog(&plan)?;
-        // Step 6.
-        let files = self.ingest(db, &indexes, catalog_file)?;
-        counters.set_phase(Phase::Done);
-        drop(reporter);
-        let t_total = t0.elapsed().as_secs_f64();
-        Ok(Summary {
-            table: plan.table.name.clone(),
-            created: plan.created,
-            rows: ctx.rows,
-            rejected: ctx.rejected,
-            duplicates_dropped: ctx.dropped,
-            bytes: counters.bytes_read.load(Ordering::Relaxed),
+        Ok(Staged {
+            t0,
+            counters,
+            reporter,
+            plan,
+            indexes,
+            catalog_file,
+            rows,
+            rejected,
+            dropped,
             runs_spilled,
-            streamed_indexes: indexes
+            t_parse,
+            t_merge,
+        })
+    }
+
+    /// Step 6, and the summary.
+    fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
+        let files = self.ingest(db, &s.indexes, s.catalog_file)?;
+        s.counters.set_phase(Phase::Done);
+        drop(s.reporter);
+        let t_total = s.t0.elapsed().as_secs_f64();
+        Ok(Summary {
+            table: s.plan.table.name.clone(),
+            created: s.plan.created,
+            rows: s.rows,
+            rejected: s.rejected,
+            duplicates_dropped: s.dropped,
+            bytes: s.counters.bytes_read.load(Ordering::Relaxed),
+            runs_spilled: s.runs_spilled,
+            streamed_indexes: s
+                .indexes
                 .iter()
                 .filter(|i| i.streamed_all)
                 .map(|i| i.name.clone())
                 .collect(),
-            parse_sort_secs: t_parse,
-            merge_secs: t_merge,
-            ingest_secs: t_total - t_parse - t_merge,
+            parse_sort_secs: s.t_parse,
+            merge_secs: s.t_merge,
+            ingest_secs: t_total - s.t_parse - s.t_merge,
             total_secs: t_total,
             files,
         })

@@ -762,3 +762,65 @@ fn a_replacing_row_may_take_a_unique_value_its_old_row_gives_up() {
     );
     assert_eq!(dump(&db), before);
 }
+
+/// `ImportOptions::idle`: while the import runs, its threads are under `SCHED_IDLE` (policy 5
+/// in field 41 of `/proc/self/task/*/stat`), the caller's thread is not, and the rows arrive.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_import_runs_its_threads_under_sched_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE t (id INT PRIMARY KEY, s TEXT); CREATE INDEX by_s ON t (s);";
+    let csv: String = (0..200_000)
+        .map(|i| format!("{},v{}\n", (i * 7919) % 200_000, i % 977))
+        .collect();
+    let f = write(dir.path(), "t.csv", csv.as_bytes());
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let policy = |stat: &str| -> Option<String> {
+        stat.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(38)
+            .map(str::to_string)
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (seen_idle, rows) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let r = import(
+                &db,
+                schema,
+                vec![f.clone()],
+                ImportOptions {
+                    idle: true,
+                    chunk_size: Some(64 << 10),
+                    ..opts()
+                },
+            );
+            done.store(true, std::sync::atomic::Ordering::Release);
+            (
+                r,
+                policy(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()),
+            )
+        });
+        let mut seen = false;
+        while !done.load(std::sync::atomic::Ordering::Acquire) {
+            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                if let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) {
+                    seen |= policy(&stat).as_deref() == Some("5");
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let (r, caller_policy) = h.join().unwrap();
+        assert_eq!(
+            caller_policy.as_deref(),
+            Some("0"),
+            "the caller's thread stays normal"
+        );
+        (seen, r.unwrap().rows)
+    });
+    assert_eq!(rows, 200_000);
+    assert!(
+        seen_idle,
+        "no thread of the import was seen under SCHED_IDLE"
+    );
+}
