@@ -59,7 +59,7 @@ impl MemSource {
     }
 
     /// Over the entries of a shared sorted list whose keys lie in `range`.
-    pub fn range(e: Arc<Entries>, range: &KeyRange) -> Self {
+    pub fn range(e: Arc<Entries>, range: &IterBounds) -> Self {
         let n = e.items.len();
         let at = |b: &Option<Vec<u8>>, default: usize| {
             b.as_ref().map_or(default, |b| {
@@ -126,62 +126,35 @@ impl Source for MemSource {
     }
 }
 
-/// A key range `[lower, upper)` of a parallel merge (`None`: unbounded). Entries are placed
-/// by their key alone (never by their source position), so all entries of one key fall in
-/// one range.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KeyRange {
-    /// Smallest key in the range.
-    pub lower: Option<Vec<u8>>,
-    /// First key past the range.
-    pub upper: Option<Vec<u8>>,
-}
-
-impl KeyRange {
-    /// True if `key` lies in the range.
-    pub fn contains(&self, key: &[u8]) -> bool {
-        self.lower.as_deref().is_none_or(|l| key >= l)
-            && self.upper.as_deref().is_none_or(|u| key < u)
-    }
-
-    /// `parts` ranges covering every key, cut at the weighted quantiles of `samples`
-    /// (`(key, bytes up to the next sample)`, any order): each range gets about the same bytes.
-    /// Fewer ranges when the samples do not have `parts - 1` distinct cut points.
-    pub fn split(mut samples: Vec<(Vec<u8>, u64)>, parts: usize) -> Vec<KeyRange> {
-        samples.sort_unstable();
-        let total: u64 = samples.iter().map(|s| s.1).sum();
-        let mut cuts: Vec<Vec<u8>> = Vec::new();
-        let mut acc = 0u64;
-        let mut next = 1;
-        for (k, w) in samples {
-            if next >= parts {
-                break;
+/// The key ranges of a parallel merge: `parts` ranges covering every key, cut at the weighted
+/// quantiles of `samples` (`(key, bytes up to the next sample)`, any order), so each range gets
+/// about the same bytes; fewer when the samples do not have `parts - 1` distinct cut points.
+/// Entries go to a range by their key alone (never by their source position), so all entries
+/// of one key fall in one range.
+pub fn split_ranges(mut samples: Vec<(Vec<u8>, u64)>, parts: usize) -> Vec<IterBounds> {
+    samples.sort_unstable();
+    let total: u64 = samples.iter().map(|s| s.1).sum();
+    let mut cuts: Vec<Vec<u8>> = Vec::new();
+    let mut acc = 0u64;
+    let mut next = 1;
+    for (k, w) in samples {
+        if next >= parts {
+            break;
+        }
+        acc += w;
+        if acc as u128 * parts as u128 >= total as u128 * next as u128 {
+            if cuts.last() != Some(&k) {
+                cuts.push(k);
             }
-            acc += w;
-            if acc as u128 * parts as u128 >= total as u128 * next as u128 {
-                if cuts.last() != Some(&k) {
-                    cuts.push(k);
-                }
-                while next < parts && acc as u128 * parts as u128 >= total as u128 * next as u128 {
-                    next += 1;
-                }
+            while next < parts && acc as u128 * parts as u128 >= total as u128 * next as u128 {
+                next += 1;
             }
         }
-        let mut out = Vec::with_capacity(cuts.len() + 1);
-        let mut lower = None;
-        for c in cuts {
-            out.push(KeyRange {
-                lower: lower.take(),
-                upper: Some(c.clone()),
-            });
-            lower = Some(c);
-        }
-        out.push(KeyRange { lower, upper: None });
-        out
     }
+    IterBounds::between_cuts(cuts)
 }
 
-/// Samples of a sorted list for [`KeyRange::split`]: about `per_list` keys with the bytes
+/// Samples of a sorted list for [`split_ranges`]: about `per_list` keys with the bytes
 /// between them.
 pub fn sample_entries(e: &Entries, per_list: usize, out: &mut Vec<(Vec<u8>, u64)>) {
     let n = e.items.len();
@@ -203,11 +176,6 @@ pub struct DeletionSource {
 }
 
 impl DeletionSource {
-    /// Sorts and dedups `keys`.
-    pub fn new(keys: Vec<Vec<u8>>) -> Self {
-        Self::range(Arc::new(Self::sorted(keys)), &KeyRange::default())
-    }
-
     /// `keys` sorted and deduplicated (for [`DeletionSource::range`]).
     pub fn sorted(mut keys: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
         keys.sort_unstable();
@@ -216,7 +184,7 @@ impl DeletionSource {
     }
 
     /// The keys of sorted, deduplicated `keys` in `range`.
-    pub fn range(keys: Arc<Vec<Vec<u8>>>, range: &KeyRange) -> Self {
+    pub fn range(keys: Arc<Vec<Vec<u8>>>, range: &IterBounds) -> Self {
         let at = |b: &Option<Vec<u8>>, default: usize| {
             b.as_ref().map_or(default, |b| {
                 keys.partition_point(|k| k.as_slice() < b.as_slice())
@@ -259,11 +227,11 @@ pub struct RunSource {
 impl RunSource {
     /// Opens a run. `with_src`: the file was written by [`write_run`].
     pub fn open(path: &Path, with_src: bool) -> sluice::Result<Self> {
-        Self::open_range(path, with_src, &KeyRange::default())
+        Self::open_range(path, with_src, &IterBounds::default())
     }
 
     /// Opens a run positioned on its first entry in `range`.
-    pub fn open_range(path: &Path, with_src: bool, range: &KeyRange) -> sluice::Result<Self> {
+    pub fn open_range(path: &Path, with_src: bool, range: &IterBounds) -> sluice::Result<Self> {
         let table = Table::open_path(path, &TableReadOptions::new())?;
         // A run's stored key is the entry key followed by its source position, so the table's
         // own bound finds the first stored key at or past `lower`; an entry whose key is a

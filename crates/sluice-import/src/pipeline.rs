@@ -40,8 +40,8 @@ use crate::catalog;
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format};
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
 use crate::merge::{
-    sample_entries, write_run, DeletionSource, FinalWriter, KeyRange, MemSource, Merger, RunSource,
-    Source, DELETION_SRC,
+    sample_entries, split_ranges, write_run, DeletionSource, FinalWriter, MemSource, Merger,
+    RunSource, Source, DELETION_SRC,
 };
 use crate::parse::{parse_chunk, Chunk, ChunkOutput, Entries, FieldMap, ParseConfig, LINE_BITS};
 use crate::progress::{Counters, Phase, ProgressMode, Reporter};
@@ -902,16 +902,7 @@ impl Import {
                     .is_none_or(|last| entries.key(0) > last);
             if in_order {
                 if st.writer.is_none() {
-                    let mut w = FinalWriter::new(
-                        &plan.tmp.path,
-                        format!("final-{slot}"),
-                        self.opts.target_file_size,
-                        self.final_options(),
-                        Arc::clone(file_counter),
-                    );
-                    w.max_entries = plan.max_file_entries;
-                    w.writeback = self.writeback();
-                    st.writer = Some(w);
+                    st.writer = Some(self.final_writer(plan, slot, file_counter));
                 }
                 let w = st.writer.as_mut().expect("just set");
                 for i in 0..entries.items.len() {
@@ -1004,6 +995,11 @@ impl Import {
                     .filter_map(|(p, _)| std::fs::metadata(p).ok())
                     .map(|m| m.len())
                     .sum::<u64>();
+            // The index's deletions (replaced rows' old entries), sorted: merged as a source and
+            // kept beside the merge, where a unique check against stored rows skips them.
+            ctx.merging_deletions = Arc::new(DeletionSource::sorted(std::mem::take(
+                &mut ctx.deletions[slot],
+            )));
             let parallel = self.opts.threads > 1
                 && cell_opts.is_none()
                 && st.unique_cols.is_none()
@@ -1018,19 +1014,11 @@ impl Import {
                 for e in std::mem::take(&mut st.mem) {
                     sources.push(Box::new(MemSource::new(e, None)));
                 }
-                if slot > 0 {
-                    // Kept beside the merge too: a unique check against existing rows skips
-                    // the entries these deletions remove.
-                    let dels = Arc::new(DeletionSource::sorted(std::mem::take(
-                        &mut ctx.deletions[slot],
+                if !ctx.merging_deletions.is_empty() {
+                    sources.push(Box::new(DeletionSource::range(
+                        Arc::clone(&ctx.merging_deletions),
+                        &sluice::IterBounds::default(),
                     )));
-                    if !dels.is_empty() {
-                        sources.push(Box::new(DeletionSource::range(
-                            Arc::clone(&dels),
-                            &KeyRange::default(),
-                        )));
-                    }
-                    ctx.merging_deletions = dels;
                 }
                 let mut w = self.final_writer(plan, slot, &file_counter);
                 if let Some(cell_opts) = cell_opts {
@@ -1101,13 +1089,8 @@ impl Import {
             let t = sluice::Table::open_path(p, &sluice::TableReadOptions::new())?;
             samples.extend(t.index_separators()?);
         }
-        let dels = Arc::new(if slot > 0 {
-            DeletionSource::sorted(std::mem::take(&mut ctx.deletions[slot]))
-        } else {
-            Vec::new()
-        });
-        ctx.merging_deletions = Arc::clone(&dels);
-        let ranges = KeyRange::split(samples, self.opts.threads);
+        let dels = Arc::clone(&ctx.merging_deletions);
+        let ranges = split_ranges(samples, self.opts.threads);
         let parts = ranges.len() as u64;
         let mut suppress: Vec<HashMap<Vec<u8>, u32>> = vec![HashMap::new(); ranges.len()];
         for (k, n) in std::mem::take(&mut ctx.suppress[slot]) {

@@ -589,6 +589,17 @@ fn columnar_layout_stores_one_kv_per_cell() {
     );
 }
 
+/// Field `n` (1-based, as proc(5) numbers them) of a `/proc/…/stat` line: fields 3 on follow
+/// the command name's closing parenthesis.
+#[cfg(target_os = "linux")]
+fn stat_field(stat: &str, n: usize) -> Option<String> {
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(n - 3)
+        .map(str::to_string)
+}
+
 /// `ImportOptions::nice`: the import runs on a thread of its own at that nice value (the
 /// caller's thread keeps its priority) and imports the same rows; out-of-range values are
 /// refused as usage errors.
@@ -617,15 +628,7 @@ fn an_import_at_a_lower_priority_imports_the_same_rows() {
     #[cfg(target_os = "linux")]
     {
         let after = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let nice = |stat: &str| {
-            stat.rsplit(')')
-                .next()
-                .unwrap()
-                .split_whitespace()
-                .nth(16)
-                .map(str::to_string)
-        };
-        assert_eq!(nice(&before), nice(&after));
+        assert_eq!(stat_field(&before, 19), stat_field(&after, 19));
     }
     // Under SCHED_IDLE too; the calling thread keeps its policy (field 41 of its stat line).
     let db2 = open_db(dir.path().join("db2"), true).unwrap();
@@ -646,16 +649,8 @@ fn an_import_at_a_lower_priority_imports_the_same_rows() {
     #[cfg(target_os = "linux")]
     {
         let after = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let policy = |stat: &str| {
-            stat.rsplit(')')
-                .next()
-                .unwrap()
-                .split_whitespace()
-                .nth(38)
-                .map(str::to_string)
-        };
-        assert_eq!(policy(&before), policy(&after));
-        assert_eq!(policy(&after).as_deref(), Some("0"));
+        assert_eq!(stat_field(&before, 41), stat_field(&after, 41));
+        assert_eq!(stat_field(&after, 41).as_deref(), Some("0"));
     }
     for bad in [-1, 20] {
         let e = sluice_import::Import::new(
@@ -775,13 +770,7 @@ fn an_idle_import_runs_its_threads_under_sched_idle() {
         .collect();
     let f = write(dir.path(), "t.csv", csv.as_bytes());
     let db = open_db(dir.path().join("db"), true).unwrap();
-    let policy = |stat: &str| -> Option<String> {
-        stat.rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(38)
-            .map(str::to_string)
-    };
+    let policy = |stat: &str| stat_field(stat, 41);
     let done = std::sync::atomic::AtomicBool::new(false);
     let (seen_idle, rows) = std::thread::scope(|s| {
         let h = s.spawn(|| {

@@ -43,7 +43,7 @@ pub fn subcompaction_ranges(
         let files: Vec<&Arc<FileMeta>> = inputs.iter().map(|(_, f)| f).collect();
         cuts_by_spread(&files, max)
     };
-    ranges_from_cuts(cuts)
+    IterBounds::between_cuts(cuts)
 }
 
 /// Cut points among the files' smallest keys, spread evenly over the files' bytes.
@@ -146,20 +146,6 @@ fn cuts_by_spread(files: &[&Arc<FileMeta>], max: usize) -> Vec<Vec<u8>> {
         }
     }
     cuts
-}
-
-fn ranges_from_cuts(cuts: Vec<Vec<u8>>) -> Vec<IterBounds> {
-    let mut ranges = Vec::with_capacity(cuts.len() + 1);
-    let mut lower = None;
-    for c in cuts {
-        ranges.push(IterBounds {
-            lower: lower.take(),
-            upper: Some(c.clone()),
-        });
-        lower = Some(c);
-    }
-    ranges.push(IterBounds { lower, upper: None });
-    ranges
 }
 
 #[cfg(test)]
