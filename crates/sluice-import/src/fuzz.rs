@@ -43,7 +43,7 @@ pub fn exercise_readers(bytes: &[u8]) -> u64 {
         };
         let bounds = match format {
             Format::Csv => Boundaries::Csv(CsvScanner::new(delimiter, Some(b'"'))),
-            _ => Boundaries::Lines { lines: 0 },
+            _ => Boundaries::Lines(crate::input::LineScanner::default()),
         };
         let mut chunker = Chunker::new(bytes, bounds, 64);
         let map = Arc::new(FieldMap {

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::input::Format;
+use crate::input::{count_line_ends, next_line, Format};
 use crate::keycode::{encode_prefix, encode_value};
 use crate::row::encode_row;
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
@@ -379,13 +379,26 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
         .from_reader(chunk.data.as_slice());
     let mut rec = csv::ByteRecord::new();
     let ncols = cfg.table.columns.len();
+    // The csv crate counts LFs only; with a bare CR in the chunk, lines are counted here (CR,
+    // LF and CRLF each end one line, as the chunker counts them).
+    let bare_cr = memchr::memchr(b'\r', &chunk.data).is_some();
+    let (mut counted_to, mut counted) = (0usize, 0u64);
+    let mut line_at = |byte: usize, csv_line: u64| -> u64 {
+        if !bare_cr {
+            return chunk.first_line + csv_line.saturating_sub(1);
+        }
+        let byte = byte.clamp(counted_to, chunk.data.len());
+        counted += count_line_ends(&chunk.data, counted_to, byte);
+        counted_to = byte;
+        chunk.first_line + counted
+    };
     loop {
         let start = rdr.position().byte() as usize;
         match rdr.read_byte_record(&mut rec) {
             Ok(false) => break,
             Ok(true) => {}
             Err(e) => {
-                let line = chunk.first_line + e.position().map_or(0, |p| p.line() - 1);
+                let line = line_at(start, e.position().map_or(1, |p| p.line()));
                 let end = rdr.position().byte() as usize;
                 let raw = chunk.data.get(start..end).unwrap_or(&[]);
                 out.rejects.push(reject(
@@ -399,7 +412,7 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             }
         }
         let pos = rec.position().cloned().unwrap_or_else(csv::Position::new);
-        let line = chunk.first_line + pos.line().saturating_sub(1);
+        let line = line_at(pos.byte() as usize, pos.line());
         let src = src_pos(chunk.file, line);
         let end = rdr.position().byte() as usize;
         let result = (|| {
@@ -462,15 +475,8 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
     let mut bounds: Vec<(usize, usize, bool)> = Vec::new();
     let data = &chunk.data;
     while pos < data.len() {
-        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |p| pos + p + 1);
-        let mut rec = &data[pos..end];
-        while let Some((&c, r)) = rec.split_last() {
-            if c == b'\n' || c == b'\r' {
-                rec = r;
-            } else {
-                break;
-            }
-        }
+        let (content_end, end) = next_line(data, pos);
+        let rec = &data[pos..content_end];
         let line = line_no;
         let src = src_pos(chunk.file, line);
         let offset = chunk.offset + pos as u64;
@@ -580,7 +586,7 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
     let data = &chunk.data;
     let mut texts: Vec<String> = vec![String::new(); ncols];
     while pos < data.len() {
-        let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |p| pos + p + 1);
+        let (_, end) = next_line(data, pos);
         let rec = &data[pos..end];
         let line = line_no;
         let src = src_pos(chunk.file, line);

@@ -37,7 +37,7 @@ use serde::Serialize;
 use sluice::{Db, IngestOptions, ReadOptions, SstFileInfo, SstWriter, TableOptions, Writeback};
 
 use crate::catalog;
-use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format};
+use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
 use crate::merge::{
     sample_entries, split_ranges, write_run, DeletionSource, FinalWriter, MemSource, Merger,
@@ -416,7 +416,8 @@ struct Plan {
     tmp: TmpDir,
     existing_rows: bool,
     rowid_base: i64,
-    format: Format,
+    /// Per input file.
+    formats: Vec<Format>,
     chunk_size: usize,
     in_flight: usize,
     sort_budget: usize,
@@ -660,10 +661,12 @@ impl Import {
                 table.name
             )));
         }
-        let format = self
-            .opts
-            .format
-            .unwrap_or_else(|| Format::from_path(&self.files[0]));
+        // Each file's own format (from its extension) unless one is given for all.
+        let formats = self
+            .files
+            .iter()
+            .map(|f| self.opts.format.unwrap_or_else(|| Format::from_path(f)))
+            .collect();
         // The budget is the process's: leave room for what is there anyway (code, the open Db,
         // allocator slack), measured at 10-20 MiB.
         let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
@@ -692,7 +695,7 @@ impl Import {
             tmp,
             existing_rows,
             rowid_base,
-            format,
+            formats,
             chunk_size,
             in_flight,
             sort_budget,
@@ -734,19 +737,23 @@ impl Import {
         ctx: &mut EmitCtx<'_>,
         indexes: &mut [IndexState],
     ) -> Result<u64, ImportError> {
-        let cfg = ParseConfig {
-            table: plan.table.clone(),
-            format: plan.format,
-            delimiter: self.opts.delimiter.unwrap_or(match plan.format {
-                Format::Tsv => b'\t',
-                _ => b',',
-            }),
-            quote: self.opts.quote,
-            null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
-            files: plan.file_names.clone(),
-            rowid_base: plan.rowid_base,
-            pool: Some(Arc::clone(&plan.pool)),
-        };
+        // One parse configuration per format (indexed by `Format as usize`).
+        let cfgs: Vec<ParseConfig> = [Format::Csv, Format::Tsv, Format::Jsonl]
+            .into_iter()
+            .map(|format| ParseConfig {
+                table: plan.table.clone(),
+                format,
+                delimiter: self.opts.delimiter.unwrap_or(match format {
+                    Format::Tsv => b'\t',
+                    _ => b',',
+                }),
+                quote: self.opts.quote,
+                null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
+                files: plan.file_names.clone(),
+                rowid_base: plan.rowid_base,
+                pool: Some(Arc::clone(&plan.pool)),
+            })
+            .collect();
         let abort = AtomicBool::new(false);
         let file_counter = Arc::new(AtomicU64::new(0));
         let mut runs = 0u64;
@@ -760,10 +767,10 @@ impl Import {
             }
             {
                 let out_tx = out_tx.clone();
-                let (cfg, abort, counters) = (&cfg, &abort, counters);
+                let (cfgs, abort, counters) = (&cfgs, &abort, counters);
                 s.spawn(move || {
                     if let Err(e) =
-                        self.read_files(plan, cfg, chunk_tx, &permit_rx, abort, counters)
+                        self.read_files(plan, cfgs, chunk_tx, &permit_rx, abort, counters)
                     {
                         let _ = out_tx.send(Err(e));
                     }
@@ -771,12 +778,13 @@ impl Import {
             }
             for _ in 0..self.opts.threads {
                 let out_tx = out_tx.clone();
-                let (cfg, chunk_rx) = (&cfg, &chunk_rx);
+                let (cfgs, chunk_rx) = (&cfgs, &chunk_rx);
                 s.spawn(move || loop {
                     let next = chunk_rx.lock().map(|rx| rx.recv());
                     let Ok(Ok(chunk)) = next else {
                         return;
                     };
+                    let cfg = &cfgs[plan.formats[chunk.file] as usize];
                     if out_tx.send(Ok(parse_chunk(cfg, chunk))).is_err() {
                         return;
                     }
@@ -812,7 +820,7 @@ impl Import {
     fn read_files(
         &self,
         plan: &Plan,
-        cfg: &ParseConfig,
+        cfgs: &[ParseConfig],
         tx: mpsc::SyncSender<Chunk>,
         permits: &mpsc::Receiver<()>,
         abort: &AtomicBool,
@@ -820,13 +828,19 @@ impl Import {
     ) -> Result<(), ImportError> {
         let mut seq = 0u64;
         let mut global = 0u64;
+        // A permit is taken before a chunk is read and handed on with the chunk. The end of a
+        // file (or an empty file) reads no chunk: its permit is kept for the next file's first
+        // chunk rather than lost (losing one per file once deadlocked imports of more files
+        // than there are permits).
+        let mut permit = false;
         for (fi, path) in self.files.iter().enumerate() {
             let name = &plan.file_names[fi];
+            let cfg = &cfgs[plan.formats[fi] as usize];
             let r = open_input(path, Arc::clone(&counters.bytes_read))
                 .map_err(|e| ImportError::io(path, e))?;
-            let bounds = match plan.format {
+            let bounds = match cfg.format {
                 Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),
-                _ => Boundaries::Lines { lines: 0 },
+                _ => Boundaries::Lines(LineScanner::default()),
             };
             let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
             let scan_err = |e: crate::input::ChunkError| match e {
@@ -836,7 +850,7 @@ impl Import {
                     s.line, s.field, s.reason
                 )),
             };
-            let map = if self.opts.header && plan.format != Format::Jsonl {
+            let map = if self.opts.header && cfg.format != Format::Jsonl {
                 match chunker.next_chunk(true).map_err(scan_err)? {
                     Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
                     None => default_map(&plan.table),
@@ -847,12 +861,19 @@ impl Import {
             let map = Arc::new(map);
             let mut file_len = 0u64;
             loop {
-                if abort.load(Ordering::Relaxed) || permits.recv().is_err() {
+                if abort.load(Ordering::Relaxed) {
                     return Ok(());
+                }
+                if !permit {
+                    if permits.recv().is_err() {
+                        return Ok(());
+                    }
+                    permit = true;
                 }
                 let Some(raw) = chunker.next_chunk(false).map_err(scan_err)? else {
                     break;
                 };
+                permit = false;
                 file_len = raw.file_offset + raw.data.len() as u64;
                 let chunk = Chunk {
                     seq,
