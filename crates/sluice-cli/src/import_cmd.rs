@@ -221,11 +221,12 @@ pub fn import(a: ImportArgs) -> CmdResult {
         s.rows as f64 / s.total_secs.max(1e-9)
     );
     println!(
-        "  phases: parse+sort {:.2} s, merge {:.2} s, ingest {:.2} s; runs spilled {}; sorted input streamed: {}",
+        "  phases: parse+sort {:.2} s, merge {:.2} s, ingest {:.2} s; runs spilled {} (premerged {}); sorted input streamed: {}",
         s.parse_sort_secs,
         s.merge_secs,
         s.ingest_secs,
         s.runs_spilled,
+        s.runs_premerged,
         if s.streamed_indexes.is_empty() {
             "none".to_string()
         } else {

@@ -34,6 +34,7 @@ pub mod keycode;
 pub mod merge;
 pub mod parse;
 pub mod pipeline;
+pub mod positions;
 pub mod progress;
 pub mod query;
 pub mod row;

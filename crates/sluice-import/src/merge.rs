@@ -16,6 +16,7 @@ use sluice::{
 
 use crate::keycode::encode_prefix;
 use crate::parse::{key_head, BufferPool, Entries};
+use crate::positions::{PositionRecorder, StreamedPositions};
 use crate::row::{default_cell, for_each_cell};
 use crate::schema::{TableDef, COLUMN_INDEX_BASE};
 use crate::types::ColumnType;
@@ -404,6 +405,111 @@ pub fn write_run(
     Ok(Some(path.to_path_buf()))
 }
 
+/// Memory an open run costs a merge: its current 64 KiB data block (see
+/// [`run_table_options`]), its index block, the table and iterator.
+pub const RUN_READ_COST: usize = 96 << 10;
+
+/// How many runs one merge may read at once: bounded by `memory` (bytes for read blocks)
+/// and by `open_files` (descriptors this merge may hold), with `threads` merges running
+/// side by side. At least 4.
+pub fn merge_fan_in(memory: usize, open_files: u64, threads: usize) -> usize {
+    let threads = threads.max(1);
+    let by_memory = memory / RUN_READ_COST / threads;
+    let by_files = usize::try_from(open_files).unwrap_or(usize::MAX) / threads;
+    by_memory.min(by_files).clamp(4, 4096)
+}
+
+/// File descriptors an import may hold open for reading runs: half of what the process's
+/// soft `RLIMIT_NOFILE` leaves after 64 (the Db, the final writers, the input, stdio).
+pub fn open_files_for_runs() -> u64 {
+    #[cfg(unix)]
+    {
+        let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        let soft = lim.current.unwrap_or(u64::MAX);
+        soft.saturating_sub(64) / 2
+    }
+    #[cfg(not(unix))]
+    {
+        256
+    }
+}
+
+/// Multi-level merge: merges `runs` (of one index) in passes until at most `fan_in` are left,
+/// so that the final merge reads a bounded number of runs whatever the number spilled —
+/// memory (a read block per open run) and open files stay bounded. Each pass merges groups of
+/// `fan_in` runs, the smallest first and only as many groups as needed, on up to `threads`
+/// threads; a merged group becomes one run (keys keep their source positions, so the merge
+/// order (key, source position) is unchanged) and its inputs are deleted. `name` makes the
+/// new runs' file names (`name(n)` for a fresh number `n`). Returns the runs merged.
+pub fn reduce_runs(
+    runs: &mut Vec<(PathBuf, bool)>,
+    fan_in: usize,
+    threads: usize,
+    name: &(dyn Fn() -> PathBuf + Sync),
+    writeback: Writeback,
+) -> sluice::Result<u64> {
+    let fan_in = fan_in.max(2);
+    let mut merged = 0u64;
+    while runs.len() > fan_in {
+        let n = runs.len();
+        // Each group of `fan_in` runs takes `fan_in - 1` off the count.
+        let needed = (n - fan_in).div_ceil(fan_in - 1);
+        let groups = needed.min(n / fan_in).max(1);
+        let take = (groups * fan_in).min(n);
+        // The smallest runs first: the cheapest to rewrite; streamed final files last (merged
+        // into a run, their entries' positions can no longer be looked up for messages).
+        runs.sort_by_key(|(p, with_src)| (!*with_src, std::fs::metadata(p).map_or(0, |m| m.len())));
+        let inputs: Vec<Vec<(PathBuf, bool)>> = runs
+            .drain(..take)
+            .collect::<Vec<_>>()
+            .chunks(fan_in)
+            .map(<[_]>::to_vec)
+            .collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let outputs: Vec<sluice::Result<Vec<(PathBuf, bool)>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads.clamp(1, inputs.len()))
+                .map(|_| {
+                    s.spawn(|| -> sluice::Result<Vec<(PathBuf, bool)>> {
+                        let mut out = Vec::new();
+                        loop {
+                            let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(group) = inputs.get(g) else {
+                                return Ok(out);
+                            };
+                            let mut sources: Vec<Box<dyn Source>> = Vec::new();
+                            for (p, with_src) in group {
+                                sources.push(Box::new(RunSource::open(p, *with_src)?));
+                            }
+                            let path = name();
+                            if let Some(p) = write_run(&path, Merger::new(sources), writeback)? {
+                                out.push((p, true));
+                            }
+                            for (p, _) in group {
+                                let _ = std::fs::remove_file(p);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(sluice::Error::InvalidArgument(
+                            "internal error: a run merge thread panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        for o in outputs {
+            runs.extend(o?);
+        }
+        merged += take as u64;
+    }
+    Ok(merged)
+}
+
 /// Writes final SSTs of one index, cut at a target size.
 pub struct FinalWriter {
     dir: PathBuf,
@@ -423,6 +529,8 @@ pub struct FinalWriter {
     split: Option<Box<ColumnSplit>>,
     /// How its files get to disk while written (cell writers inherit it).
     pub writeback: Writeback,
+    /// The source position of each entry written, when asked for (streaming writers).
+    positions: Option<PositionRecorder>,
 }
 
 /// Rows handed to the cell writers: `(key suffix, row value)` pairs back to back.
@@ -600,7 +708,49 @@ impl FinalWriter {
             write_buffer: 1 << 20,
             split: None,
             writeback: Writeback::default(),
+            positions: None,
         }
+    }
+
+    /// Records the source position of every entry from now on in a file at `path` (see
+    /// [`crate::positions`]); [`FinalWriter::finish_streamed`] returns the lookup.
+    pub fn record_positions(&mut self, path: PathBuf) -> sluice::Result<()> {
+        let r = PositionRecorder::create(path.clone()).map_err(|source| sluice::Error::Io {
+            path: Some(path),
+            source,
+        })?;
+        self.positions = Some(r);
+        Ok(())
+    }
+
+    /// [`FinalWriter::put`] of an entry from source position `src`.
+    pub fn put_from(&mut self, key: &[u8], value: &[u8], src: u64) -> sluice::Result<()> {
+        self.record(key, src)?;
+        self.put(key, value)
+    }
+
+    fn record(&mut self, key: &[u8], src: u64) -> sluice::Result<()> {
+        if let Some(r) = self.positions.as_mut() {
+            r.record(key, src)
+                .map_err(|source| sluice::Error::Io { path: None, source })?;
+        }
+        Ok(())
+    }
+
+    /// [`FinalWriter::finish`], with the positions of its entries when they were recorded.
+    pub fn finish_streamed(
+        mut self,
+    ) -> sluice::Result<(Vec<SstFileInfo>, Option<StreamedPositions>)> {
+        let rec = self.positions.take();
+        let files = self.finish()?;
+        let positions = match rec {
+            Some(r) => Some(
+                r.finish(files.iter().map(|f| f.path.clone()).collect())
+                    .map_err(|source| sluice::Error::Io { path: None, source })?,
+            ),
+            None => None,
+        };
+        Ok((files, positions))
     }
 
     /// From now on each `put(primary key, row)` writes the columnar layout: `primary key →
@@ -696,6 +846,7 @@ impl FinalWriter {
 
     /// Adds a deletion of `key`.
     pub fn delete(&mut self, key: &[u8]) -> sluice::Result<()> {
+        self.record(key, DELETION_SRC)?;
         self.writer()?.delete(key)?;
         self.maybe_cut()
     }

@@ -40,10 +40,11 @@ use crate::catalog;
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
 use crate::merge::{
-    sample_entries, split_ranges, write_run, DeletionSource, FinalWriter, MemSource, Merger,
-    RunSource, Source, DELETION_SRC,
+    merge_fan_in, open_files_for_runs, reduce_runs, sample_entries, split_ranges, write_run,
+    DeletionSource, FinalWriter, MemSource, Merger, RunSource, Source, DELETION_SRC,
 };
 use crate::parse::{parse_chunk, Chunk, ChunkOutput, Entries, FieldMap, ParseConfig, LINE_BITS};
+use crate::positions::StreamedPositions;
 use crate::progress::{Counters, Phase, ProgressMode, Reporter};
 use crate::row::decode_row;
 use crate::schema::{parse_schema, Layout, TableDef, PRIMARY_INDEX_ID};
@@ -263,6 +264,9 @@ pub struct Summary {
     pub bytes: u64,
     /// Sorted runs spilled.
     pub runs_spilled: u64,
+    /// Runs merged into bigger runs before the final merge, so that it reads a bounded number
+    /// of them (multi-level merge; 0 when the runs were few enough).
+    pub runs_premerged: u64,
     /// Indexes whose input was already in key order and went straight to final files.
     pub streamed_indexes: Vec<String>,
     /// Seconds in parse+sort.
@@ -421,6 +425,8 @@ struct Plan {
     chunk_size: usize,
     in_flight: usize,
     sort_budget: usize,
+    /// Bytes for the merge's read blocks (one per open run).
+    merge_memory: usize,
     file_names: Vec<String>,
     pool: Arc<crate::parse::BufferPool>,
     max_file_entries: u64,
@@ -463,8 +469,11 @@ struct EmitCtx<'a> {
     dropped: u64,
     rows: u64,
     first_error: Option<String>,
-    /// Per slot: the last unique prefix written and its row's source position.
-    last_unique: Vec<Option<(Vec<u8>, u64)>>,
+    /// Per slot: the last unique key written, the length of its unique prefix and its row's
+    /// source position.
+    last_unique: Vec<Option<(Vec<u8>, usize, u64)>>,
+    /// Per slot: the positions of what it streamed before the input turned out unsorted.
+    streamed: Vec<Option<Arc<StreamedPositions>>>,
 }
 
 impl Import {
@@ -596,6 +605,7 @@ impl Import {
             duplicates_dropped: s.dropped,
             bytes: s.counters.bytes_read.load(Ordering::Relaxed),
             runs_spilled: s.runs_spilled,
+            runs_premerged: s.counters.runs_premerged.load(Ordering::Relaxed),
             streamed_indexes: s
                 .indexes
                 .iter()
@@ -689,6 +699,9 @@ impl Import {
         // `--memory 256M` peaked at 281 MiB with the whole remainder as sort budget; 85% of
         // it keeps the peak under the budget.
         let sort_budget = (memory.saturating_sub(reserved) / 100 * 85).max(memory / 4);
+        // The chunks' buffers are freed before the merge (step 4): their share of the budget
+        // holds the merge's read blocks (see `merge::reduce_runs`).
+        let merge_memory = chunks_reserved;
         Ok(Plan {
             table,
             created,
@@ -699,6 +712,7 @@ impl Import {
             chunk_size,
             in_flight,
             sort_budget,
+            merge_memory,
             pool: Arc::new(crate::parse::BufferPool::new(chunks_reserved)),
             // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
             max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
@@ -923,7 +937,9 @@ impl Import {
                     .is_none_or(|last| entries.key(0) > last);
             if in_order {
                 if st.writer.is_none() {
-                    st.writer = Some(self.final_writer(plan, slot, file_counter));
+                    let mut w = self.final_writer(plan, slot, file_counter);
+                    w.record_positions(plan.tmp.path.join(format!("positions-{slot}")))?;
+                    st.writer = Some(w);
                 }
                 let w = st.writer.as_mut().expect("just set");
                 for i in 0..entries.items.len() {
@@ -938,7 +954,7 @@ impl Import {
                 continue;
             }
             if st.streaming {
-                st.stop_streaming()?;
+                ctx.streamed[slot] = st.stop_streaming()?.map(Arc::new);
                 // What was streamed is merged again: its unique values are checked again then.
                 ctx.last_unique[slot] = None;
                 if slot == 0 {
@@ -946,7 +962,7 @@ impl Import {
                     // found later must be able to take their secondary entries with them).
                     for (n, other) in indexes.iter_mut().enumerate().skip(1) {
                         if other.streaming {
-                            other.stop_streaming()?;
+                            ctx.streamed[n] = other.stop_streaming()?.map(Arc::new);
                             ctx.last_unique[n] = None;
                         }
                     }
@@ -994,7 +1010,9 @@ impl Import {
             if slot == 0 && columnar {
                 // Streamed rows are row-layout files: merged again (one sequential pass) into
                 // the columnar writer below.
-                st.stop_streaming()?;
+                if let Some(p) = st.stop_streaming()? {
+                    ctx.streamed[slot] = Some(Arc::new(p));
+                }
             }
             if st.streaming {
                 if let Some(w) = st.writer.take() {
@@ -1010,6 +1028,21 @@ impl Import {
                 block_size: 16 << 10,
                 ..self.final_options()
             });
+            // Bounded fan-in: at most `fan_in` runs are read at once by each merge thread.
+            let fan_in = merge_fan_in(plan.merge_memory, open_files_for_runs(), self.opts.threads);
+            let tmp = &plan.tmp.path;
+            let name = || {
+                let n = file_counter.fetch_add(1, Ordering::Relaxed);
+                tmp.join(format!("run-{slot}-{n:06}.sst"))
+            };
+            let merged = reduce_runs(
+                &mut st.runs,
+                fan_in,
+                self.opts.threads,
+                &name,
+                self.writeback(),
+            )?;
+            counters.runs_premerged.fetch_add(merged, Ordering::Relaxed);
             let bytes = st.mem_bytes as u64
                 + st.runs
                     .iter()
@@ -1369,17 +1402,21 @@ impl IndexState {
     }
 
     /// Input out of order: what was streamed becomes a run of the merge.
-    fn stop_streaming(&mut self) -> Result<(), ImportError> {
+    /// Turns what was streamed into runs (without source positions: the lookup of their
+    /// positions is returned, for messages).
+    fn stop_streaming(&mut self) -> Result<Option<StreamedPositions>, ImportError> {
         if !self.streaming {
-            return Ok(());
+            return Ok(None);
         }
         self.streaming = false;
-        if let Some(w) = self.writer.take() {
-            for f in w.finish()? {
-                self.runs.push((f.path, false));
-            }
+        let Some(w) = self.writer.take() else {
+            return Ok(None);
+        };
+        let (files, positions) = w.finish_streamed()?;
+        for f in files {
+            self.runs.push((f.path, false));
         }
-        Ok(())
+        Ok(positions)
     }
 }
 
@@ -1408,6 +1445,7 @@ impl<'a> EmitCtx<'a> {
             rows: 0,
             first_error: None,
             last_unique: vec![None; n],
+            streamed: vec![None; n],
         })
     }
 
@@ -1434,6 +1472,7 @@ impl<'a> EmitCtx<'a> {
             rows: self.rows,
             first_error: self.first_error.clone(),
             last_unique: vec![None; n],
+            streamed: self.streamed.clone(),
         }
     }
 
@@ -1491,11 +1530,18 @@ impl<'a> EmitCtx<'a> {
         Ok(())
     }
 
-    fn where_(&self, src: u64) -> String {
-        if src == 0 {
-            // Rows streamed before the input turned out unsorted carry no position.
-            return "an earlier row of the input".into();
-        }
+    /// `file:line` of the entry `key` of index `slot` from source position `src`.
+    fn where_(&self, slot: usize, key: &[u8], src: u64) -> String {
+        let src = if src == 0 {
+            // A row streamed before the input turned out unsorted: its position was recorded
+            // beside the streamed files.
+            match self.streamed[slot].as_ref().and_then(|p| p.lookup(key)) {
+                Some(src) => src,
+                None => return "an earlier row of the input".into(),
+            }
+        } else {
+            src
+        };
         let file = (src >> LINE_BITS) as usize;
         let line = src & ((1 << LINE_BITS) - 1);
         format!(
@@ -1599,9 +1645,9 @@ impl<'a> EmitCtx<'a> {
             if self.opts.on_duplicate == OnDuplicate::Error {
                 let msg = format!(
                     "{}: duplicate primary key {} (also at {})",
-                    self.where_(*src),
+                    self.where_(0, key, *src),
                     self.show_pk(key),
-                    self.where_(first.0)
+                    self.where_(0, key, first.0)
                 );
                 let rec = self.row_record(value);
                 self.reject(&msg, &rec)?;
@@ -1619,7 +1665,7 @@ impl<'a> EmitCtx<'a> {
                         self.rows -= 1;
                         let msg = format!(
                             "{}: duplicate primary key {}: already in table {}",
-                            self.where_(*src),
+                            self.where_(0, key, *src),
                             self.show_pk(key),
                             self.table.name
                         );
@@ -1644,7 +1690,7 @@ impl<'a> EmitCtx<'a> {
                 }
             }
         }
-        w.put(key, value)?;
+        w.put_from(key, value, *src)?;
         Ok(())
     }
 
@@ -1691,23 +1737,23 @@ impl<'a> EmitCtx<'a> {
             if let Some(p) = self.unique_prefix(slot, key) {
                 let idx_name = &self.table.indexes[slot - 1].name;
                 let src = srcs.last().copied().unwrap_or(0);
-                if let Some((last, last_src)) = &self.last_unique[slot] {
-                    if last.as_slice() == p {
+                if let Some((last, last_len, last_src)) = &self.last_unique[slot] {
+                    if &last[..*last_len] == p {
                         return Err(ImportError::BadInput(format!(
                             "{}: {} violates unique index {idx_name} (also at {})",
-                            self.where_(src),
+                            self.where_(slot, key, src),
                             self.show_unique_value(slot, p),
-                            self.where_(*last_src)
+                            self.where_(slot, last, *last_src)
                         )));
                     }
                 }
                 if self.existing_rows {
                     self.check_unique_existing(slot, p, key, src)?;
                 }
-                self.last_unique[slot] = Some((p.to_vec(), src));
+                self.last_unique[slot] = Some((key.to_vec(), p.len(), src));
             }
         }
-        w.put(key, &[])?;
+        w.put_from(key, &[], srcs.last().copied().unwrap_or(0))?;
         Ok(())
     }
 
@@ -1763,7 +1809,7 @@ impl<'a> EmitCtx<'a> {
             {
                 return Err(ImportError::BadInput(format!(
                     "{}: {} violates unique index {}: existing row {} has it",
-                    self.where_(src),
+                    self.where_(slot, key, src),
                     self.show_unique_value(slot, p),
                     self.table.indexes[slot - 1].name,
                     self.show_pk_of_secondary(k, p.len())

@@ -55,6 +55,8 @@ pub struct Counters {
     pub rows: AtomicU64,
     /// Entries written by the merge.
     pub merged: AtomicU64,
+    /// Runs merged into bigger runs before the final merge.
+    pub runs_premerged: AtomicU64,
     /// Current [`Phase`].
     pub phase: AtomicU8,
     stop: AtomicBool,

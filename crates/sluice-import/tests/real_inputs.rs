@@ -291,3 +291,56 @@ fn each_file_is_read_in_its_own_format_unless_one_is_given() {
     import(&db3, SCHEMA, files, opts()).unwrap();
     assert_eq!(rows(&db3, "t", None), ["7,\"x,y\"", "8,a\tb"]);
 }
+
+#[test]
+fn a_duplicate_names_the_file_and_line_of_both_rows_even_after_streaming() {
+    let dir = tempfile::tempdir().unwrap();
+    // Sorted files streamed straight to final files, then a duplicate of a streamed row: its
+    // position must come back from what the streaming writer recorded.
+    let mut files = Vec::new();
+    for f in 0..5u64 {
+        let body: String = (0..3000)
+            .map(|i| format!("{},r{f}\n", f * 10_000 + i))
+            .collect();
+        files.push(write(dir.path(), &format!("s{f}.csv"), body.as_bytes()));
+    }
+    // 20_000 + 1234 is on line 1235 of s2.csv.
+    files.push(write(dir.path(), "late.csv", b"99999,x\n21234,dup\n"));
+    for threads in [1, 2] {
+        for chunk in [Some(64), Some(4096), None] {
+            let db = open_db(dir.path().join(format!("db{threads}{chunk:?}")), true).unwrap();
+            let o = ImportOptions {
+                threads,
+                chunk_size: chunk,
+                ..opts()
+            };
+            let e = import(&db, SCHEMA, files.clone(), o)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("late.csv:2: duplicate primary key")
+                    && e.contains("also at ")
+                    && e.contains("s2.csv:1235"),
+                "threads {threads} chunk {chunk:?}: {e}"
+            );
+        }
+    }
+    // The same across two one-row files (the case) and for a unique index.
+    let schema = "CREATE TABLE t (id INT PRIMARY KEY, v TEXT); CREATE UNIQUE INDEX uv ON t (v)";
+    let a = write(dir.path(), "a.csv", b"1,x\n2,y\n");
+    let b = write(dir.path(), "b.csv", b"3,z\n1,w\n");
+    let db = open_db(dir.path().join("dbab"), true).unwrap();
+    let e = import(&db, schema, vec![a.clone(), b], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("b.csv:2") && e.contains("a.csv:1"), "{e}");
+    let c = write(dir.path(), "c.csv", b"0,y\n");
+    let db = open_db(dir.path().join("dbac"), true).unwrap();
+    let e = import(&db, schema, vec![a, c], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("violates unique index uv") && e.contains("a.csv:2") && e.contains("c.csv:1"),
+        "{e}"
+    );
+}

@@ -1,0 +1,200 @@
+//! Source positions of streamed entries. Sorted input goes straight to final SSTs, which store
+//! keys and values only; when the input later turns out unsorted, those files are merged again
+//! as runs without positions. A duplicate key or unique value found then must still name the
+//! file and line of the streamed row, so the streaming writer records each entry's position
+//! here: a temporary file of zigzag-delta varints (about one byte per entry), plus every
+//! [`SAMPLE_EVERY`]th key in memory with its ordinal and file offset. A lookup reads at most
+//! that many entries of the streamed files and positions.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use sluice::{InternalIterator, IterBounds, Table, TableReadOptions};
+
+/// One key in memory per this many entries.
+pub const SAMPLE_EVERY: u64 = 1024;
+
+/// A sampled entry: its key, where its position starts in the positions file and the
+/// position before it (the delta base).
+struct Sample {
+    key: Vec<u8>,
+    offset: u64,
+    base: u64,
+}
+
+/// Records the positions of the entries a streaming writer writes, in write order.
+pub struct PositionRecorder {
+    path: PathBuf,
+    out: BufWriter<File>,
+    samples: Vec<Sample>,
+    count: u64,
+    bytes: u64,
+    last: u64,
+}
+
+impl PositionRecorder {
+    /// Creates the positions file at `path` (a new file in the import's temporary directory).
+    pub fn create(path: PathBuf) -> std::io::Result<Self> {
+        let out = BufWriter::new(File::create_new(&path)?);
+        Ok(PositionRecorder {
+            path,
+            out,
+            samples: Vec::new(),
+            count: 0,
+            bytes: 0,
+            last: 0,
+        })
+    }
+
+    /// The entry `key` was written; it came from source position `src`.
+    pub fn record(&mut self, key: &[u8], src: u64) -> std::io::Result<()> {
+        if self.count.is_multiple_of(SAMPLE_EVERY) {
+            self.samples.push(Sample {
+                key: key.to_vec(),
+                offset: self.bytes,
+                base: self.last,
+            });
+        }
+        let delta = src.wrapping_sub(self.last) as i64;
+        let mut z = ((delta << 1) ^ (delta >> 63)) as u64;
+        let mut buf = [0u8; 10];
+        let mut n = 0;
+        loop {
+            let b = (z & 0x7f) as u8;
+            z >>= 7;
+            if z == 0 {
+                buf[n] = b;
+                n += 1;
+                break;
+            }
+            buf[n] = b | 0x80;
+            n += 1;
+        }
+        self.out.write_all(&buf[..n])?;
+        self.bytes += n as u64;
+        self.last = src;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Done writing: the lookup over the writer's finished `files` (in key order).
+    pub fn finish(mut self, files: Vec<PathBuf>) -> std::io::Result<StreamedPositions> {
+        self.out.flush()?;
+        Ok(StreamedPositions {
+            path: self.path,
+            samples: self.samples,
+            files,
+        })
+    }
+}
+
+/// Finds the source position of a streamed entry by its key.
+pub struct StreamedPositions {
+    path: PathBuf,
+    samples: Vec<Sample>,
+    files: Vec<PathBuf>,
+}
+
+impl StreamedPositions {
+    /// The source position of the streamed entry `key`; `None` when it is not one (or the
+    /// streamed files were merged into other runs meanwhile).
+    pub fn lookup(&self, key: &[u8]) -> Option<u64> {
+        let i = self
+            .samples
+            .partition_point(|s| s.key.as_slice() <= key)
+            .checked_sub(1)?;
+        let s = &self.samples[i];
+        let steps = self.steps_from(&s.key, key)?;
+        self.read_position(s, steps)
+    }
+
+    /// Entries from `from` to `key` (0: `key` is `from`) in the streamed files.
+    fn steps_from(&self, from: &[u8], key: &[u8]) -> Option<u64> {
+        let mut steps = 0u64;
+        for f in &self.files {
+            let t = Table::open_path(f, &TableReadOptions::new()).ok()?;
+            let mut it = t.iter(IterBounds {
+                lower: Some(from.to_vec()),
+                upper: None,
+            });
+            it.seek_to_first();
+            while it.valid() {
+                let k = sluice::key::user_key(it.key());
+                if k == key {
+                    return Some(steps);
+                }
+                if k > key || steps > SAMPLE_EVERY {
+                    return None;
+                }
+                steps += 1;
+                it.next();
+            }
+            it.status().ok()?;
+        }
+        None
+    }
+
+    fn read_position(&self, s: &Sample, steps: u64) -> Option<u64> {
+        let mut f = BufReader::new(File::open(&self.path).ok()?);
+        f.seek(SeekFrom::Start(s.offset)).ok()?;
+        let mut pos = s.base;
+        let mut bytes = f.bytes();
+        for _ in 0..=steps {
+            let mut z = 0u64;
+            let mut shift = 0;
+            loop {
+                let b = bytes.next()?.ok()?;
+                z |= u64::from(b & 0x7f).checked_shl(shift)?;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            pos = pos.wrapping_add(delta as u64);
+        }
+        Some(pos)
+    }
+
+    /// The positions file (removed with the import's temporary directory).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::{SstWriter, TableOptions};
+
+    #[test]
+    fn finds_the_position_of_every_streamed_entry_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = PositionRecorder::create(dir.path().join("pos")).unwrap();
+        let mut files = Vec::new();
+        let mut w: Option<SstWriter> = None;
+        let n = 5000u64;
+        let src = |i: u64| (i * 7919) % 10007 + (i % 3) * (1 << 44);
+        for i in 0..n {
+            if i % 1700 == 0 {
+                if let Some(w) = w.take() {
+                    files.push(w.finish().unwrap().path);
+                }
+                let p = dir.path().join(format!("f{i}.sst"));
+                w = Some(SstWriter::create(&p, TableOptions::default()).unwrap());
+            }
+            let key = format!("k{i:06}");
+            w.as_mut().unwrap().put(key.as_bytes(), b"v").unwrap();
+            rec.record(key.as_bytes(), src(i)).unwrap();
+        }
+        files.push(w.unwrap().finish().unwrap().path);
+        let pos = rec.finish(files).unwrap();
+        for i in (0..n).step_by(13).chain([0, 1023, 1024, 1025, n - 1]) {
+            let key = format!("k{i:06}");
+            assert_eq!(pos.lookup(key.as_bytes()), Some(src(i)), "{key}");
+        }
+        assert_eq!(pos.lookup(b"k000000x"), None);
+        assert_eq!(pos.lookup(b"a"), None);
+    }
+}
