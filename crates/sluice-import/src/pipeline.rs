@@ -497,8 +497,16 @@ impl Import {
             return Err(ImportError::Usage("no input files".into()));
         }
         for f in &files {
-            if !f.is_file() {
-                return Err(ImportError::Usage(format!("{}: no such file", f.display())));
+            match std::fs::metadata(f) {
+                Ok(m) if m.is_dir() => {
+                    return Err(ImportError::Usage(format!(
+                        "{}: is a directory (name the files in it, e.g. {}/*.csv)",
+                        f.display(),
+                        f.display()
+                    )))
+                }
+                Ok(_) => {}
+                Err(e) => return Err(ImportError::io(f, e)),
             }
         }
         Ok(Import {

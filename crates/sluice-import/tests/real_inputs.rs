@@ -344,3 +344,20 @@ fn a_duplicate_names_the_file_and_line_of_both_rows_even_after_streaming() {
         "{e}"
     );
 }
+
+#[test]
+fn a_directory_or_a_missing_file_as_input_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("data");
+    std::fs::create_dir(&sub).unwrap();
+    let e = sluice_import::Import::new(SCHEMA, vec![sub.clone()], opts())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("data: is a directory"), "{e}");
+    let e = sluice_import::Import::new(SCHEMA, vec![sub.join("nope.csv")], opts())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("nope.csv") && e.contains("No such file"), "{e}");
+}
