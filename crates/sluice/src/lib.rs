@@ -33,8 +33,8 @@ pub use base::range_tombstone::RangeTombstone;
 pub use base::{error, key};
 pub use compaction::RunningOutput;
 pub use db::{
-    ingest_target_level, CheckpointInfo, Db, IngestOptions, IngestPlan, IngestedFile, LevelMetrics,
-    Metrics, Options, ReadOptions, Snapshot, WriteOptions,
+    ingest_target_level, CheckpointInfo, Db, DirContents, IngestOptions, IngestPlan, IngestedFile,
+    LevelMetrics, Metrics, Options, ReadOptions, Snapshot, WriteOptions,
 };
 pub use error::{Error, Result};
 pub use fs::Writeback;

@@ -77,6 +77,30 @@ pub fn number_in_name(name: &str) -> Option<u64> {
     }
 }
 
+/// True if `name` (of `size` bytes) is something a Db's first open writes before its
+/// `CURRENT` exists: `LOCK`, `MANIFEST-N`, `OPTIONS-N`, `OPTIONS-N.tmp`, `CURRENT.N.tmp`, or
+/// an *empty* WAL (a WAL gets records only once the open has returned, after `CURRENT`). A
+/// directory without `CURRENT` that holds nothing else is a creation that has not finished
+/// (see `db/create.rs`); tables, a WAL with records and every foreign name are never one.
+pub fn creation_leftover(name: &str, size: u64) -> bool {
+    let numbered = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match classify(name) {
+        FileKind::Wal(_) => size == 0,
+        FileKind::Manifest(_) => true,
+        FileKind::Table(_) => false,
+        FileKind::Temp | FileKind::Other => {
+            name == "LOCK"
+                || name
+                    .strip_prefix("OPTIONS-")
+                    .is_some_and(|n| numbered(n.strip_suffix(".tmp").unwrap_or(n)))
+                || name
+                    .strip_prefix("CURRENT.")
+                    .and_then(|n| n.strip_suffix(".tmp"))
+                    .is_some_and(numbered)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +122,40 @@ mod tests {
         assert_eq!(got, [Some(7), Some(8), Some(9), Some(10), Some(11)]);
         assert_eq!(number_in_name("CURRENT"), None);
         assert_eq!(number_in_name("LOCK"), None);
+    }
+
+    #[test]
+    fn creation_leftovers_are_only_names_a_first_open_writes() {
+        let dir = Path::new("/d");
+        let ours = [
+            "LOCK".to_string(),
+            manifest_name(3),
+            file(&options_file_name(dir, 3)),
+            format!("{}.tmp", file(&options_file_name(dir, 3))),
+            file(&current_tmp_name(dir, 3)),
+        ];
+        for name in &ours {
+            assert!(creation_leftover(name, 123), "{name}");
+        }
+        assert!(creation_leftover(&file(&wal_name(dir, 2)), 0));
+        // A WAL with records, a table, CURRENT itself and foreign names never are.
+        let never = [
+            (file(&wal_name(dir, 2)), 1),
+            (file(&table_file_name(dir, 5)), 0),
+            ("CURRENT".to_string(), 16),
+            ("notes.tmp".to_string(), 0),
+            ("CURRENT.x.tmp".to_string(), 0),
+            ("OPTIONS-".to_string(), 0),
+            ("OPTIONS-3.bak".to_string(), 0),
+            ("sluice-import-1-0".to_string(), 0),
+            ("LOCK2".to_string(), 0),
+        ];
+        for (name, size) in &never {
+            assert!(!creation_leftover(name, *size), "{name}");
+        }
+    }
+
+    fn file(p: &Path) -> String {
+        p.file_name().unwrap().to_string_lossy().into_owned()
     }
 }

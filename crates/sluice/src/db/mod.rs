@@ -32,6 +32,7 @@
 mod background;
 mod checkpoint;
 mod compact;
+mod create;
 mod flush;
 mod flushable;
 mod ingest;
@@ -54,6 +55,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 pub use checkpoint::CheckpointInfo;
+pub use create::DirContents;
 pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};

@@ -21,11 +21,14 @@ use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
 use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
+use super::create::{lock_or_create, DirContents};
 use super::*;
 
 impl Db {
     /// Opens (or creates) the database in `dir`. Recovery, step by step:
-    /// 1. lock the directory; create it if missing (and allowed);
+    /// 1. lock the directory; create it if missing (and allowed) — a directory without
+    ///    `CURRENT` holding only an interrupted creation's leftovers counts as empty, and one
+    ///    holding anything else is refused untouched (`db/create.rs`: creation is atomic);
     /// 2. read `CURRENT` and replay the MANIFEST into a version;
     /// 3. replay every WAL not yet flushed into memtables (a torn tail is dropped);
     /// 4. flush the recovered memtables to L0;
@@ -35,7 +38,7 @@ impl Db {
         opts.validate()?;
         let dir = dir.as_ref().to_path_buf();
         let fs = Arc::clone(&opts.fs);
-        let lock = Self::lock_dir(&*fs, &dir, &opts)?;
+        let lock = lock_or_create(&*fs, &dir, &opts)?;
         let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
         // A number may be on disk without the edit that names it (a crash between an ingest's
         // link and its edit, or a flush's table and its edit): never hand it out again.
@@ -84,10 +87,10 @@ impl Db {
         let dir = dir.as_ref().to_path_buf();
         let fs = Arc::clone(&opts.fs);
         if !fs.exists(&dir.join("CURRENT")) {
-            return Err(Error::InvalidArgument(format!(
-                "{} is not a Sluice database (it has no CURRENT file)",
-                dir.display()
-            )));
+            let contents = DirContents::inspect(&*fs, &dir)?;
+            if let Some(why) = contents.why_not_a_db(&dir) {
+                return Err(Error::InvalidArgument(why));
+            }
         }
         let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
         let recovered = Self::replay_wals(&*fs, &dir, &mut rec)?;
@@ -124,25 +127,6 @@ impl Db {
             inner,
             workers: Mutex::new(Vec::new()),
         })
-    }
-
-    fn lock_dir(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<Box<dyn DirLock>> {
-        let exists = fs.exists(&dir.join("CURRENT"));
-        if !exists && !opts.create_if_missing {
-            return Err(Error::InvalidArgument(format!(
-                "{} does not exist (create_if_missing is false)",
-                dir.display()
-            )));
-        }
-        if exists && opts.error_if_exists {
-            return Err(Error::InvalidArgument(format!(
-                "{} already exists (error_if_exists is true)",
-                dir.display()
-            )));
-        }
-        fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let lock_path = dir.join("LOCK");
-        fs.lock(&lock_path).map_err(|e| Error::io(&lock_path, e))
     }
 
     fn recover_manifest(fs: &dyn FileSystem, dir: &Path, _opts: &Options) -> Result<Recovery> {

@@ -31,6 +31,12 @@ pub struct FaultConfig {
     pub fail_syncs: bool,
     /// Fail creating files whose name contains this string.
     pub fail_create_containing: Option<String>,
+    /// Fail every change to the file system (create, write, sync, rename, remove, link,
+    /// directory create and sync) once this many more have succeeded (`None`: never). It
+    /// freezes the files where a process killed after that many steps would leave them (then
+    /// [`MemFs::crash`] for what a power loss there would leave): step through `Some(0)`,
+    /// `Some(1)`, … to kill an operation at each of its steps.
+    pub fail_after_ops: Option<u64>,
 }
 
 #[derive(Default)]
@@ -41,6 +47,21 @@ struct State {
     locks: HashSet<PathBuf>,
     faults: FaultConfig,
     bytes_written: u64,
+    /// Changes counted against `faults.fail_after_ops`.
+    ops: u64,
+}
+
+impl State {
+    /// Counts one change to the file system, or fails it (`FaultConfig::fail_after_ops`).
+    fn op(&mut self) -> io::Result<()> {
+        if let Some(limit) = self.faults.fail_after_ops {
+            if self.ops >= limit {
+                return Err(injected("the process was killed here"));
+            }
+        }
+        self.ops += 1;
+        Ok(())
+    }
 }
 
 struct Shared {
@@ -102,6 +123,7 @@ impl MemFs {
     pub fn set_faults(&self, f: FaultConfig) {
         let mut s = self.shared.state.lock();
         s.bytes_written = 0;
+        s.ops = 0;
         s.faults = f;
     }
 
@@ -246,6 +268,7 @@ impl Write for MemWritable {
                     return Err(injected("write failed (disk full)"));
                 }
             }
+            s.op()?;
             s.bytes_written += data.len() as u64;
         }
         self.inode.lock().data.extend_from_slice(data);
@@ -260,8 +283,12 @@ impl MemFs {
     /// Makes everything written to `inode` so far durable (the body of every file sync).
     fn sync_inode(&self, path: &Path, inode: &InodeRef) -> io::Result<()> {
         self.wait_sync_gate(path);
-        if self.shared.state.lock().faults.fail_syncs {
-            return Err(injected("fsync failed"));
+        {
+            let mut s = self.shared.state.lock();
+            if s.faults.fail_syncs {
+                return Err(injected("fsync failed"));
+            }
+            s.op()?;
         }
         let mut i = inode.lock();
         i.synced_len = i.data.len();
@@ -323,6 +350,7 @@ impl FileSystem for MemFs {
                 format!("{} exists", path.display()),
             ));
         }
+        s.op()?;
         let inode: InodeRef = Arc::new(Mutex::new(Inode::default()));
         s.names.insert(path.to_path_buf(), inode.clone());
         Ok(Box::new(MemWritable {
@@ -339,6 +367,7 @@ impl FileSystem for MemFs {
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.shared.state.lock();
+        s.op()?;
         if s.dirs.remove(from) {
             // A directory: its entries move with it (durable ones stay durable, as a directory
             // rename carries its synced entries along).
@@ -367,10 +396,9 @@ impl FileSystem for MemFs {
         Ok(())
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.shared
-            .state
-            .lock()
-            .names
+        let mut s = self.shared.state.lock();
+        s.op()?;
+        s.names
             .remove(path)
             .map(|_| ())
             .ok_or_else(|| not_found(path))
@@ -384,11 +412,14 @@ impl FileSystem for MemFs {
             .collect())
     }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.shared.state.lock().dirs.insert(dir.to_path_buf());
+        let mut s = self.shared.state.lock();
+        s.op()?;
+        s.dirs.insert(dir.to_path_buf());
         Ok(())
     }
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
         let mut s = self.shared.state.lock();
+        s.op()?;
         if s.names.keys().any(|p| p.parent() == Some(dir)) {
             return Err(io::Error::other(format!("{} is not empty", dir.display())));
         }
@@ -404,6 +435,7 @@ impl FileSystem for MemFs {
         if s.faults.fail_syncs {
             return Err(injected("directory fsync failed"));
         }
+        s.op()?;
         let in_dir: Vec<(PathBuf, InodeRef)> = s
             .names
             .iter()
@@ -416,8 +448,12 @@ impl FileSystem for MemFs {
     }
     fn sync_file(&self, path: &Path) -> io::Result<()> {
         self.wait_sync_gate(path);
-        if self.shared.state.lock().faults.fail_syncs {
-            return Err(injected("fsync failed"));
+        {
+            let mut s = self.shared.state.lock();
+            if s.faults.fail_syncs {
+                return Err(injected("fsync failed"));
+            }
+            s.op()?;
         }
         let ino = self.inode(path)?;
         let mut i = ino.lock();
@@ -441,6 +477,7 @@ impl FileSystem for MemFs {
             ));
         }
         let ino = s.names.get(from).cloned().ok_or_else(|| not_found(from))?;
+        s.op()?;
         s.names.insert(to.to_path_buf(), ino);
         Ok(())
     }
@@ -449,7 +486,7 @@ impl FileSystem for MemFs {
         if !s.locks.insert(path.to_path_buf()) {
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
-                format!("{} is locked", path.display()),
+                format!("{} is locked by another process", path.display()),
             ));
         }
         Ok(Box::new(MemLock {
