@@ -17,4 +17,4 @@ echo "== bench/run --quick: Sluice and Pebble load the same data; scan checksums
 bench/run --quick --engines sluice,pebble
 echo "== interop + CLI tests, bench settings check (pytest)"
 SLUICE_BIN="$PWD/target/release/sluice" SLUICE_BENCH_BIN="$PWD/target/release/sluice-bench" \
-  ${PYTHON:-python3} -m pytest -q tests bench/test_params.py bench/test_import_online.py
+  ${PYTHON:-python3} -m pytest -q tests bench/test_params.py bench/test_import_online.py bench/test_harness.py
