@@ -7,8 +7,19 @@
 //!    goes on (`--max-errors`).
 //! 2. Each [`Entries`] list is sorted by (key, source position), so equal keys of one chunk are
 //!    adjacent and in input order.
-//! 3. No allocation per field: values borrow from the chunk (CSV, TSV without escapes) and keys
-//!    and rows are appended to one arena per index.
+//! 3. No allocation per field: values borrow from the chunk (CSV, TSV without escapes, JSON
+//!    numbers and strings without escapes) and keys and rows are appended to one arena per
+//!    index.
+//!
+//! NULL rules ([`Written`], the same for every format; `--null STR` is `ParseConfig::null`):
+//! - CSV: an empty field or `STR` is NULL, except that an empty field of a TEXT/BYTES column
+//!   is the empty string.
+//! - TSV: `\N` and `STR` are NULL; an empty field is the empty string for TEXT/BYTES and NULL
+//!   for other types.
+//! - JSON lines: `null` and a missing key are NULL, and so is the string `"STR"` for every
+//!   column type; `""` is the empty string for TEXT/BYTES and NULL for other types. Numbers
+//!   are converted from their text as written (never through a double), for every type; in a
+//!   TEXT column a number or boolean is stored as its text.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -17,7 +28,7 @@ use crate::input::Format;
 use crate::keycode::{encode_prefix, encode_value};
 use crate::row::encode_row;
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
-use crate::types::{parse_value, ColumnType, Value};
+use crate::types::{parse_value, Value};
 
 /// Bits of a source position that hold the line; the file index sits above them.
 pub const LINE_BITS: u32 = 44;
@@ -270,6 +281,21 @@ fn row_error(column: Option<&str>, message: impl Into<String>) -> RowError {
     }
 }
 
+/// How a field was written, for the NULL rules of the module doc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// A CSV field without quotes.
+    #[allow(dead_code)]
+    Bare,
+    /// A CSV field in quotes.
+    #[allow(dead_code)]
+    Quoted,
+    /// A CSV field, a TSV field (unescaped, after `\N` and `--null` were checked) or a JSON string.
+    Text,
+    /// A JSON number or boolean: always a value.
+    Literal,
+}
+
 /// Turns fields into values and values into KVs.
 struct Encoder<'c> {
     cfg: &'c ParseConfig,
@@ -286,10 +312,18 @@ impl<'c> Encoder<'c> {
         }
     }
 
-    /// Parses one field of column `col`.
-    fn field<'a>(&self, col: usize, raw: &'a [u8]) -> Result<Value<'a>, RowError> {
+    /// Parses one field of column `col` written as `how`, applying the NULL rules of the
+    /// module doc.
+    fn field<'a>(&self, col: usize, raw: &'a [u8], how: Written) -> Result<Value<'a>, RowError> {
         let c = &self.cfg.table.columns[col];
-        let is_null = self.cfg.null.as_deref() == Some(raw) || (raw.is_empty() && !c.ty.is_text());
+        let text = c.ty.is_text();
+        let marker = self.cfg.null.as_deref() == Some(raw);
+        let is_null = match how {
+            Written::Bare => marker || (raw.is_empty() && !(text && c.not_null)),
+            Written::Quoted => raw.is_empty() && !text,
+            Written::Text => marker || (raw.is_empty() && !text),
+            Written::Literal => false,
+        };
         if is_null {
             return Ok(Value::Null);
         }
@@ -409,7 +443,7 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
             for (f, raw) in rec.iter().enumerate() {
                 let col = chunk.map.fields[f];
-                values[col] = enc.field(col, raw)?;
+                values[col] = enc.field(col, raw, Written::Text)?;
             }
             enc.emit(&mut values, chunk.offset + pos.byte(), src, out)
         })();
@@ -455,7 +489,8 @@ fn tsv_unescape(b: &[u8], out: &mut Vec<u8>) -> bool {
 
 fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
     let ncols = cfg.table.columns.len();
-    let null: &[u8] = cfg.null.as_deref().unwrap_or(b"\\N");
+    // `\N` is always NULL (as in PostgreSQL's text format), and so is the --null string.
+    let is_null = |field: &[u8]| field == b"\\N" || cfg.null.as_deref() == Some(field);
     let mut line_no = chunk.first_line;
     let mut pos = 0usize;
     let mut scratch: Vec<u8> = Vec::new();
@@ -492,7 +527,7 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             let field = &rec[start..cut];
             let field_start = start;
             start = cut + 1;
-            if field == null {
+            if is_null(field) {
                 bounds.push((0, 0, true));
                 continue;
             }
@@ -529,7 +564,7 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             for (f, &(s, e, is_null)) in bounds.iter().enumerate() {
                 let col = chunk.map.fields[f];
                 if !is_null {
-                    values[col] = enc.field(col, &text[s..e])?;
+                    values[col] = enc.field(col, &text[s..e], Written::Text)?;
                 }
             }
             enc.emit(&mut values, offset, src, out)
@@ -540,36 +575,87 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
     }
 }
 
+/// A JSON object's members in input order, each value as its raw JSON text (numbers keep
+/// every digit as written; duplicate keys are all kept, for the caller to refuse).
+struct JsonRecord<'a>(Vec<(Cow<'a, str>, &'a serde_json::value::RawValue)>);
+
+/// A JSON string, borrowed from the input when it has no escapes.
+struct JsonStr<'a>(Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for JsonStr<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonStr<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JsonRecord<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonRecord<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = m.next_entry::<JsonStr<'de>, _>()? {
+                    members.push((k.0, v));
+                }
+                Ok(JsonRecord(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One member's value for column `col`, from its raw JSON text.
 fn json_value<'a>(
     enc: &Encoder<'_>,
     col: usize,
-    v: &'a serde_json::Value,
-    text: &'a mut String,
+    raw: &'a serde_json::value::RawValue,
 ) -> Result<Value<'a>, RowError> {
     let c = &enc.cfg.table.columns[col];
-    match v {
-        serde_json::Value::Null => Ok(Value::Null),
-        serde_json::Value::Bool(b) if c.ty == ColumnType::Bool => Ok(Value::Bool(*b)),
-        serde_json::Value::String(s) => {
-            if c.ty.is_text() {
-                parse_value(&c.ty, s.as_bytes())
-                    .map(|v| match v {
-                        Value::Text(_) => Value::Text(Cow::Borrowed(s.as_str())),
-                        other => other,
-                    })
-                    .map_err(|e| row_error(Some(&c.name), e.to_string()))
-            } else {
-                enc.field(col, s.as_bytes())
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'n') => Ok(Value::Null),
+        Some(b'"') => {
+            let s: JsonStr<'a> = serde_json::from_str(text)
+                .map_err(|e| row_error(Some(&c.name), format!("bad JSON string: {e}")))?;
+            match s.0 {
+                Cow::Borrowed(b) => enc.field(col, b.as_bytes(), Written::Text),
+                Cow::Owned(o) => enc
+                    .field(col, o.as_bytes(), Written::Text)
+                    .map(Value::into_owned),
             }
         }
-        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => {
-            *text = v.to_string();
-            enc.field(col, text.as_bytes())
-        }
-        other => Err(row_error(
+        Some(b'{' | b'[') => Err(row_error(
             Some(&c.name),
-            format!("{other} is not a {} (nested JSON is not supported)", c.ty),
+            format!(
+                "{text} is not {} (nested JSON is not supported)",
+                c.ty.with_article()
+            ),
         )),
+        // A number or true/false: its text exactly as written.
+        _ => enc.field(col, text.as_bytes(), Written::Literal),
     }
 }
 
@@ -578,7 +664,7 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
     let mut line_no = chunk.first_line;
     let mut pos = 0usize;
     let data = &chunk.data;
-    let mut texts: Vec<String> = vec![String::new(); ncols];
+    let mut member_of: Vec<Option<usize>> = vec![None; ncols];
     while pos < data.len() {
         let end = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |p| pos + p + 1);
         let rec = &data[pos..end];
@@ -591,31 +677,41 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
             continue;
         }
         let result = (|| {
-            let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(rec)
+            let obj: JsonRecord<'_> = serde_json::from_slice(rec)
                 .map_err(|e| row_error(None, format!("not a JSON object: {e}")))?;
-            for k in obj.keys() {
-                match cfg.table.column(k) {
-                    Some(i) if !cfg.table.columns[i].hidden => {}
+            // Keys name columns as CSV headers do (ASCII case-insensitively; names are unique
+            // that way): two keys for one column are an error, never a silent choice.
+            member_of.iter_mut().for_each(|m| *m = None);
+            for (n, (k, _)) in obj.0.iter().enumerate() {
+                let col = match cfg.table.column(k) {
+                    Some(i) if !cfg.table.columns[i].hidden => i,
                     _ => {
                         return Err(row_error(
                             None,
                             format!("key {k:?} is not a column of {}", cfg.table.name),
                         ))
                     }
+                };
+                if let Some(first) = member_of[col] {
+                    let other = &obj.0[first].0;
+                    return Err(row_error(
+                        None,
+                        if other == k {
+                            format!("key {k:?} appears twice")
+                        } else {
+                            format!(
+                                "keys {other:?} and {k:?} both name column {}",
+                                cfg.table.columns[col].name
+                            )
+                        },
+                    ));
                 }
+                member_of[col] = Some(n);
             }
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
-            for ((col, c), text) in cfg.table.columns.iter().enumerate().zip(texts.iter_mut()) {
-                if c.hidden {
-                    continue;
-                }
-                let v = obj.get(&c.name).or_else(|| {
-                    obj.iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(&c.name))
-                        .map(|e| e.1)
-                });
-                if let Some(v) = v {
-                    values[col] = json_value(enc, col, v, text)?.into_owned();
+            for (col, m) in member_of.iter().enumerate() {
+                if let Some(n) = m {
+                    values[col] = json_value(enc, col, obj.0[*n].1)?;
                 }
             }
             enc.emit(&mut values, offset, src, out)

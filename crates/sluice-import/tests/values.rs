@@ -1,0 +1,140 @@
+//! Values kept exactly from every reader: JSON-lines numbers converted from their text for
+//! every column type, DOUBLE's specials (inf, -inf, NaN) in every reader and writer with valid
+//! JSON output.
+
+mod common;
+
+columnar_too!(
+    json_numbers_keep_every_digit_for_every_type,
+    doubles_specials_in_every_format_and_valid_json,
+);
+
+use common::*;
+use sluice_import::{open_db, OutputFormat, TableReader};
+
+fn get_json(db: &sluice::Db, table: &str, pk: &str) -> serde_json::Value {
+    let r = TableReader::open(db, Some(table)).unwrap();
+    let row = r.get(&[pk.to_string()]).unwrap().unwrap();
+    let line = r.format_row(&row, OutputFormat::Json);
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line} is not JSON: {e}"))
+}
+
+fn get_csv(db: &sluice::Db, table: &str, pk: &str) -> String {
+    let r = TableReader::open(db, Some(table)).unwrap();
+    let row = r.get(&[pk.to_string()]).unwrap().unwrap();
+    r.format_row(&row, OutputFormat::Csv)
+}
+
+#[test]
+fn json_numbers_keep_every_digit_for_every_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE n (id BIGINT PRIMARY KEY, d DECIMAL(38,10), e DECIMAL(20,2), \
+                  s SMALLINT, i INT, f DOUBLE, t TEXT, z DECIMAL(38,0))";
+    let lines = [
+        r#"{"id":1,"d":1234567890123456789.0123456789,"e":12345678901234567.89,"s":-0,"i":1e2,"f":0.1,"t":1.50,"z":99999999999999999999999999999999999999}"#,
+        r#"{"id":-0,"d":-9999999999999999999999999999.9999999999,"e":1.2345678901234567E16,"s":32767,"i":-2147483648,"f":1e-400,"t":1e2,"z":-12345678901234567890123456789012345678}"#,
+        r#"{"id":9223372036854775807,"d":0.00000000010,"e":0e5,"s":3.0e2,"i":2147483647.000,"f":17976931348623157e292,"t":-0,"z":1.2e37}"#,
+        r#"{"id":-9223372036854775808,"d":1E-10,"e":-0.01,"s":-32768,"i":-1.0E9,"f":-2.5e-308,"t":12345678901234567890123456789}"#,
+    ];
+    let f = write(dir.path(), "n.jsonl", lines.join("\n").as_bytes());
+    assert_eq!(import(&db, schema, vec![f], opts()).unwrap().rows, 4);
+    assert_eq!(
+        get_csv(&db, "n", "1"),
+        "1,1234567890123456789.0123456789,12345678901234567.89,0,100,0.1,1.50,99999999999999999999999999999999999999"
+    );
+    assert_eq!(
+        get_csv(&db, "n", "0"),
+        "0,-9999999999999999999999999999.9999999999,12345678901234567.00,32767,-2147483648,0,1e2,-12345678901234567890123456789012345678"
+    );
+    assert_eq!(
+        get_csv(&db, "n", "9223372036854775807"),
+        "9223372036854775807,0.0000000001,0.00,300,2147483647,1.7976931348623157e308,-0,12000000000000000000000000000000000000"
+    );
+    assert_eq!(
+        get_csv(&db, "n", "-9223372036854775808"),
+        "-9223372036854775808,0.0000000001,-0.01,-32768,-1000000000,-2.5e-308,12345678901234567890123456789,"
+    );
+    // JSON output carries the same digits as number literals.
+    let raw = {
+        let r = TableReader::open(&db, Some("n")).unwrap();
+        let row = r.get(&["1".to_string()]).unwrap().unwrap();
+        r.format_row(&row, OutputFormat::Json)
+    };
+    assert!(
+        raw.contains(r#""d":1234567890123456789.0123456789,"e":12345678901234567.89"#),
+        "{raw}"
+    );
+
+    // Refusals quote the number as written, whatever the type.
+    let cases = [
+        (r#"{"id":5,"i":1.5}"#, r#"column i: "1.5" is not a whole number (INT has no fraction)"#),
+        (r#"{"id":5,"s":1e5}"#, r#"column s: "1e5" is out of range for SMALLINT"#),
+        (r#"{"id":5,"e":0.125}"#, r#"column e: "0.125" has more than 2 digits after the point (DECIMAL(20,2) keeps 2)"#),
+        (r#"{"id":5,"z":1e38}"#, r#"column z: "1e38" is out of range for DECIMAL(38,0)"#),
+        (r#"{"id":5,"f":1e400}"#, r#"column f: "1e400" is out of range for DOUBLE"#),
+        (r#"{"id":9223372036854775808}"#, r#"column id: "9223372036854775808" is out of range for BIGINT"#),
+        (r#"{"id":1E2,"i":true}"#, r#"column i: "true" is not an INT"#),
+    ];
+    for (line, want) in cases {
+        let f = write(dir.path(), "bad.jsonl", line.as_bytes());
+        let e = import(&db, schema, vec![f], opts()).unwrap_err().to_string();
+        assert!(e.contains(want), "{line}: got {e}, want {want}");
+    }
+}
+
+#[test]
+fn doubles_specials_in_every_format_and_valid_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE d (k DOUBLE PRIMARY KEY, v DOUBLE, n INT); CREATE INDEX by_v ON d (v);";
+    let csv = "inf,-inf,1\n-Infinity,nan,2\nNaN,INF,3\n0,-0.0,4\n-1.5,1e308,5\n";
+    let tsv = csv.replace(',', "\t");
+    let jsonl = r#"{"k":"Infinity","v":"-Infinity","n":1}
+{"k":"-Infinity","v":"NaN","n":2}
+{"k":"nan","v":"inf","n":3}
+{"k":0,"v":-0.0,"n":4}
+{"k":-1.5,"v":1e308,"n":5}
+"#;
+    // Key order: -inf < -1.5 < 0 < +inf < NaN (NaN sorts last, as in DuckDB and PostgreSQL).
+    let want_csv = ["-inf,nan,2", "-1.5,1e308,5", "0,0,4", "inf,-inf,1", "nan,inf,3"];
+    let want_json = [
+        r#"{"k":"-Infinity","v":"NaN","n":2}"#,
+        r#"{"k":-1.5,"v":1e308,"n":5}"#,
+        r#"{"k":0,"v":0,"n":4}"#,
+        r#"{"k":"Infinity","v":"-Infinity","n":1}"#,
+        r#"{"k":"NaN","v":"Infinity","n":3}"#,
+    ];
+    for (name, content) in [("a.csv", csv), ("a.tsv", tsv.as_str()), ("a.jsonl", jsonl)] {
+        let db = open_db(dir.path().join(name.replace('.', "_")), true).unwrap();
+        let f = write(dir.path(), name, content.as_bytes());
+        import(&db, schema, vec![f], opts()).unwrap();
+        assert_eq!(rows(&db, "d", None), want_csv, "{name}");
+        let j = json_rows(&db, "d");
+        assert_eq!(j, want_json, "{name}");
+        for line in &j {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(!v["k"].is_null() && !v["v"].is_null(), "{line}");
+        }
+        // Index order of v: -inf, 0, 1e308, inf, NaN.
+        let by_v: Vec<String> = rows(&db, "d", Some("by_v"));
+        assert_eq!(
+            by_v,
+            ["inf,-inf,1", "0,0,4", "-1.5,1e308,5", "nan,inf,3", "-inf,nan,2"],
+            "{name}"
+        );
+        // Point lookups by a special key.
+        assert_eq!(get_csv(&db, "d", "NaN"), "nan,inf,3");
+        assert_eq!(get_json(&db, "d", "-inf")["v"], "NaN");
+        // The JSON output reads back as JSON lines, the CSV output as CSV: the same rows.
+        let back = dir.path().join(format!("{name}.json.jsonl"));
+        std::fs::write(&back, j.join("\n")).unwrap();
+        let db2 = open_db(dir.path().join(format!("{name}_json")), true).unwrap();
+        import(&db2, schema, vec![back], opts()).unwrap();
+        assert_eq!(json_rows(&db2, "d"), want_json);
+        let back = dir.path().join(format!("{name}.out.csv"));
+        std::fs::write(&back, rows(&db, "d", None).join("\n")).unwrap();
+        let db3 = open_db(dir.path().join(format!("{name}_csv")), true).unwrap();
+        import(&db3, schema, vec![back], opts()).unwrap();
+        assert_eq!(json_rows(&db3, "d"), want_json);
+    }
+}
