@@ -303,6 +303,10 @@ pub struct TableScanArgs {
     /// shared with the raw scan.
     #[arg(long, requires = "count", requires = "table")]
     pub sum: Option<String>,
+    /// CSV output: write NULL as this string (default: an empty field; an empty string is
+    /// always written `""`). Import the output with the same `--null` to read it back.
+    #[arg(long, requires = "table")]
+    pub null: Option<String>,
 }
 
 /// `sluice scan --table T`.
@@ -315,7 +319,10 @@ pub fn scan(
     count: bool,
 ) -> CmdResult {
     let db = open_db_read_only(&db)?;
-    let reader = TableReader::open(&db, t.table.as_deref())?;
+    let mut reader = TableReader::open(&db, t.table.as_deref())?;
+    if let Some(n) = &t.null {
+        reader.set_csv_null(n)?;
+    }
     let fmt = match t.format.unwrap_or_default() {
         OutArg::Csv => OutputFormat::Csv,
         OutArg::Json => OutputFormat::Json,
@@ -363,10 +370,20 @@ pub fn scan(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent.
-pub fn get(db: PathBuf, table: Option<String>, pk: String, format: Option<OutArg>) -> CmdResult {
+/// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent. `null`: what CSV
+/// output writes for NULL.
+pub fn get(
+    db: PathBuf,
+    table: Option<String>,
+    pk: String,
+    format: Option<OutArg>,
+    null: Option<String>,
+) -> CmdResult {
     let db = open_db_read_only(&db)?;
-    let reader = TableReader::open(&db, table.as_deref())?;
+    let mut reader = TableReader::open(&db, table.as_deref())?;
+    if let Some(n) = &null {
+        reader.set_csv_null(n)?;
+    }
     let pk = sluice_import::query::split_values(&pk);
     match reader.get(&pk)? {
         Some(row) => {

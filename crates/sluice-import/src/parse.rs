@@ -7,13 +7,18 @@
 //!    goes on (`--max-errors`).
 //! 2. Each [`Entries`] list is sorted by (key, source position), so equal keys of one chunk are
 //!    adjacent and in input order.
-//! 3. No allocation per field: values borrow from the chunk (CSV, TSV without escapes, JSON
-//!    numbers and strings without escapes) and keys and rows are appended to one arena per
-//!    index.
+//! 3. No allocation per field: values borrow from the chunk (TSV without escapes, JSON numbers
+//!    and strings without escapes) or from one unescape buffer per chunk (CSV), and keys and
+//!    rows are appended to one arena per index.
 //!
 //! NULL rules ([`Written`], the same for every format; `--null STR` is `ParseConfig::null`):
-//! - CSV: an empty field or `STR` is NULL, except that an empty field of a TEXT/BYTES column
-//!   is the empty string.
+//! - CSV, a field without quotes: empty or `STR` is NULL — except that an empty field of a
+//!   NOT NULL TEXT/BYTES column is the empty value (NULL could not be stored there anyway).
+//! - CSV, a quoted field is a value: `""` is the empty string and `"STR"` the text STR; only
+//!   for a type without an empty value (all but TEXT and BYTES) is `""` NULL (writers that
+//!   quote every field write NULL so).
+//! - CSV, a file with one field per record: an empty line is a record with one empty field
+//!   (NULL, or skipped where the column is NOT NULL), so a one-column NULL row reads back.
 //! - TSV: `\N` and `STR` are NULL; an empty field is the empty string for TEXT/BYTES and NULL
 //!   for other types.
 //! - JSON lines: `null` and a missing key are NULL, and so is the string `"STR"` for every
@@ -285,12 +290,10 @@ fn row_error(column: Option<&str>, message: impl Into<String>) -> RowError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
     /// A CSV field without quotes.
-    #[allow(dead_code)]
     Bare,
     /// A CSV field in quotes.
-    #[allow(dead_code)]
     Quoted,
-    /// A CSV field, a TSV field (unescaped, after `\N` and `--null` were checked) or a JSON string.
+    /// A TSV field (unescaped, after `\N` and `--null` were checked) or a JSON string.
     Text,
     /// A JSON number or boolean: always a value.
     Literal,
@@ -402,54 +405,114 @@ fn expected_fields(map: &FieldMap, found: usize) -> RowError {
     )
 }
 
+/// Bytes that end a CSV record (csv-core takes CR, LF and CRLF).
+fn is_terminator(c: u8) -> bool {
+    c == b'\r' || c == b'\n'
+}
+
+/// CSV records via `csv_core`, field by field, so that each field's quoting is seen: the
+/// input bytes a field consumed start with the quote character exactly when it was quoted
+/// (the chunker has already checked the quoting, RFC 4180 strict).
 fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
+    let mut rdr = csv_core::ReaderBuilder::new()
         .delimiter(cfg.delimiter)
         .quote(cfg.quote.unwrap_or(b'"'))
         .quoting(cfg.quote.is_some())
         .double_quote(true)
-        .from_reader(chunk.data.as_slice());
-    let mut rec = csv::ByteRecord::new();
+        .build();
+    let data = &chunk.data[..];
     let ncols = cfg.table.columns.len();
+    let one_field = chunk.map.fields.len() == 1;
+    // Unescaped fields of one record; never longer than the record, grown on demand.
+    let mut buf = vec![0u8; data.len().clamp(1, 1 << 16)];
+    let mut fields: Vec<(usize, usize, Written)> = Vec::new();
+    let mut pos = 0usize;
+    let mut line = chunk.first_line;
     loop {
-        let start = rdr.position().byte() as usize;
-        match rdr.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = chunk.first_line + e.position().map_or(0, |p| p.line() - 1);
-                let end = rdr.position().byte() as usize;
-                let raw = chunk.data.get(start..end).unwrap_or(&[]);
-                out.rejects.push(reject(
-                    cfg,
-                    chunk,
-                    line,
-                    row_error(None, e.to_string()),
-                    raw,
-                ));
-                continue;
+        // Terminators before a record: the LF of the previous record's CRLF, and empty lines.
+        while let Some(&c) = data.get(pos).filter(|c| is_terminator(**c)) {
+            let prev = if pos == 0 { b'\n' } else { data[pos - 1] };
+            let empty_line = c == b'\r' || prev != b'\r';
+            if empty_line && one_field {
+                let raw = &data[pos..=pos];
+                let result = (|| {
+                    let col = chunk.map.fields[0];
+                    let c = &cfg.table.columns[col];
+                    if c.not_null {
+                        return Ok(());
+                    }
+                    let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+                    values[col] = enc.field(col, b"", Written::Bare)?;
+                    enc.emit(
+                        &mut values,
+                        chunk.offset + pos as u64,
+                        src_pos(chunk.file, line),
+                        out,
+                    )
+                })();
+                if let Err(e) = result {
+                    out.rejects.push(reject(cfg, chunk, line, e, raw));
+                }
+            }
+            if c == b'\n' {
+                line += 1;
+            }
+            pos += 1;
+        }
+        if pos >= data.len() {
+            break;
+        }
+        let (rec_start, rec_line) = (pos, line);
+        fields.clear();
+        let mut nbuf = 0;
+        let mut field_start = None;
+        loop {
+            let input = &data[pos..];
+            let start = *field_start.get_or_insert((pos, nbuf));
+            let (res, nin, nout) = rdr.read_field(input, &mut buf[nbuf..]);
+            line += memchr::memchr_iter(b'\n', &input[..nin]).count() as u64;
+            pos += nin;
+            nbuf += nout;
+            match res {
+                csv_core::ReadFieldResult::Field { record_end } => {
+                    let quoted = cfg.quote.is_some() && data.get(start.0) == cfg.quote.as_ref();
+                    let how = if quoted {
+                        Written::Quoted
+                    } else {
+                        Written::Bare
+                    };
+                    fields.push((start.1, nbuf, how));
+                    field_start = None;
+                    if record_end {
+                        break;
+                    }
+                }
+                csv_core::ReadFieldResult::OutputFull => {
+                    let n = buf.len();
+                    buf.resize(n * 2, 0);
+                }
+                // Out of input mid-record: the next call, with empty input, ends the record.
+                csv_core::ReadFieldResult::InputEmpty => {}
+                csv_core::ReadFieldResult::End => break,
             }
         }
-        let pos = rec.position().cloned().unwrap_or_else(csv::Position::new);
-        let line = chunk.first_line + pos.line().saturating_sub(1);
-        let src = src_pos(chunk.file, line);
-        let end = rdr.position().byte() as usize;
+        if fields.is_empty() {
+            break; // csv-core saw no record (cannot happen after the terminators above)
+        }
+        let src = src_pos(chunk.file, rec_line);
         let result = (|| {
-            if rec.len() != chunk.map.fields.len() {
-                return Err(expected_fields(&chunk.map, rec.len()));
+            if fields.len() != chunk.map.fields.len() {
+                return Err(expected_fields(&chunk.map, fields.len()));
             }
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
-            for (f, raw) in rec.iter().enumerate() {
+            for (f, &(s, e, how)) in fields.iter().enumerate() {
                 let col = chunk.map.fields[f];
-                values[col] = enc.field(col, raw, Written::Text)?;
+                values[col] = enc.field(col, &buf[s..e], how)?;
             }
-            enc.emit(&mut values, chunk.offset + pos.byte(), src, out)
+            enc.emit(&mut values, chunk.offset + rec_start as u64, src, out)
         })();
         if let Err(e) = result {
-            let raw = chunk.data.get(pos.byte() as usize..end).unwrap_or(&[]);
-            out.rejects.push(reject(cfg, chunk, line, e, raw));
+            out.rejects.push(reject(cfg, chunk, rec_line, e, &data[rec_start..pos]));
         }
     }
 }

@@ -1,8 +1,15 @@
 //! Reading tables back: point lookups by primary key and range scans over the primary key or a
-//! secondary index, rows printed as CSV or JSON lines.
+//! secondary index, rows printed as CSV or JSON lines, and `--count --sum`.
 //!
 //! A scan reads at one snapshot: index entries and the rows they point to are from the same
 //! state of the Db.
+//!
+//! Output is made to be read back: CSV output imported again (same `--null`) gives the same
+//! rows — NULL is an unquoted empty field (or the `--null` string), the empty string is `""`,
+//! a text equal to the `--null` string is quoted, doubles print as text that reads back
+//! (`inf`, `-inf`, `nan` included) — and every JSON output is valid JSON (the doubles JSON has
+//! no number for are the strings `"Infinity"`, `"-Infinity"`, `"NaN"`, which the JSON-lines
+//! reader takes back; a DECIMAL is a number literal with every digit).
 
 use sluice::{Db, ReadOptions, Snapshot};
 
@@ -16,7 +23,8 @@ use crate::ImportError;
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
-    /// CSV with a header line; NULL is an empty field.
+    /// CSV with a header line; NULL is an unquoted empty field (or the string set by
+    /// [`TableReader::set_csv_null`]), the empty string `""`.
     #[default]
     Csv,
     /// One JSON object per line.
@@ -57,6 +65,7 @@ pub struct TableReader<'a> {
     /// The table.
     pub table: TableDef,
     types: Vec<ColumnType>,
+    csv_null: String,
 }
 
 /// Splits `a,b,"c,d"` into values (CSV quoting).
@@ -77,7 +86,26 @@ impl<'a> TableReader<'a> {
         let tables = catalog::load(db)?;
         let table = catalog::choose(&tables, name)?;
         let types = table.columns.iter().map(|c| c.ty).collect();
-        Ok(TableReader { db, table, types })
+        Ok(TableReader {
+            db,
+            table,
+            types,
+            csv_null: String::new(),
+        })
+    }
+
+    /// What CSV output writes for NULL (default: nothing, an empty field); import the output
+    /// with the same `--null` to read it back. A text value equal to it is written quoted, so
+    /// the two stay apart. Refused when it holds a comma, a quote, CR or LF (it would have to
+    /// be quoted, and a quoted field is never NULL).
+    pub fn set_csv_null(&mut self, null: &str) -> Result<(), ImportError> {
+        if null.contains([',', '"', '\r', '\n']) {
+            return Err(ImportError::Usage(format!(
+                "--null {null:?}: a NULL marker for CSV output cannot hold a comma, a quote or a line break"
+            )));
+        }
+        self.csv_null = null.to_string();
+        Ok(())
     }
 
     /// Every table in the catalog.
@@ -301,29 +329,39 @@ impl<'a> TableReader<'a> {
 
     /// The header line of CSV output.
     pub fn csv_header(&self) -> String {
-        let names: Vec<&str> = self
-            .table
-            .visible_columns()
-            .map(|(_, c)| c.name.as_str())
-            .collect();
-        csv_line(names.iter().map(|s| s.to_string()).collect())
+        let mut out = String::new();
+        for (n, (_, c)) in self.table.visible_columns().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            push_csv_field(&mut out, &c.name, false);
+        }
+        out
     }
 
     /// One row as a CSV line or a JSON object (no trailing newline).
     pub fn format_row(&self, row: &[Value<'_>], fmt: OutputFormat) -> String {
+        let mut s = String::new();
         match fmt {
-            OutputFormat::Csv => csv_line(
-                self.table
-                    .visible_columns()
-                    .map(|(i, c)| {
-                        let mut s = String::new();
-                        format_text(&row[i], &c.ty, &mut s);
-                        s
-                    })
-                    .collect(),
-            ),
+            OutputFormat::Csv => {
+                let mut field = String::new();
+                for (n, (i, c)) in self.table.visible_columns().enumerate() {
+                    if n > 0 {
+                        s.push(',');
+                    }
+                    if matches!(row[i], Value::Null) {
+                        s.push_str(&self.csv_null);
+                        continue;
+                    }
+                    field.clear();
+                    format_text(&row[i], &c.ty, &mut field);
+                    // An empty value or one that reads as the NULL marker must be quoted.
+                    let force = field.is_empty() || field == self.csv_null;
+                    push_csv_field(&mut s, &field, force);
+                }
+            }
             OutputFormat::Json => {
-                let mut s = String::from("{");
+                s.push('{');
                 for (n, (i, c)) in self.table.visible_columns().enumerate() {
                     if n > 0 {
                         s.push(',');
@@ -333,9 +371,21 @@ impl<'a> TableReader<'a> {
                     format_json(&row[i], &c.ty, &mut s);
                 }
                 s.push('}');
-                s
             }
         }
+        s
+    }
+}
+
+/// Appends one CSV field (RFC 4180): quoted, quotes doubled, when it holds a comma, a quote,
+/// CR or LF, or when `force` says so.
+fn push_csv_field(out: &mut String, field: &str, force: bool) {
+    if force || field.contains([',', '"', '\r', '\n']) {
+        out.push('"');
+        out.push_str(&field.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(field);
     }
 }
 
@@ -455,14 +505,4 @@ impl<'t> CellCursors<'t> {
         }
         Ok(row)
     }
-}
-
-fn csv_line(fields: Vec<String>) -> String {
-    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
-    let _ = w.write_record(&fields);
-    let mut out = String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default();
-    while out.ends_with('\n') || out.ends_with('\r') {
-        out.pop();
-    }
-    out
 }

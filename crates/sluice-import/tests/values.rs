@@ -1,16 +1,17 @@
 //! Values kept exactly from every reader: JSON-lines numbers converted from their text for
 //! every column type, DOUBLE's specials (inf, -inf, NaN) in every reader and writer with valid
-//! JSON output.
+//! JSON output, and the NULL rules of each format and `--null`.
 
 mod common;
 
 columnar_too!(
     json_numbers_keep_every_digit_for_every_type,
     doubles_specials_in_every_format_and_valid_json,
+    null_marker_rules_are_the_same_in_every_format,
 );
 
 use common::*;
-use sluice_import::{open_db, OutputFormat, TableReader};
+use sluice_import::{open_db, ImportOptions, OutputFormat, TableReader};
 
 fn get_json(db: &sluice::Db, table: &str, pk: &str) -> serde_json::Value {
     let r = TableReader::open(db, Some(table)).unwrap();
@@ -136,5 +137,51 @@ fn doubles_specials_in_every_format_and_valid_json() {
         let db3 = open_db(dir.path().join(format!("{name}_csv")), true).unwrap();
         import(&db3, schema, vec![back], opts()).unwrap();
         assert_eq!(json_rows(&db3, "d"), want_json);
+    }
+}
+
+#[test]
+fn null_marker_rules_are_the_same_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE m (id INT PRIMARY KEY, t TEXT, n INT, tn TEXT NOT NULL)";
+    let o = || ImportOptions {
+        null: Some("NA".into()),
+        ..opts()
+    };
+    // Row 1: the marker is NULL for TEXT and INT alike; row 2: empty TEXT is the empty string
+    // where the format can say so; row 3: `\N` is NULL in TSV whatever --null says.
+    let csv = "1,NA,NA,x\n2,\"\",,\n3,\"NA\",\"\",\"\"\n";
+    let tsv = "1\tNA\tNA\tx\n2\t\t\t\n3\t\\N\t\\N\t\n";
+    let jsonl = "{\"id\":1,\"t\":\"NA\",\"n\":\"NA\",\"tn\":\"x\"}\n\
+                 {\"id\":2,\"t\":\"\",\"n\":\"\",\"tn\":\"\"}\n\
+                 {\"id\":3,\"t\":null,\"tn\":\"\"}\n";
+    let want = |fmt: &str| -> Vec<&'static str> {
+        vec![
+            r#"{"id":1,"t":null,"n":null,"tn":"x"}"#,
+            r#"{"id":2,"t":"","n":null,"tn":""}"#,
+            if fmt == "csv" {
+                // A quoted "NA" is the text NA; a quoted "" in an INT column is NULL.
+                r#"{"id":3,"t":"NA","n":null,"tn":""}"#
+            } else {
+                r#"{"id":3,"t":null,"n":null,"tn":""}"#
+            },
+        ]
+    };
+    for (name, content) in [("a.csv", csv), ("a.tsv", tsv), ("a.jsonl", jsonl)] {
+        let db = open_db(dir.path().join(name.replace('.', "_")), true).unwrap();
+        let f = write(dir.path(), name, content.as_bytes());
+        import(&db, schema, vec![f], o()).unwrap();
+        assert_eq!(json_rows(&db, "m"), want(&name[2..]), "{name}");
+    }
+    // A NOT NULL TEXT column refuses the marker (it is NULL) in every format.
+    for (name, content) in [
+        ("b.csv", "1,a,1,NA\n"),
+        ("b.tsv", "1\ta\t1\tNA\n"),
+        ("b.jsonl", "{\"id\":1,\"tn\":\"NA\"}\n"),
+    ] {
+        let db = open_db(dir.path().join(name.replace('.', "_")), true).unwrap();
+        let f = write(dir.path(), name, content.as_bytes());
+        let e = import(&db, schema, vec![f], o()).unwrap_err().to_string();
+        assert!(e.contains("column tn: NULL in a NOT NULL column"), "{name}: {e}");
     }
 }
