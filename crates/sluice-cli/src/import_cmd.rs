@@ -299,8 +299,8 @@ pub struct TableScanArgs {
     /// Output format of rows.
     #[arg(long, value_enum, requires = "table")]
     pub format: Option<OutArg>,
-    /// With --count: also the sum of this numeric column (NULLs skipped); `--count` itself is
-    /// shared with the raw scan.
+    /// With --count: also the sum of this numeric column (NULLs skipped; exact for integers
+    /// and DECIMAL); `--count` itself is shared with the raw scan.
     #[arg(long, requires = "count", requires = "table")]
     pub sum: Option<String>,
     /// CSV output: write NULL as this string (default: an empty field; an empty string is
@@ -348,7 +348,7 @@ pub fn scan(
         )?;
         match cs.sum {
             None => println!("{{\"rows\": {}}}", cs.rows),
-            Some(sum) => println!("{{\"rows\": {}, \"sum\": {sum}}}", cs.rows),
+            Some(sum) => println!("{{\"rows\": {}, \"sum\": {}}}", cs.rows, sum.to_json()),
         }
         return Ok(ExitCode::SUCCESS);
     }

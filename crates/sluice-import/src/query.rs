@@ -9,7 +9,7 @@
 //! a text equal to the `--null` string is quoted, doubles print as text that reads back
 //! (`inf`, `-inf`, `nan` included) — and every JSON output is valid JSON (the doubles JSON has
 //! no number for are the strings `"Infinity"`, `"-Infinity"`, `"NaN"`, which the JSON-lines
-//! reader takes back; a DECIMAL is a number literal with every digit).
+//! reader takes back; a DECIMAL or a sum is a number literal with every digit).
 
 use sluice::{Db, ReadOptions, Snapshot};
 
@@ -40,21 +40,115 @@ pub struct CountSum {
     pub sum: Option<ColumnSum>,
 }
 
-/// A column's sum: exact for integer and decimal columns (a decimal's unscaled value), a float
-/// as soon as one DOUBLE value was added.
+/// A column's sum over the non-NULL values of a scan, in the column's own terms.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ColumnSum {
-    /// Integers and decimals (unscaled) only.
+    /// No non-NULL value was seen: SQL's `SUM` is NULL then.
+    Null,
+    /// SMALLINT, INT, BIGINT: exact (an i128 holds the sum of 2^64 BIGINTs).
     Int(i128),
-    /// At least one DOUBLE.
-    Float(f64),
+    /// DECIMAL: the exact unscaled sum at the column's scale, 256-bit so that it cannot
+    /// overflow (2^64 values of 38 digits need 58).
+    Decimal {
+        /// The sum × 10^scale.
+        unscaled: ethnum::I256,
+        /// The column's scale: digits after the point.
+        scale: u8,
+    },
+    /// DOUBLE: the IEEE sum in scan order (may be ±inf or NaN).
+    Double(f64),
+}
+
+impl ColumnSum {
+    /// The sum as a JSON value: `null`, an integer, a decimal literal with exactly the
+    /// column's scale, a double as its shortest round-trip text, or the strings `"Infinity"`,
+    /// `"-Infinity"`, `"NaN"` — always valid JSON.
+    ///
+    /// ```
+    /// use sluice_import::ColumnSum;
+    /// let s = ColumnSum::Decimal { unscaled: 35.into(), scale: 2 };
+    /// assert_eq!(s.to_json(), "0.35");
+    /// assert_eq!(ColumnSum::Double(f64::INFINITY).to_json(), "\"Infinity\"");
+    /// ```
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        match self {
+            ColumnSum::Null => out.push_str("null"),
+            ColumnSum::Double(d) => format_json(&Value::Double(*d), &ColumnType::Double, &mut out),
+            other => out = other.to_string(),
+        }
+        out
+    }
 }
 
 impl std::fmt::Display for ColumnSum {
+    /// Plain text: `NULL`, the integer, the decimal with its scale, the double as CSV prints
+    /// it (`inf`, `nan`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            ColumnSum::Null => f.write_str("NULL"),
             ColumnSum::Int(v) => write!(f, "{v}"),
-            ColumnSum::Float(v) => write!(f, "{v}"),
+            ColumnSum::Decimal { unscaled, scale } => {
+                let digits = unscaled.unsigned_abs().to_string();
+                let scale = usize::from(*scale);
+                let digits = format!("{digits:0>width$}", width = scale + 1);
+                let (int, frac) = digits.split_at(digits.len() - scale);
+                let sign = if *unscaled < 0 { "-" } else { "" };
+                if scale == 0 {
+                    write!(f, "{sign}{int}")
+                } else {
+                    write!(f, "{sign}{int}.{frac}")
+                }
+            }
+            ColumnSum::Double(d) => {
+                let mut s = String::new();
+                format_text(&Value::Double(*d), &ColumnType::Double, &mut s);
+                f.write_str(&s)
+            }
+        }
+    }
+}
+
+/// Adds up one column's values, exactly for integers and decimals.
+#[derive(Debug)]
+struct Summer {
+    ty: ColumnType,
+    any: bool,
+    int: i128,
+    dec: ethnum::I256,
+    dbl: f64,
+}
+
+impl Summer {
+    fn new(ty: ColumnType) -> Self {
+        Summer {
+            ty,
+            any: false,
+            int: 0,
+            dec: ethnum::I256::ZERO,
+            dbl: 0.0,
+        }
+    }
+
+    fn add(&mut self, v: &Value<'_>) {
+        match v {
+            Value::Int(x) => self.int += i128::from(*x),
+            Value::Decimal(x) => self.dec += ethnum::I256::from(*x),
+            Value::Double(x) => self.dbl += x,
+            _ => return,
+        }
+        self.any = true;
+    }
+
+    fn sum(&self) -> ColumnSum {
+        match self.ty {
+            _ if !self.any => ColumnSum::Null,
+            ColumnType::Decimal { scale, .. } => ColumnSum::Decimal {
+                unscaled: self.dec,
+                scale,
+            },
+            ColumnType::Double => ColumnSum::Double(self.dbl),
+            _ => ColumnSum::Int(self.int),
         }
     }
 }
@@ -296,8 +390,9 @@ impl<'a> TableReader<'a> {
     }
 
     /// Counts the rows [`scan`](Self::scan) would give and sums column `sum_col` over them
-    /// (NULLs and non-numeric values skipped): what `sluice scan --table T --count --sum C`
-    /// prints and the import benchmarks check.
+    /// (NULLs skipped): what `sluice scan --table T --count --sum C` prints and the import
+    /// benchmarks check. Integers sum exactly, DECIMAL exactly at its scale, DOUBLE as IEEE
+    /// doubles ([`ColumnSum`]); a column of another type is refused.
     pub fn count_sum(
         &self,
         index: Option<&str>,
@@ -306,25 +401,31 @@ impl<'a> TableReader<'a> {
         limit: Option<u64>,
         sum_col: Option<usize>,
     ) -> Result<CountSum, ImportError> {
-        let (mut int, mut float, mut any_float) = (0i128, 0f64, false);
-        let rows = self.scan(index, start, end, limit, |row| {
-            match sum_col.map(|c| &row[c]) {
-                Some(Value::Int(v)) => int += i128::from(*v),
-                Some(Value::Decimal(v)) => int += v,
-                Some(Value::Double(v)) => {
-                    any_float = true;
-                    float += v;
+        let mut summer = match sum_col {
+            None => None,
+            Some(c) => {
+                let col = self.table.columns.get(c).ok_or_else(|| {
+                    ImportError::Usage(format!("table {} has no column {c}", self.table.name))
+                })?;
+                if !col.ty.is_numeric() {
+                    return Err(ImportError::Usage(format!(
+                        "--sum {}: a {} column does not sum (SMALLINT, INT, BIGINT, DECIMAL and DOUBLE do)",
+                        col.name, col.ty
+                    )));
                 }
-                _ => {}
+                Some((c, Summer::new(col.ty)))
+            }
+        };
+        let rows = self.scan(index, start, end, limit, |row| {
+            if let Some((c, s)) = summer.as_mut() {
+                s.add(&row[*c]);
             }
             Ok(())
         })?;
-        let sum = match sum_col {
-            None => None,
-            Some(_) if any_float => Some(ColumnSum::Float(float + int as f64)),
-            Some(_) => Some(ColumnSum::Int(int)),
-        };
-        Ok(CountSum { rows, sum })
+        Ok(CountSum {
+            rows,
+            sum: summer.map(|(_, s)| s.sum()),
+        })
     }
 
     /// The header line of CSV output.

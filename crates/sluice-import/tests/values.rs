@@ -1,6 +1,6 @@
 //! Values kept exactly from every reader: JSON-lines numbers converted from their text for
 //! every column type, DOUBLE's specials (inf, -inf, NaN) in every reader and writer with valid
-//! JSON output, and the NULL rules of each format and `--null`.
+//! JSON output, the NULL rules of each format and `--null`, and exact `--count --sum`.
 
 mod common;
 
@@ -8,10 +8,11 @@ columnar_too!(
     json_numbers_keep_every_digit_for_every_type,
     doubles_specials_in_every_format_and_valid_json,
     null_marker_rules_are_the_same_in_every_format,
+    sums_are_exact_in_the_column_type,
 );
 
 use common::*;
-use sluice_import::{open_db, ImportOptions, OutputFormat, TableReader};
+use sluice_import::{open_db, ColumnSum, ImportOptions, OutputFormat, TableReader};
 
 fn get_json(db: &sluice::Db, table: &str, pk: &str) -> serde_json::Value {
     let r = TableReader::open(db, Some(table)).unwrap();
@@ -184,4 +185,61 @@ fn null_marker_rules_are_the_same_in_every_format() {
         let e = import(&db, schema, vec![f], o()).unwrap_err().to_string();
         assert!(e.contains("column tn: NULL in a NOT NULL column"), "{name}: {e}");
     }
+}
+
+#[test]
+fn sums_are_exact_in_the_column_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE s (id INT PRIMARY KEY, small DECIMAL(4,2), big DECIMAL(38,0), \
+                  neg DECIMAL(10,3), b BIGINT, d DOUBLE, t TEXT, z DECIMAL(5,1), w DOUBLE)";
+    let max38 = "9".repeat(38);
+    let csv = format!(
+        "1,0.10,{max38},-1.005,9223372036854775807,1.5,x,,1e308\n\
+         2,0.25,{max38},0.002,9223372036854775807,inf,y,,1e308\n\
+         3,,{max38},,9223372036854775807,,z,,\n"
+    );
+    let f = write(dir.path(), "s.csv", csv.as_bytes());
+    import(&db, schema, vec![f], opts()).unwrap();
+    let r = TableReader::open(&db, Some("s")).unwrap();
+    let sum = |col: &str| {
+        let c = r.table.column(col).unwrap();
+        let cs = r.count_sum(None, None, None, None, Some(c)).unwrap();
+        assert_eq!(cs.rows, 3);
+        let s = cs.sum.unwrap();
+        // Always valid JSON.
+        serde_json::from_str::<serde_json::Value>(&s.to_json())
+            .unwrap_or_else(|e| panic!("{col}: {} is not JSON: {e}", s.to_json()));
+        s
+    };
+    assert_eq!(sum("small").to_json(), "0.35");
+    assert_eq!(sum("small").to_string(), "0.35");
+    // Three 38-digit values: past i128, kept exact.
+    assert_eq!(sum("big").to_json(), format!("2{}7", "9".repeat(37)));
+    assert_eq!(sum("neg").to_json(), "-1.003");
+    // Three i64::MAX: past i64, exact.
+    assert_eq!(sum("b"), ColumnSum::Int(3 * i128::from(i64::MAX)));
+    assert_eq!(sum("b").to_json(), "27670116110564327421");
+    assert_eq!(sum("d").to_json(), "\"Infinity\"");
+    // Two finite doubles whose sum overflows: +inf, as IEEE; JSON stays valid.
+    assert_eq!(sum("w"), ColumnSum::Double(f64::INFINITY));
+    // Every value NULL: SQL's SUM is NULL.
+    assert_eq!(sum("z"), ColumnSum::Null);
+    assert_eq!(sum("z").to_json(), "null");
+    let e = r
+        .count_sum(None, None, None, None, r.table.column("t"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--sum t: a TEXT column does not sum"), "{e}");
+    // A range scan sums only its rows.
+    let cs = r
+        .count_sum(
+            None,
+            Some(&["2".to_string()]),
+            None,
+            None,
+            r.table.column("small"),
+        )
+        .unwrap();
+    assert_eq!((cs.rows, cs.sum.unwrap().to_json()), (2, "0.25".to_string()));
 }
