@@ -512,7 +512,8 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             enc.emit(&mut values, chunk.offset + rec_start as u64, src, out)
         })();
         if let Err(e) = result {
-            out.rejects.push(reject(cfg, chunk, rec_line, e, &data[rec_start..pos]));
+            out.rejects
+                .push(reject(cfg, chunk, rec_line, e, &data[rec_start..pos]));
         }
     }
 }

@@ -365,9 +365,9 @@ fn decimal_text(b: &[u8]) -> Option<DecimalText<'_>> {
             if edigits.is_empty() || !edigits.iter().all(u8::is_ascii_digit) {
                 return None;
             }
-            let v = edigits.iter().fold(0i64, |v, &c| {
-                (v * 10 + i64::from(c - b'0')).min(EXP_LIMIT)
-            });
+            let v = edigits
+                .iter()
+                .fold(0i64, |v, &c| (v * 10 + i64::from(c - b'0')).min(EXP_LIMIT));
             if eneg {
                 -v
             } else {
@@ -379,14 +379,18 @@ fn decimal_text(b: &[u8]) -> Option<DecimalText<'_>> {
     // the fraction, then (when the fraction is empty) trailing ones of the integer part, which
     // move into the exponent.
     let int_part = &int_part[int_part.iter().take_while(|c| **c == b'0').count()..];
-    let frac_part = &frac_part[..frac_part.len() - frac_part.iter().rev().take_while(|c| **c == b'0').count()];
+    let frac_part =
+        &frac_part[..frac_part.len() - frac_part.iter().rev().take_while(|c| **c == b'0').count()];
     exp -= frac_part.len() as i64;
     let (int_part, frac_part) = if frac_part.is_empty() {
         let z = int_part.iter().rev().take_while(|c| **c == b'0').count();
         exp += z as i64;
         (&int_part[..int_part.len() - z], frac_part)
     } else if int_part.is_empty() {
-        (int_part, &frac_part[frac_part.iter().take_while(|c| **c == b'0').count()..])
+        (
+            int_part,
+            &frac_part[frac_part.iter().take_while(|c| **c == b'0').count()..],
+        )
     } else {
         (int_part, frac_part)
     };
@@ -840,8 +844,13 @@ mod tests {
             refused(&t, "123456789"),
             "\"123456789\" is out of range for DECIMAL(10,2)"
         );
-        assert_eq!(refused(&t, "1e99999999999999999999"), "\"1e99999999999999999999\" is out of range for DECIMAL(10,2)");
-        for bad in [".", "", "-", "1e", "e5", "1.2.3", "1,5", "0x10", "inf", "nan", "1e+-2", "١"] {
+        assert_eq!(
+            refused(&t, "1e99999999999999999999"),
+            "\"1e99999999999999999999\" is out of range for DECIMAL(10,2)"
+        );
+        for bad in [
+            ".", "", "-", "1e", "e5", "1.2.3", "1,5", "0x10", "inf", "nan", "1e+-2", "١",
+        ] {
             assert_eq!(
                 refused(&t, bad),
                 format!("{bad:?} is not a DECIMAL(10,2)"),
@@ -908,8 +917,14 @@ mod tests {
             "\"1.5\" is not a whole number (INT has no fraction)"
         );
         assert_eq!(refused(&ColumnType::Int, "x"), "\"x\" is not an INT");
-        assert_eq!(refused(&ColumnType::BigInt, "inf"), "\"inf\" is not a BIGINT");
-        assert_eq!(refused(&ColumnType::SmallInt, "nan"), "\"nan\" is not a SMALLINT");
+        assert_eq!(
+            refused(&ColumnType::BigInt, "inf"),
+            "\"inf\" is not a BIGINT"
+        );
+        assert_eq!(
+            refused(&ColumnType::SmallInt, "nan"),
+            "\"nan\" is not a SMALLINT"
+        );
     }
 
     #[test]
@@ -935,7 +950,10 @@ mod tests {
             }
         }
         assert_eq!(refused(&t, "1e400"), "\"1e400\" is out of range for DOUBLE");
-        assert_eq!(refused(&t, "-1e309"), "\"-1e309\" is out of range for DOUBLE");
+        assert_eq!(
+            refused(&t, "-1e309"),
+            "\"-1e309\" is out of range for DOUBLE"
+        );
         for bad in ["infinit", "in", "nana", "1e", "0x1p3", "1_000", ""] {
             assert_eq!(refused(&t, bad), format!("{bad:?} is not a DOUBLE"));
         }
@@ -992,7 +1010,10 @@ mod tests {
         assert_eq!(t("9999-12-31T23:59:59.999999Z"), Some(TIMESTAMP_MAX));
         assert_eq!(t("9999-12-31T23:59:60Z"), None);
         for s in ["0000-01-01T00:00:00+00:01", "9999-12-31T23:30:00-01:00"] {
-            assert!(refused(&ts, s).contains("out of range for TIMESTAMP"), "{s}");
+            assert!(
+                refused(&ts, s).contains("out of range for TIMESTAMP"),
+                "{s}"
+            );
         }
         for s in [
             "0000-01-01T00:59:00-00:01",
@@ -1017,7 +1038,13 @@ mod tests {
     fn messages_use_the_right_article() {
         assert_eq!(ColumnType::Int.with_article(), "an INT");
         assert_eq!(ColumnType::BigInt.with_article(), "a BIGINT");
-        assert_eq!(refused(&ColumnType::Bool, "maybe"), "\"maybe\" is not a BOOLEAN");
-        assert_eq!(refused(&ColumnType::Date, "2024-13-01"), "\"2024-13-01\" is not a DATE");
+        assert_eq!(
+            refused(&ColumnType::Bool, "maybe"),
+            "\"maybe\" is not a BOOLEAN"
+        );
+        assert_eq!(
+            refused(&ColumnType::Date, "2024-13-01"),
+            "\"2024-13-01\" is not a DATE"
+        );
     }
 }

@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 
 use common::*;
 use proptest::prelude::*;
-use sluice_import::types::{days_from_civil, format_json, ColumnType, TIMESTAMP_MAX, TIMESTAMP_MIN};
+use sluice_import::types::{
+    days_from_civil, format_json, ColumnType, TIMESTAMP_MAX, TIMESTAMP_MIN,
+};
 use sluice_import::{open_db, ImportOptions, OutputFormat, TableReader};
 
 const SCHEMA: &str = "CREATE TABLE r (id INT PRIMARY KEY, t TEXT, v VARCHAR(5), b BYTES, \
@@ -173,7 +175,13 @@ fn expected_json(rows: &[Row]) -> Vec<String> {
         ("v", ColumnType::Text { max_chars: Some(5) }),
         ("b", ColumnType::Bytes),
         ("d", ColumnType::Double),
-        ("m", ColumnType::Decimal { precision: 38, scale: 10 }),
+        (
+            "m",
+            ColumnType::Decimal {
+                precision: 38,
+                scale: 10,
+            },
+        ),
         ("n", ColumnType::BigInt),
         ("dt", ColumnType::Date),
         ("ts", ColumnType::Timestamp),
@@ -185,10 +193,15 @@ fn expected_json(rows: &[Row]) -> Vec<String> {
         .map(|(id, r)| {
             let vals: [Value<'_>; 11] = [
                 Value::Int(id as i64),
-                r.t.as_deref().map_or(Value::Null, |x| Value::Text(Cow::Borrowed(x))),
-                r.v.as_deref().map_or(Value::Null, |x| Value::Text(Cow::Borrowed(x))),
-                r.b.as_deref().map_or(Value::Null, |x| Value::Bytes(Cow::Borrowed(x))),
-                r.d.map_or(Value::Null, |x| Value::Double(if x == 0.0 { 0.0 } else { x })),
+                r.t.as_deref()
+                    .map_or(Value::Null, |x| Value::Text(Cow::Borrowed(x))),
+                r.v.as_deref()
+                    .map_or(Value::Null, |x| Value::Text(Cow::Borrowed(x))),
+                r.b.as_deref()
+                    .map_or(Value::Null, |x| Value::Bytes(Cow::Borrowed(x))),
+                r.d.map_or(Value::Null, |x| {
+                    Value::Double(if x == 0.0 { 0.0 } else { x })
+                }),
                 r.m.map_or(Value::Null, Value::Decimal),
                 r.n.map_or(Value::Null, Value::Int),
                 r.dt.map_or(Value::Null, Value::Date),
@@ -319,8 +332,13 @@ fn messages_after_empty_lines_name_the_right_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_db(dir.path().join("db"), true).unwrap();
     let f = write(dir.path(), "l.csv", b"1,a\r\n\r\n\n2,b\n\n\"x\",c\n");
-    let e = import(&db, "CREATE TABLE l (id INT PRIMARY KEY, s TEXT)", vec![f], opts())
-        .unwrap_err()
-        .to_string();
+    let e = import(
+        &db,
+        "CREATE TABLE l (id INT PRIMARY KEY, s TEXT)",
+        vec![f],
+        opts(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("l.csv:6: column id: \"x\" is not an INT"), "{e}");
 }

@@ -61,12 +61,19 @@ fn every_type_and_null_round_trips_in_every_format() {
         let j = json_rows(&db, "t");
         assert!(j[0].contains("\"m\":-12345678.99"), "{}", j[0]);
         assert!(j[1].contains("\"x\":null"), "{name}: {}", j[1]);
-        assert!(j[2].contains("\"x\":\"\",\"v\":\"ä\",\"y\":\"\\\\x\""), "{name}: {}", j[2]);
+        assert!(
+            j[2].contains("\"x\":\"\",\"v\":\"ä\",\"y\":\"\\\\x\""),
+            "{name}: {}",
+            j[2]
+        );
         assert!(j[2].contains("\"ts\":\"1969-12-31T23:00:00Z\""), "{}", j[2]);
         // Secondary index order: NULL first, then "", then text.
         let by_x = rows(&db, "t", Some("by_x"));
         assert_eq!(by_x.len(), 3);
-        assert!(by_x[0].starts_with("2,") && by_x[1].starts_with("3,"), "{by_x:?}");
+        assert!(
+            by_x[0].starts_with("2,") && by_x[1].starts_with("3,"),
+            "{by_x:?}"
+        );
     }
 }
 
@@ -99,7 +106,10 @@ fn csv_edge_cases() {
         r#"{"id":1,"a":"x,y","b":"line1\r\nline2","n":null}"#
     );
     // An unquoted empty field is NULL, a quoted one the empty string.
-    assert_eq!(get("2"), r#"{"id":2,"a":"he said \"hi\"","b":null,"n":null}"#);
+    assert_eq!(
+        get("2"),
+        r#"{"id":2,"a":"he said \"hi\"","b":null,"n":null}"#
+    );
     assert_eq!(get("3"), r#"{"id":3,"a":null,"b":"","n":7}"#);
     assert_eq!(get("4"), r#"{"id":4,"a":"plain","b":"\n","n":null}"#);
 }

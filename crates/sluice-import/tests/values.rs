@@ -70,17 +70,40 @@ fn json_numbers_keep_every_digit_for_every_type() {
 
     // Refusals quote the number as written, whatever the type.
     let cases = [
-        (r#"{"id":5,"i":1.5}"#, r#"column i: "1.5" is not a whole number (INT has no fraction)"#),
-        (r#"{"id":5,"s":1e5}"#, r#"column s: "1e5" is out of range for SMALLINT"#),
-        (r#"{"id":5,"e":0.125}"#, r#"column e: "0.125" has more than 2 digits after the point (DECIMAL(20,2) keeps 2)"#),
-        (r#"{"id":5,"z":1e38}"#, r#"column z: "1e38" is out of range for DECIMAL(38,0)"#),
-        (r#"{"id":5,"f":1e400}"#, r#"column f: "1e400" is out of range for DOUBLE"#),
-        (r#"{"id":9223372036854775808}"#, r#"column id: "9223372036854775808" is out of range for BIGINT"#),
-        (r#"{"id":1E2,"i":true}"#, r#"column i: "true" is not an INT"#),
+        (
+            r#"{"id":5,"i":1.5}"#,
+            r#"column i: "1.5" is not a whole number (INT has no fraction)"#,
+        ),
+        (
+            r#"{"id":5,"s":1e5}"#,
+            r#"column s: "1e5" is out of range for SMALLINT"#,
+        ),
+        (
+            r#"{"id":5,"e":0.125}"#,
+            r#"column e: "0.125" has more than 2 digits after the point (DECIMAL(20,2) keeps 2)"#,
+        ),
+        (
+            r#"{"id":5,"z":1e38}"#,
+            r#"column z: "1e38" is out of range for DECIMAL(38,0)"#,
+        ),
+        (
+            r#"{"id":5,"f":1e400}"#,
+            r#"column f: "1e400" is out of range for DOUBLE"#,
+        ),
+        (
+            r#"{"id":9223372036854775808}"#,
+            r#"column id: "9223372036854775808" is out of range for BIGINT"#,
+        ),
+        (
+            r#"{"id":1E2,"i":true}"#,
+            r#"column i: "true" is not an INT"#,
+        ),
     ];
     for (line, want) in cases {
         let f = write(dir.path(), "bad.jsonl", line.as_bytes());
-        let e = import(&db, schema, vec![f], opts()).unwrap_err().to_string();
+        let e = import(&db, schema, vec![f], opts())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(want), "{line}: got {e}, want {want}");
     }
 }
@@ -88,7 +111,8 @@ fn json_numbers_keep_every_digit_for_every_type() {
 #[test]
 fn doubles_specials_in_every_format_and_valid_json() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = "CREATE TABLE d (k DOUBLE PRIMARY KEY, v DOUBLE, n INT); CREATE INDEX by_v ON d (v);";
+    let schema =
+        "CREATE TABLE d (k DOUBLE PRIMARY KEY, v DOUBLE, n INT); CREATE INDEX by_v ON d (v);";
     let csv = "inf,-inf,1\n-Infinity,nan,2\nNaN,INF,3\n0,-0.0,4\n-1.5,1e308,5\n";
     let tsv = csv.replace(',', "\t");
     let jsonl = r#"{"k":"Infinity","v":"-Infinity","n":1}
@@ -98,7 +122,13 @@ fn doubles_specials_in_every_format_and_valid_json() {
 {"k":-1.5,"v":1e308,"n":5}
 "#;
     // Key order: -inf < -1.5 < 0 < +inf < NaN (NaN sorts last, as in DuckDB and PostgreSQL).
-    let want_csv = ["-inf,nan,2", "-1.5,1e308,5", "0,0,4", "inf,-inf,1", "nan,inf,3"];
+    let want_csv = [
+        "-inf,nan,2",
+        "-1.5,1e308,5",
+        "0,0,4",
+        "inf,-inf,1",
+        "nan,inf,3",
+    ];
     let want_json = [
         r#"{"k":"-Infinity","v":"NaN","n":2}"#,
         r#"{"k":-1.5,"v":1e308,"n":5}"#,
@@ -121,7 +151,13 @@ fn doubles_specials_in_every_format_and_valid_json() {
         let by_v: Vec<String> = rows(&db, "d", Some("by_v"));
         assert_eq!(
             by_v,
-            ["inf,-inf,1", "0,0,4", "-1.5,1e308,5", "nan,inf,3", "-inf,nan,2"],
+            [
+                "inf,-inf,1",
+                "0,0,4",
+                "-1.5,1e308,5",
+                "nan,inf,3",
+                "-inf,nan,2"
+            ],
             "{name}"
         );
         // Point lookups by a special key.
@@ -183,7 +219,10 @@ fn null_marker_rules_are_the_same_in_every_format() {
         let db = open_db(dir.path().join(name.replace('.', "_")), true).unwrap();
         let f = write(dir.path(), name, content.as_bytes());
         let e = import(&db, schema, vec![f], o()).unwrap_err().to_string();
-        assert!(e.contains("column tn: NULL in a NOT NULL column"), "{name}: {e}");
+        assert!(
+            e.contains("column tn: NULL in a NOT NULL column"),
+            "{name}: {e}"
+        );
     }
 }
 
@@ -241,5 +280,8 @@ fn sums_are_exact_in_the_column_type() {
             r.table.column("small"),
         )
         .unwrap();
-    assert_eq!((cs.rows, cs.sum.unwrap().to_json()), (2, "0.25".to_string()));
+    assert_eq!(
+        (cs.rows, cs.sum.unwrap().to_json()),
+        (2, "0.25".to_string())
+    );
 }
