@@ -194,6 +194,15 @@ pub fn import(a: ImportArgs) -> CmdResult {
         ..defaults
     };
     let import = Import::new(&schema, a.files, opts).map_err(|e| match e {
+        sluice_import::ImportError::Schema(s) if s.line > 0 && s.column > 0 => {
+            format!(
+                "{}:{}:{}: {}",
+                a.schema.display(),
+                s.line,
+                s.column,
+                s.message
+            )
+        }
         sluice_import::ImportError::Schema(s) if s.line > 0 => {
             format!("{}:{}: {}", a.schema.display(), s.line, s.message)
         }

@@ -128,27 +128,27 @@ fn schema_errors_name_line_and_construct() {
     for (schema, want) in [
         (
             "CREATE TABLE a (\n  id INT,\n  g GEOMETRY\n)",
-            "line 3: column g: column type GEOMETRY is not supported",
+            "line 3, column 5: column g: column type GEOMETRY is not supported",
         ),
         (
             "CREATE TABLE a (id INT);\nCREATE INDEX i ON a (zz);",
-            "line 2: index i: table a has no column zz",
+            "line 2, column 22: index i: table a has no column zz",
         ),
         (
             "CREATE TABLE a (id INT);\nCREATE INDEX i ON nope (id);",
-            "line 2: CREATE INDEX on nope: no such table",
+            "line 2, column 19: CREATE INDEX on nope: no such table",
         ),
         (
             "CREATE TABLE a (id INT,\n  PRIMARY KEY (id, id))",
-            "PRIMARY KEY: column id listed twice",
+            "line 2, column 20: PRIMARY KEY: column id listed twice",
         ),
         (
             "CREATE TABLE a (id INT) ;\n SELECT 1",
-            "only CREATE TABLE and CREATE INDEX are supported",
+            "line 2, column 2: only CREATE TABLE and CREATE INDEX are supported",
         ),
         (
             "CREATE TABLE a (\n id DECIMAL(50,2))",
-            "line 2: column id: DECIMAL(50,2): precision must be 1..=38",
+            "line 2, column 5: column id: DECIMAL(50,2): precision must be 1..=38",
         ),
     ] {
         let e = sluice_import::Import::new(schema, vec![f.clone()], opts())
