@@ -78,7 +78,8 @@ pub struct ImportArgs {
     /// CSV quote character (`none` disables quoting).
     #[arg(long)]
     quote: Option<String>,
-    /// This string in a field means NULL.
+    /// This string means NULL, besides the format's own NULL (CSV: an unquoted empty field;
+    /// TSV: \N; JSON: null): an unquoted CSV field, a TSV field or a JSON string equal to it.
     #[arg(long)]
     null: Option<String>,
     /// Parse workers (default: all cores).
