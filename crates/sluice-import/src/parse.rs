@@ -410,9 +410,37 @@ fn is_terminator(c: u8) -> bool {
     c == b'\r' || c == b'\n'
 }
 
-/// CSV records via `csv_core`, field by field, so that each field's quoting is seen: the
-/// input bytes a field consumed start with the quote character exactly when it was quoted
-/// (the chunker has already checked the quoting, RFC 4180 strict).
+/// Whether field `f` of a CSV record was quoted: `raw` is the record as written, whose quoting
+/// the chunker has checked (RFC 4180 strict: a quote opens only at a field start and a
+/// closing quote is followed by a delimiter or the record end).
+fn field_quoted(raw: &[u8], f: usize, delimiter: u8, quote: u8) -> bool {
+    let mut i = 0;
+    for _ in 0..f {
+        if raw.get(i) == Some(&quote) {
+            // Past the closing quote: a quote not followed by another.
+            i += 1;
+            loop {
+                match memchr::memchr(quote, &raw[i.min(raw.len())..]) {
+                    Some(p) if raw.get(i + p + 1) == Some(&quote) => i += p + 2,
+                    Some(p) => {
+                        i += p + 1;
+                        break;
+                    }
+                    None => return false,
+                }
+            }
+        }
+        match memchr::memchr(delimiter, &raw[i.min(raw.len())..]) {
+            Some(p) => i += p + 1,
+            None => return false,
+        }
+    }
+    raw.get(i) == Some(&quote)
+}
+
+/// CSV records via `csv_core` (the csv crate's record parser), so that a field's quoting can
+/// be looked up where the NULL rules need it: only for an empty field of a TEXT/BYTES column
+/// and for a field equal to the `--null` string, by [`field_quoted`] on the record's text.
 fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
     let mut rdr = csv_core::ReaderBuilder::new()
         .delimiter(cfg.delimiter)
@@ -423,9 +451,9 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
     let data = &chunk.data[..];
     let ncols = cfg.table.columns.len();
     let one_field = chunk.map.fields.len() == 1;
-    // Unescaped fields of one record; never longer than the record, grown on demand.
+    // Unescaped fields of one record and their ends; grown on demand.
     let mut buf = vec![0u8; data.len().clamp(1, 1 << 16)];
-    let mut fields: Vec<(usize, usize, Written)> = Vec::new();
+    let mut ends = vec![0usize; chunk.map.fields.len().max(1) + 1];
     let mut pos = 0usize;
     let mut line = chunk.first_line;
     loop {
@@ -437,8 +465,7 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
                 let raw = &data[pos..=pos];
                 let result = (|| {
                     let col = chunk.map.fields[0];
-                    let c = &cfg.table.columns[col];
-                    if c.not_null {
+                    if cfg.table.columns[col].not_null {
                         return Ok(());
                     }
                     let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
@@ -463,57 +490,61 @@ fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             break;
         }
         let (rec_start, rec_line) = (pos, line);
-        fields.clear();
-        let mut nbuf = 0;
-        let mut field_start = None;
-        loop {
+        let (mut nout, mut nend) = (0, 0);
+        let complete = loop {
             let input = &data[pos..];
-            let start = *field_start.get_or_insert((pos, nbuf));
-            let (res, nin, nout) = rdr.read_field(input, &mut buf[nbuf..]);
+            let (res, nin, o, e) = rdr.read_record(input, &mut buf[nout..], &mut ends[nend..]);
             line += memchr::memchr_iter(b'\n', &input[..nin]).count() as u64;
             pos += nin;
-            nbuf += nout;
+            nout += o;
+            nend += e;
             match res {
-                csv_core::ReadFieldResult::Field { record_end } => {
-                    let quoted = cfg.quote.is_some() && data.get(start.0) == cfg.quote.as_ref();
-                    let how = if quoted {
-                        Written::Quoted
-                    } else {
-                        Written::Bare
-                    };
-                    fields.push((start.1, nbuf, how));
-                    field_start = None;
-                    if record_end {
-                        break;
-                    }
-                }
-                csv_core::ReadFieldResult::OutputFull => {
+                csv_core::ReadRecordResult::Record => break true,
+                csv_core::ReadRecordResult::End => break false,
+                // Out of input mid-record: the next call, with empty input, ends the record.
+                csv_core::ReadRecordResult::InputEmpty => {}
+                csv_core::ReadRecordResult::OutputFull => {
                     let n = buf.len();
                     buf.resize(n * 2, 0);
                 }
-                // Out of input mid-record: the next call, with empty input, ends the record.
-                csv_core::ReadFieldResult::InputEmpty => {}
-                csv_core::ReadFieldResult::End => break,
+                csv_core::ReadRecordResult::OutputEndsFull => {
+                    let n = ends.len();
+                    ends.resize(n * 2, 0);
+                }
             }
-        }
-        if fields.is_empty() {
+        };
+        if !complete {
             break; // csv-core saw no record (cannot happen after the terminators above)
         }
+        let raw = &data[rec_start..pos];
         let src = src_pos(chunk.file, rec_line);
         let result = (|| {
-            if fields.len() != chunk.map.fields.len() {
-                return Err(expected_fields(&chunk.map, fields.len()));
+            if nend != chunk.map.fields.len() {
+                return Err(expected_fields(&chunk.map, nend));
             }
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
-            for (f, &(s, e, how)) in fields.iter().enumerate() {
+            let mut start = 0;
+            for (f, &end) in ends[..nend].iter().enumerate() {
                 let col = chunk.map.fields[f];
-                values[col] = enc.field(col, &buf[s..e], how)?;
+                let field = &buf[start..end];
+                start = end;
+                let text = cfg.table.columns[col].ty.is_text();
+                let ambiguous = (field.is_empty() && text) || cfg.null.as_deref() == Some(field);
+                let quoted = ambiguous
+                    && cfg
+                        .quote
+                        .is_some_and(|q| field_quoted(raw, f, cfg.delimiter, q));
+                let how = if quoted {
+                    Written::Quoted
+                } else {
+                    Written::Bare
+                };
+                values[col] = enc.field(col, field, how)?;
             }
             enc.emit(&mut values, chunk.offset + rec_start as u64, src, out)
         })();
         if let Err(e) = result {
-            out.rejects
-                .push(reject(cfg, chunk, rec_line, e, &data[rec_start..pos]));
+            out.rejects.push(reject(cfg, chunk, rec_line, e, raw));
         }
     }
 }
@@ -783,5 +814,20 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
         if let Err(e) = result {
             out.rejects.push(reject(cfg, chunk, line, e, rec));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_quoted_skips_quoted_delimiters_and_doubled_quotes() {
+        let raw = b"a,\"b,\"\"c\"\"\",,\"\",NA,\"x\"\"\"\r\n";
+        let q: Vec<bool> = (0..7).map(|f| field_quoted(raw, f, b',', b'"')).collect();
+        assert_eq!(q, [false, true, false, true, false, true, false]);
+        assert!(field_quoted(b"\"\"", 0, b',', b'"'));
+        assert!(!field_quoted(b"", 0, b',', b'"'));
+        assert!(field_quoted(b"x;\"a;b\";\"\"", 2, b';', b'"'));
     }
 }
