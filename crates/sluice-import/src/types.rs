@@ -464,23 +464,24 @@ fn parse_int(b: &[u8]) -> Option<i64> {
     Some(v)
 }
 
-/// Decimal notation rounded to the nearest double (Rust's parser is correctly rounded and
-/// allocation-free), or one of the specials; finite text beyond the double range is refused.
+/// Decimal notation rounded to the nearest double, or one of the specials; finite text beyond
+/// the double range is refused. Rust's parser is correctly rounded and allocation-free, and
+/// its grammar is exactly that (`[+-]` then digits with an optional point and exponent, or
+/// `inf`/`infinity`/`nan` in any case).
 fn parse_double(b: &[u8]) -> Result<f64, NumberError> {
     let s = std::str::from_utf8(b).map_err(|_| NumberError::Malformed)?;
-    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
-    let special = ["inf", "infinity", "nan"]
-        .iter()
-        .any(|w| unsigned.eq_ignore_ascii_case(w));
-    if !special && decimal_text(b).is_none() {
-        return Err(NumberError::Malformed);
-    }
     let v: f64 = s.parse().map_err(|_| NumberError::Malformed)?;
     if v.is_nan() {
         return Ok(f64::NAN);
     }
-    if v.is_infinite() && !special {
-        return Err(NumberError::OutOfRange);
+    if v.is_infinite() {
+        let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
+        if !["inf", "infinity"]
+            .iter()
+            .any(|w| unsigned.eq_ignore_ascii_case(w))
+        {
+            return Err(NumberError::OutOfRange);
+        }
     }
     Ok(if v == 0.0 { 0.0 } else { v })
 }
