@@ -88,7 +88,7 @@ def test_schema_error_names_file_and_line(sluice, tmp):
     data.write_text("1,2\n")
     r = sluice("import", "--db", tmp / "db", "--schema", schema, data, check=False)
     assert r.returncode == 2
-    assert b"bad.sql:3: column b: column type POINT is not supported" in r.stderr
+    assert b"bad.sql:3:5: column b: column type POINT is not supported" in r.stderr
 
 
 def test_columnar_layout_reads_back_the_same_rows_and_counts(sluice, tmp):
@@ -108,3 +108,89 @@ def test_columnar_layout_reads_back_the_same_rows_and_counts(sluice, tmp):
     # A table keeps its layout.
     r = import_penguins(sluice, col_db, check=False)
     assert r.returncode == 2 and b"layout: stored as columnar, schema says row" in r.stderr
+
+
+def test_sum_of_decimal_keeps_its_scale_and_sums_are_json(sluice, tmp):
+    db = tmp / "db"
+    import_penguins(sluice, db)
+    # bill_length_mm is DECIMAL(4,1): the sum has one fraction digit (it printed 150213).
+    out = json.loads(sluice("scan", "--db", db, "--table", "penguins", "--count", "--sum", "bill_length_mm").stdout)
+    rows = [json.loads(l) for l in sluice("scan", "--db", db, "--table", "penguins", "--format", "json").stdout.decode().splitlines()]
+    from decimal import Decimal
+    want = sum(Decimal(str(r["bill_length_mm"])) for r in rows if r["bill_length_mm"] is not None)
+    assert Decimal(str(out["sum"])) == want == Decimal("15021.3")
+    raw = sluice("scan", "--db", db, "--table", "penguins", "--count", "--sum", "bill_length_mm").stdout
+    assert b'"sum": 15021.3}' in raw
+    r = sluice("scan", "--db", db, "--table", "penguins", "--count", "--sum", "species", check=False)
+    assert r.returncode == 2 and b"--sum species: a TEXT column does not sum" in r.stderr
+
+
+def test_specials_print_as_valid_json_and_round_trip(sluice, tmp):
+    """inf/-inf/NaN in a DOUBLE key and value: every JSON output parses, none looks like null,
+    and CSV and JSON exports import back to the same rows."""
+    schema = tmp / "d.sql"
+    schema.write_text("CREATE TABLE d (k DOUBLE PRIMARY KEY, v DOUBLE, m DECIMAL(38,10));\n")
+    data = tmp / "d.jsonl"
+    data.write_text('{"k":"Infinity","v":"NaN","m":1234567890123456789.0123456789}\n'
+                    '{"k":-1e308,"v":"-Infinity","m":-0.0000000001}\n'
+                    '{"k":"nan","v":1e308,"m":null}\n')
+    db = tmp / "db"
+    sluice("import", "--db", db, "--schema", schema, data)
+    lines = sluice("scan", "--db", db, "--table", "d", "--format", "json").stdout.decode().splitlines()
+    rows = [strict_json(l) for l in lines]
+    assert [r["k"] for r in rows] == [-1e308, "Infinity", "NaN"]
+    assert [r["v"] for r in rows] == ["-Infinity", "NaN", 1e308]
+    assert '"m":1234567890123456789.0123456789' in lines[1]
+    got = strict_json(sluice("get", "--db", db, "--table", "d", "--pk", "inf").stdout)
+    assert got["v"] == "NaN"
+    for col, want in (("v", "NaN"), ("k", "NaN"), ("m", "1234567890123456789.0123456788")):
+        out = sluice("scan", "--db", db, "--table", "d", "--count", "--sum", col).stdout
+        assert strict_json(out)["rows"] == 3
+        assert (out.decode().split('"sum": ')[1].rstrip("}\n").strip('"')) == want
+    # JSON export -> JSON lines import; CSV export (and with --null) -> CSV import.
+    (tmp / "back.jsonl").write_text("\n".join(lines) + "\n")
+    sluice("import", "--db", tmp / "db_json", "--schema", schema, tmp / "back.jsonl")
+    assert sluice("scan", "--db", tmp / "db_json", "--table", "d", "--format", "json").stdout.decode().splitlines() == lines
+    for extra in ([], ["--null", "NA"]):
+        csv_out = sluice("scan", "--db", db, "--table", "d", *extra).stdout
+        assert b"inf" in csv_out and b"nan" in csv_out
+        (tmp / "back.csv").write_bytes(csv_out)
+        target = tmp / ("db_csv" + "".join(extra))
+        sluice("import", "--db", target, "--schema", schema, "--header", *extra, tmp / "back.csv")
+        assert sluice("scan", "--db", target, "--table", "d", "--format", "json").stdout.decode().splitlines() == lines
+
+
+def strict_json(text):
+    """json.loads that refuses the NaN/Infinity literals Python's json accepts (not JSON)."""
+    def refuse(constant):
+        raise AssertionError(f"non-JSON constant {constant} in {text!r}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_csv_export_import_keeps_null_apart_from_empty(sluice, tmp):
+    schema = tmp / "t.sql"
+    schema.write_text("CREATE TABLE t (id INT PRIMARY KEY, s TEXT, n INT);\n")
+    data = tmp / "t.jsonl"
+    data.write_text('{"id":1,"s":null,"n":null}\n{"id":2,"s":"","n":0}\n{"id":3,"s":"NA","n":3}\n'
+                    '{"id":4,"s":"a,\\"b\\"\\nc","n":4}\n')
+    db = tmp / "db"
+    sluice("import", "--db", db, "--schema", schema, data)
+    out = sluice("scan", "--db", db, "--table", "t").stdout.decode()
+    assert out == 'id,s,n\n1,,\n2,"",0\n3,NA,3\n4,"a,""b""\nc",4\n'
+    out_na = sluice("scan", "--db", db, "--table", "t", "--null", "NA").stdout.decode()
+    assert out_na == 'id,s,n\n1,NA,NA\n2,"",0\n3,"NA",3\n4,"a,""b""\nc",4\n'
+    want = sluice("scan", "--db", db, "--table", "t", "--format", "json").stdout
+    for name, text, extra in (("a.csv", out, []), ("b.csv", out_na, ["--null", "NA"])):
+        (tmp / name).write_text(text)
+        sluice("import", "--db", tmp / name.replace(".", "_"), "--schema", schema, "--header", *extra, tmp / name)
+        assert sluice("scan", "--db", tmp / name.replace(".", "_"), "--table", "t", "--format", "json").stdout == want
+
+
+def test_schema_clause_errors_name_file_line_and_column(sluice, tmp):
+    schema = tmp / "s.sql"
+    schema.write_text("CREATE TABLE t (a INT, b INT);\nCREATE INDEX i ON t (a)\n  WHERE b > 0;\n")
+    data = tmp / "t.csv"
+    data.write_text("1,2\n")
+    r = sluice("import", "--db", tmp / "db", "--schema", schema, data, check=False)
+    assert r.returncode == 2
+    assert b"s.sql:3:3: WHERE (a partial index) is not supported" in r.stderr

@@ -414,14 +414,16 @@ fn check(
     }))
 }
 
-/// A column sum as a JSON number (a string if it does not fit in an i64).
+/// A column sum as a JSON number (a string if it does not fit in an i64, for a DECIMAL — its
+/// exact text — and for a double JSON has no number for).
 fn sum_json(sum: Option<ColumnSum>) -> Value {
     match sum {
-        None => Value::Null,
+        None | Some(ColumnSum::Null) => Value::Null,
         Some(ColumnSum::Int(v)) => {
             i64::try_from(v).map_or_else(|_| v.to_string().into(), Value::from)
         }
-        Some(ColumnSum::Float(v)) => v.into(),
+        Some(ColumnSum::Double(v)) if v.is_finite() => v.into(),
+        Some(other) => other.to_string().into(),
     }
 }
 
@@ -481,5 +483,12 @@ mod tests {
             json!("9223372036854775808")
         );
         assert_eq!(sum_json(None), Value::Null);
+        assert_eq!(sum_json(Some(ColumnSum::Null)), Value::Null);
+        let dec = ColumnSum::Decimal {
+            unscaled: 35.into(),
+            scale: 2,
+        };
+        assert_eq!(sum_json(Some(dec)), json!("0.35"));
+        assert_eq!(sum_json(Some(ColumnSum::Double(f64::NAN))), json!("nan"));
     }
 }

@@ -78,7 +78,8 @@ pub struct ImportArgs {
     /// CSV quote character (`none` disables quoting).
     #[arg(long)]
     quote: Option<String>,
-    /// This string in a field means NULL.
+    /// This string means NULL, besides the format's own NULL (CSV: an unquoted empty field;
+    /// TSV: \N; JSON: null): an unquoted CSV field, a TSV field or a JSON string equal to it.
     #[arg(long)]
     null: Option<String>,
     /// Parse workers (default: all cores).
@@ -194,6 +195,15 @@ pub fn import(a: ImportArgs) -> CmdResult {
         ..defaults
     };
     let import = Import::new(&schema, a.files, opts).map_err(|e| match e {
+        sluice_import::ImportError::Schema(s) if s.line > 0 && s.column > 0 => {
+            format!(
+                "{}:{}:{}: {}",
+                a.schema.display(),
+                s.line,
+                s.column,
+                s.message
+            )
+        }
         sluice_import::ImportError::Schema(s) if s.line > 0 => {
             format!("{}:{}: {}", a.schema.display(), s.line, s.message)
         }
@@ -300,10 +310,14 @@ pub struct TableScanArgs {
     /// Output format of rows.
     #[arg(long, value_enum, requires = "table")]
     pub format: Option<OutArg>,
-    /// With --count: also the sum of this numeric column (NULLs skipped); `--count` itself is
-    /// shared with the raw scan.
+    /// With --count: also the sum of this numeric column (NULLs skipped; exact for integers
+    /// and DECIMAL); `--count` itself is shared with the raw scan.
     #[arg(long, requires = "count", requires = "table")]
     pub sum: Option<String>,
+    /// CSV output: write NULL as this string (default: an empty field; an empty string is
+    /// always written `""`). Import the output with the same `--null` to read it back.
+    #[arg(long, requires = "table")]
+    pub null: Option<String>,
 }
 
 /// `sluice scan --table T`.
@@ -316,7 +330,10 @@ pub fn scan(
     count: bool,
 ) -> CmdResult {
     let db = open_db_read_only(&db)?;
-    let reader = TableReader::open(&db, t.table.as_deref())?;
+    let mut reader = TableReader::open(&db, t.table.as_deref())?;
+    if let Some(n) = &t.null {
+        reader.set_csv_null(n)?;
+    }
     let fmt = match t.format.unwrap_or_default() {
         OutArg::Csv => OutputFormat::Csv,
         OutArg::Json => OutputFormat::Json,
@@ -342,7 +359,7 @@ pub fn scan(
         )?;
         match cs.sum {
             None => println!("{{\"rows\": {}}}", cs.rows),
-            Some(sum) => println!("{{\"rows\": {}, \"sum\": {sum}}}", cs.rows),
+            Some(sum) => println!("{{\"rows\": {}, \"sum\": {}}}", cs.rows, sum.to_json()),
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -364,10 +381,20 @@ pub fn scan(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent.
-pub fn get(db: PathBuf, table: Option<String>, pk: String, format: Option<OutArg>) -> CmdResult {
+/// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent. `null`: what CSV
+/// output writes for NULL.
+pub fn get(
+    db: PathBuf,
+    table: Option<String>,
+    pk: String,
+    format: Option<OutArg>,
+    null: Option<String>,
+) -> CmdResult {
     let db = open_db_read_only(&db)?;
-    let reader = TableReader::open(&db, table.as_deref())?;
+    let mut reader = TableReader::open(&db, table.as_deref())?;
+    if let Some(n) = &null {
+        reader.set_csv_null(n)?;
+    }
     let pk = sluice_import::query::split_values(&pk);
     match reader.get(&pk)? {
         Some(row) => {

@@ -76,6 +76,9 @@ enum Command {
         /// Output format of the row (default json).
         #[arg(long, value_enum, requires = "pk")]
         format: Option<import_cmd::OutArg>,
+        /// CSV output: write NULL as this string (default: an empty field).
+        #[arg(long, requires = "pk")]
+        null: Option<String>,
     },
     /// Delete a key (synced).
     Delete {
@@ -270,10 +273,11 @@ fn run(command: Command) -> db_cmd::CmdResult {
             table,
             pk,
             format,
+            null,
         } => match (pk, key) {
             (Some(pk), _) => {
                 db_cmd::check_db_dir(&db.db, false)?;
-                import_cmd::get(db.db, table, pk, format)
+                import_cmd::get(db.db, table, pk, format, null)
             }
             (None, Some(key)) => db_cmd::get(db, enc, key, raw, out),
             (None, None) => Err("give a KEY, or --pk for a table row".into()),

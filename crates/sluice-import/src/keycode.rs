@@ -5,8 +5,10 @@
 //!    with NULL before every value; a sequence of columns compares lexicographically (every
 //!    column encoding is prefix-free), so composite keys sort like tuples.
 //! 2. Integers (SMALLINT…BIGINT, DATE, TIMESTAMP): a tag byte, then big-endian with the sign
-//!    bit flipped; DOUBLE: the IEEE sign trick; DECIMAL: 16-byte big-endian unscaled value,
-//!    sign bit flipped (one scale per column); TEXT/BYTES: `00 → 00 FF`, terminator `00 01`.
+//!    bit flipped; DOUBLE: the IEEE sign trick (`-inf < … < 0 < … < +inf < NaN`: values hold
+//!    no `-0.0` and only the one positive NaN, whose flipped bits are the largest); DECIMAL:
+//!    16-byte big-endian unscaled value, sign bit flipped (one scale per column); TEXT/BYTES:
+//!    `00 → 00 FF`, terminator `00 01`.
 //! 3. [`decode_column`] reads back exactly what [`encode_value`] wrote and never panics on
 //!    other bytes (a malformed key is an error).
 //! 4. Table 0 is the system catalog: no table's keys share a prefix with it or each other.

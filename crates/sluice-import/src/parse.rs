@@ -7,8 +7,24 @@
 //!    goes on (`--max-errors`).
 //! 2. Each [`Entries`] list is sorted by (key, source position), so equal keys of one chunk are
 //!    adjacent and in input order.
-//! 3. No allocation per field: values borrow from the chunk (CSV, TSV without escapes) and keys
-//!    and rows are appended to one arena per index.
+//! 3. No allocation per field: values borrow from the chunk (TSV without escapes, JSON numbers
+//!    and strings without escapes) or from one unescape buffer per chunk (CSV), and keys and
+//!    rows are appended to one arena per index.
+//!
+//! NULL rules ([`Written`], the same for every format; `--null STR` is `ParseConfig::null`):
+//! - CSV, a field without quotes: empty or `STR` is NULL — except that an empty field of a
+//!   NOT NULL TEXT/BYTES column is the empty value (NULL could not be stored there anyway).
+//! - CSV, a quoted field is a value: `""` is the empty string and `"STR"` the text STR; only
+//!   for a type without an empty value (all but TEXT and BYTES) is `""` NULL (writers that
+//!   quote every field write NULL so).
+//! - CSV, a file with one field per record: an empty line is a record with one empty field
+//!   (NULL, or skipped where the column is NOT NULL), so a one-column NULL row reads back.
+//! - TSV: `\N` and `STR` are NULL; an empty field is the empty string for TEXT/BYTES and NULL
+//!   for other types.
+//! - JSON lines: `null` and a missing key are NULL, and so is the string `"STR"` for every
+//!   column type; `""` is the empty string for TEXT/BYTES and NULL for other types. Numbers
+//!   are converted from their text as written (never through a double), for every type; in a
+//!   TEXT column a number or boolean is stored as its text.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -17,7 +33,7 @@ use crate::input::{count_line_ends, next_line, Format};
 use crate::keycode::{encode_prefix, encode_value};
 use crate::row::encode_row;
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
-use crate::types::{parse_value, ColumnType, Value};
+use crate::types::{parse_value, Value};
 
 /// Bits of a source position that hold the line; the file index sits above them.
 pub const LINE_BITS: u32 = 44;
@@ -270,6 +286,19 @@ fn row_error(column: Option<&str>, message: impl Into<String>) -> RowError {
     }
 }
 
+/// How a field was written, for the NULL rules of the module doc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// A CSV field without quotes.
+    Bare,
+    /// A CSV field in quotes.
+    Quoted,
+    /// A TSV field (unescaped, after `\N` and `--null` were checked) or a JSON string.
+    Text,
+    /// A JSON number or boolean: always a value.
+    Literal,
+}
+
 /// Turns fields into values and values into KVs.
 struct Encoder<'c> {
     cfg: &'c ParseConfig,
@@ -286,10 +315,18 @@ impl<'c> Encoder<'c> {
         }
     }
 
-    /// Parses one field of column `col`.
-    fn field<'a>(&self, col: usize, raw: &'a [u8]) -> Result<Value<'a>, RowError> {
+    /// Parses one field of column `col` written as `how`, applying the NULL rules of the
+    /// module doc.
+    fn field<'a>(&self, col: usize, raw: &'a [u8], how: Written) -> Result<Value<'a>, RowError> {
         let c = &self.cfg.table.columns[col];
-        let is_null = self.cfg.null.as_deref() == Some(raw) || (raw.is_empty() && !c.ty.is_text());
+        let text = c.ty.is_text();
+        let marker = self.cfg.null.as_deref() == Some(raw);
+        let is_null = match how {
+            Written::Bare => marker || (raw.is_empty() && !(text && c.not_null)),
+            Written::Quoted => raw.is_empty() && !text,
+            Written::Text => marker || (raw.is_empty() && !text),
+            Written::Literal => false,
+        };
         if is_null {
             return Ok(Value::Null);
         }
@@ -368,67 +405,147 @@ fn expected_fields(map: &FieldMap, found: usize) -> RowError {
     )
 }
 
+/// Bytes that end a CSV record (csv-core takes CR, LF and CRLF).
+fn is_terminator(c: u8) -> bool {
+    c == b'\r' || c == b'\n'
+}
+
+/// Whether field `f` of a CSV record was quoted: `raw` is the record as written, whose quoting
+/// the chunker has checked (RFC 4180 strict: a quote opens only at a field start and a
+/// closing quote is followed by a delimiter or the record end).
+fn field_quoted(raw: &[u8], f: usize, delimiter: u8, quote: u8) -> bool {
+    let mut i = 0;
+    for _ in 0..f {
+        if raw.get(i) == Some(&quote) {
+            // Past the closing quote: a quote not followed by another.
+            i += 1;
+            loop {
+                match memchr::memchr(quote, &raw[i.min(raw.len())..]) {
+                    Some(p) if raw.get(i + p + 1) == Some(&quote) => i += p + 2,
+                    Some(p) => {
+                        i += p + 1;
+                        break;
+                    }
+                    None => return false,
+                }
+            }
+        }
+        match memchr::memchr(delimiter, &raw[i.min(raw.len())..]) {
+            Some(p) => i += p + 1,
+            None => return false,
+        }
+    }
+    raw.get(i) == Some(&quote)
+}
+
+/// CSV records via `csv_core` (the csv crate's record parser), so that a field's quoting can
+/// be looked up where the NULL rules need it: only for an empty field of a TEXT/BYTES column
+/// and for a field equal to the `--null` string, by [`field_quoted`] on the record's text.
 fn parse_csv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
+    let mut rdr = csv_core::ReaderBuilder::new()
         .delimiter(cfg.delimiter)
         .quote(cfg.quote.unwrap_or(b'"'))
         .quoting(cfg.quote.is_some())
         .double_quote(true)
-        .from_reader(chunk.data.as_slice());
-    let mut rec = csv::ByteRecord::new();
+        .build();
+    let data = &chunk.data[..];
     let ncols = cfg.table.columns.len();
-    // The csv crate counts LFs only; with a bare CR in the chunk, lines are counted here (CR,
-    // LF and CRLF each end one line, as the chunker counts them).
-    let bare_cr = memchr::memchr(b'\r', &chunk.data).is_some();
-    let (mut counted_to, mut counted) = (0usize, 0u64);
-    let mut line_at = |byte: usize, csv_line: u64| -> u64 {
-        if !bare_cr {
-            return chunk.first_line + csv_line.saturating_sub(1);
-        }
-        let byte = byte.clamp(counted_to, chunk.data.len());
-        counted += count_line_ends(&chunk.data, counted_to, byte);
-        counted_to = byte;
-        chunk.first_line + counted
-    };
+    let one_field = chunk.map.fields.len() == 1;
+    // Unescaped fields of one record and their ends; grown on demand.
+    let mut buf = vec![0u8; data.len().clamp(1, 1 << 16)];
+    let mut ends = vec![0usize; chunk.map.fields.len().max(1) + 1];
+    let mut pos = 0usize;
+    let mut line = chunk.first_line;
     loop {
-        let start = rdr.position().byte() as usize;
-        match rdr.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = line_at(start, e.position().map_or(1, |p| p.line()));
-                let end = rdr.position().byte() as usize;
-                let raw = chunk.data.get(start..end).unwrap_or(&[]);
-                out.rejects.push(reject(
-                    cfg,
-                    chunk,
-                    line,
-                    row_error(None, e.to_string()),
-                    raw,
-                ));
-                continue;
+        // Terminators before a record: the LF of the previous record's CRLF, and empty lines.
+        while let Some(&c) = data.get(pos).filter(|c| is_terminator(**c)) {
+            let prev = if pos == 0 { b'\n' } else { data[pos - 1] };
+            let empty_line = c == b'\r' || prev != b'\r';
+            if empty_line && one_field {
+                let raw = &data[pos..=pos];
+                let result = (|| {
+                    let col = chunk.map.fields[0];
+                    if cfg.table.columns[col].not_null {
+                        return Ok(());
+                    }
+                    let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+                    values[col] = enc.field(col, b"", Written::Bare)?;
+                    enc.emit(
+                        &mut values,
+                        chunk.offset + pos as u64,
+                        src_pos(chunk.file, line),
+                        out,
+                    )
+                })();
+                if let Err(e) = result {
+                    out.rejects.push(reject(cfg, chunk, line, e, raw));
+                }
             }
+            if empty_line {
+                // CR, LF and CRLF each end one line (a CRLF at its CR).
+                line += 1;
+            }
+            pos += 1;
         }
-        let pos = rec.position().cloned().unwrap_or_else(csv::Position::new);
-        let line = line_at(pos.byte() as usize, pos.line());
-        let src = src_pos(chunk.file, line);
-        let end = rdr.position().byte() as usize;
+        if pos >= data.len() {
+            break;
+        }
+        let (rec_start, rec_line) = (pos, line);
+        let (mut nout, mut nend) = (0, 0);
+        let complete = loop {
+            let input = &data[pos..];
+            let (res, nin, o, e) = rdr.read_record(input, &mut buf[nout..], &mut ends[nend..]);
+            line += count_line_ends(data, pos, pos + nin);
+            pos += nin;
+            nout += o;
+            nend += e;
+            match res {
+                csv_core::ReadRecordResult::Record => break true,
+                csv_core::ReadRecordResult::End => break false,
+                // Out of input mid-record: the next call, with empty input, ends the record.
+                csv_core::ReadRecordResult::InputEmpty => {}
+                csv_core::ReadRecordResult::OutputFull => {
+                    let n = buf.len();
+                    buf.resize(n * 2, 0);
+                }
+                csv_core::ReadRecordResult::OutputEndsFull => {
+                    let n = ends.len();
+                    ends.resize(n * 2, 0);
+                }
+            }
+        };
+        if !complete {
+            break; // csv-core saw no record (cannot happen after the terminators above)
+        }
+        let raw = &data[rec_start..pos];
+        let src = src_pos(chunk.file, rec_line);
         let result = (|| {
-            if rec.len() != chunk.map.fields.len() {
-                return Err(expected_fields(&chunk.map, rec.len()));
+            if nend != chunk.map.fields.len() {
+                return Err(expected_fields(&chunk.map, nend));
             }
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
-            for (f, raw) in rec.iter().enumerate() {
+            let mut start = 0;
+            for (f, &end) in ends[..nend].iter().enumerate() {
                 let col = chunk.map.fields[f];
-                values[col] = enc.field(col, raw)?;
+                let field = &buf[start..end];
+                start = end;
+                let text = cfg.table.columns[col].ty.is_text();
+                let ambiguous = (field.is_empty() && text) || cfg.null.as_deref() == Some(field);
+                let quoted = ambiguous
+                    && cfg
+                        .quote
+                        .is_some_and(|q| field_quoted(raw, f, cfg.delimiter, q));
+                let how = if quoted {
+                    Written::Quoted
+                } else {
+                    Written::Bare
+                };
+                values[col] = enc.field(col, field, how)?;
             }
-            enc.emit(&mut values, chunk.offset + pos.byte(), src, out)
+            enc.emit(&mut values, chunk.offset + rec_start as u64, src, out)
         })();
         if let Err(e) = result {
-            let raw = chunk.data.get(pos.byte() as usize..end).unwrap_or(&[]);
-            out.rejects.push(reject(cfg, chunk, line, e, raw));
+            out.rejects.push(reject(cfg, chunk, rec_line, e, raw));
         }
     }
 }
@@ -468,7 +585,8 @@ fn tsv_unescape(b: &[u8], out: &mut Vec<u8>) -> bool {
 
 fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut ChunkOutput) {
     let ncols = cfg.table.columns.len();
-    let null: &[u8] = cfg.null.as_deref().unwrap_or(b"\\N");
+    // `\N` is always NULL (as in PostgreSQL's text format), and so is the --null string.
+    let is_null = |field: &[u8]| field == b"\\N" || cfg.null.as_deref() == Some(field);
     let mut line_no = chunk.first_line;
     let mut pos = 0usize;
     let mut scratch: Vec<u8> = Vec::new();
@@ -498,7 +616,7 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             let field = &rec[start..cut];
             let field_start = start;
             start = cut + 1;
-            if field == null {
+            if is_null(field) {
                 bounds.push((0, 0, true));
                 continue;
             }
@@ -535,7 +653,7 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
             for (f, &(s, e, is_null)) in bounds.iter().enumerate() {
                 let col = chunk.map.fields[f];
                 if !is_null {
-                    values[col] = enc.field(col, &text[s..e])?;
+                    values[col] = enc.field(col, &text[s..e], Written::Text)?;
                 }
             }
             enc.emit(&mut values, offset, src, out)
@@ -546,36 +664,87 @@ fn parse_tsv(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mut 
     }
 }
 
+/// A JSON object's members in input order, each value as its raw JSON text (numbers keep
+/// every digit as written; duplicate keys are all kept, for the caller to refuse).
+struct JsonRecord<'a>(Vec<(Cow<'a, str>, &'a serde_json::value::RawValue)>);
+
+/// A JSON string, borrowed from the input when it has no escapes.
+struct JsonStr<'a>(Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for JsonStr<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonStr<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JsonRecord<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonRecord<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = m.next_entry::<JsonStr<'de>, _>()? {
+                    members.push((k.0, v));
+                }
+                Ok(JsonRecord(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One member's value for column `col`, from its raw JSON text.
 fn json_value<'a>(
     enc: &Encoder<'_>,
     col: usize,
-    v: &'a serde_json::Value,
-    text: &'a mut String,
+    raw: &'a serde_json::value::RawValue,
 ) -> Result<Value<'a>, RowError> {
     let c = &enc.cfg.table.columns[col];
-    match v {
-        serde_json::Value::Null => Ok(Value::Null),
-        serde_json::Value::Bool(b) if c.ty == ColumnType::Bool => Ok(Value::Bool(*b)),
-        serde_json::Value::String(s) => {
-            if c.ty.is_text() {
-                parse_value(&c.ty, s.as_bytes())
-                    .map(|v| match v {
-                        Value::Text(_) => Value::Text(Cow::Borrowed(s.as_str())),
-                        other => other,
-                    })
-                    .map_err(|e| row_error(Some(&c.name), e.to_string()))
-            } else {
-                enc.field(col, s.as_bytes())
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'n') => Ok(Value::Null),
+        Some(b'"') => {
+            let s: JsonStr<'a> = serde_json::from_str(text)
+                .map_err(|e| row_error(Some(&c.name), format!("bad JSON string: {e}")))?;
+            match s.0 {
+                Cow::Borrowed(b) => enc.field(col, b.as_bytes(), Written::Text),
+                Cow::Owned(o) => enc
+                    .field(col, o.as_bytes(), Written::Text)
+                    .map(Value::into_owned),
             }
         }
-        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => {
-            *text = v.to_string();
-            enc.field(col, text.as_bytes())
-        }
-        other => Err(row_error(
+        Some(b'{' | b'[') => Err(row_error(
             Some(&c.name),
-            format!("{other} is not a {} (nested JSON is not supported)", c.ty),
+            format!(
+                "{text} is not {} (nested JSON is not supported)",
+                c.ty.with_article()
+            ),
         )),
+        // A number or true/false: its text exactly as written.
+        _ => enc.field(col, text.as_bytes(), Written::Literal),
     }
 }
 
@@ -584,7 +753,7 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
     let mut line_no = chunk.first_line;
     let mut pos = 0usize;
     let data = &chunk.data;
-    let mut texts: Vec<String> = vec![String::new(); ncols];
+    let mut member_of: Vec<Option<usize>> = vec![None; ncols];
     while pos < data.len() {
         let (_, end) = next_line(data, pos);
         let rec = &data[pos..end];
@@ -597,31 +766,41 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
             continue;
         }
         let result = (|| {
-            let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(rec)
+            let obj: JsonRecord<'_> = serde_json::from_slice(rec)
                 .map_err(|e| row_error(None, format!("not a JSON object: {e}")))?;
-            for k in obj.keys() {
-                match cfg.table.column(k) {
-                    Some(i) if !cfg.table.columns[i].hidden => {}
+            // Keys name columns as CSV headers do (ASCII case-insensitively; names are unique
+            // that way): two keys for one column are an error, never a silent choice.
+            member_of.iter_mut().for_each(|m| *m = None);
+            for (n, (k, _)) in obj.0.iter().enumerate() {
+                let col = match cfg.table.column(k) {
+                    Some(i) if !cfg.table.columns[i].hidden => i,
                     _ => {
                         return Err(row_error(
                             None,
                             format!("key {k:?} is not a column of {}", cfg.table.name),
                         ))
                     }
+                };
+                if let Some(first) = member_of[col] {
+                    let other = &obj.0[first].0;
+                    return Err(row_error(
+                        None,
+                        if other == k {
+                            format!("key {k:?} appears twice")
+                        } else {
+                            format!(
+                                "keys {other:?} and {k:?} both name column {}",
+                                cfg.table.columns[col].name
+                            )
+                        },
+                    ));
                 }
+                member_of[col] = Some(n);
             }
             let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
-            for ((col, c), text) in cfg.table.columns.iter().enumerate().zip(texts.iter_mut()) {
-                if c.hidden {
-                    continue;
-                }
-                let v = obj.get(&c.name).or_else(|| {
-                    obj.iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(&c.name))
-                        .map(|e| e.1)
-                });
-                if let Some(v) = v {
-                    values[col] = json_value(enc, col, v, text)?.into_owned();
+            for (col, m) in member_of.iter().enumerate() {
+                if let Some(n) = m {
+                    values[col] = json_value(enc, col, obj.0[*n].1)?;
                 }
             }
             enc.emit(&mut values, offset, src, out)
@@ -629,5 +808,20 @@ fn parse_jsonl(cfg: &ParseConfig, chunk: &Chunk, enc: &mut Encoder<'_>, out: &mu
         if let Err(e) = result {
             out.rejects.push(reject(cfg, chunk, line, e, rec));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_quoted_skips_quoted_delimiters_and_doubled_quotes() {
+        let raw = b"a,\"b,\"\"c\"\"\",,\"\",NA,\"x\"\"\"\r\n";
+        let q: Vec<bool> = (0..7).map(|f| field_quoted(raw, f, b',', b'"')).collect();
+        assert_eq!(q, [false, true, false, true, false, true, false]);
+        assert!(field_quoted(b"\"\"", 0, b',', b'"'));
+        assert!(!field_quoted(b"", 0, b',', b'"'));
+        assert!(field_quoted(b"x;\"a;b\";\"\"", 2, b';', b'"'));
     }
 }

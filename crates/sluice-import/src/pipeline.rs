@@ -79,8 +79,9 @@ pub struct ImportOptions {
     pub delimiter: Option<u8>,
     /// CSV quote character (default: `"`); `None` disables quoting.
     pub quote: Option<u8>,
-    /// A field equal to this string is NULL (default: none for CSV, `\N` for TSV). An empty unquoted
-    /// field is NULL for non-text columns in any case.
+    /// A field equal to this string is NULL (default: none), besides each format's own NULL
+    /// (CSV: an unquoted empty field; TSV: `\N`; JSON: `null`): in CSV unless quoted, in JSON
+    /// lines as a string, for every column type. The rules: `crate::parse`'s module doc.
     pub null: Option<String>,
     /// Parse workers (default: all cores).
     pub threads: usize,

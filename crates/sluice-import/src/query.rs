@@ -1,8 +1,15 @@
 //! Reading tables back: point lookups by primary key and range scans over the primary key or a
-//! secondary index, rows printed as CSV or JSON lines.
+//! secondary index, rows printed as CSV or JSON lines, and `--count --sum`.
 //!
 //! A scan reads at one snapshot: index entries and the rows they point to are from the same
 //! state of the Db.
+//!
+//! Output is made to be read back: CSV output imported again (same `--null`) gives the same
+//! rows — NULL is an unquoted empty field (or the `--null` string), the empty string is `""`,
+//! a text equal to the `--null` string is quoted, doubles print as text that reads back
+//! (`inf`, `-inf`, `nan` included) — and every JSON output is valid JSON (the doubles JSON has
+//! no number for are the strings `"Infinity"`, `"-Infinity"`, `"NaN"`, which the JSON-lines
+//! reader takes back; a DECIMAL or a sum is a number literal with every digit).
 
 use sluice::{Db, ReadOptions, Snapshot};
 
@@ -16,7 +23,8 @@ use crate::ImportError;
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
-    /// CSV with a header line; NULL is an empty field.
+    /// CSV with a header line; NULL is an unquoted empty field (or the string set by
+    /// [`TableReader::set_csv_null`]), the empty string `""`.
     #[default]
     Csv,
     /// One JSON object per line.
@@ -32,21 +40,115 @@ pub struct CountSum {
     pub sum: Option<ColumnSum>,
 }
 
-/// A column's sum: exact for integer and decimal columns (a decimal's unscaled value), a float
-/// as soon as one DOUBLE value was added.
+/// A column's sum over the non-NULL values of a scan, in the column's own terms.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ColumnSum {
-    /// Integers and decimals (unscaled) only.
+    /// No non-NULL value was seen: SQL's `SUM` is NULL then.
+    Null,
+    /// SMALLINT, INT, BIGINT: exact (an i128 holds the sum of 2^64 BIGINTs).
     Int(i128),
-    /// At least one DOUBLE.
-    Float(f64),
+    /// DECIMAL: the exact unscaled sum at the column's scale, 256-bit so that it cannot
+    /// overflow (2^64 values of 38 digits need 58).
+    Decimal {
+        /// The sum × 10^scale.
+        unscaled: ethnum::I256,
+        /// The column's scale: digits after the point.
+        scale: u8,
+    },
+    /// DOUBLE: the IEEE sum in scan order (may be ±inf or NaN).
+    Double(f64),
+}
+
+impl ColumnSum {
+    /// The sum as a JSON value: `null`, an integer, a decimal literal with exactly the
+    /// column's scale, a double as its shortest round-trip text, or the strings `"Infinity"`,
+    /// `"-Infinity"`, `"NaN"` — always valid JSON.
+    ///
+    /// ```
+    /// use sluice_import::ColumnSum;
+    /// let s = ColumnSum::Decimal { unscaled: 35.into(), scale: 2 };
+    /// assert_eq!(s.to_json(), "0.35");
+    /// assert_eq!(ColumnSum::Double(f64::INFINITY).to_json(), "\"Infinity\"");
+    /// ```
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        match self {
+            ColumnSum::Null => out.push_str("null"),
+            ColumnSum::Double(d) => format_json(&Value::Double(*d), &ColumnType::Double, &mut out),
+            other => out = other.to_string(),
+        }
+        out
+    }
 }
 
 impl std::fmt::Display for ColumnSum {
+    /// Plain text: `NULL`, the integer, the decimal with its scale, the double as CSV prints
+    /// it (`inf`, `nan`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            ColumnSum::Null => f.write_str("NULL"),
             ColumnSum::Int(v) => write!(f, "{v}"),
-            ColumnSum::Float(v) => write!(f, "{v}"),
+            ColumnSum::Decimal { unscaled, scale } => {
+                let digits = unscaled.unsigned_abs().to_string();
+                let scale = usize::from(*scale);
+                let digits = format!("{digits:0>width$}", width = scale + 1);
+                let (int, frac) = digits.split_at(digits.len() - scale);
+                let sign = if *unscaled < 0 { "-" } else { "" };
+                if scale == 0 {
+                    write!(f, "{sign}{int}")
+                } else {
+                    write!(f, "{sign}{int}.{frac}")
+                }
+            }
+            ColumnSum::Double(d) => {
+                let mut s = String::new();
+                format_text(&Value::Double(*d), &ColumnType::Double, &mut s);
+                f.write_str(&s)
+            }
+        }
+    }
+}
+
+/// Adds up one column's values, exactly for integers and decimals.
+#[derive(Debug)]
+struct Summer {
+    ty: ColumnType,
+    any: bool,
+    int: i128,
+    dec: ethnum::I256,
+    dbl: f64,
+}
+
+impl Summer {
+    fn new(ty: ColumnType) -> Self {
+        Summer {
+            ty,
+            any: false,
+            int: 0,
+            dec: ethnum::I256::ZERO,
+            dbl: 0.0,
+        }
+    }
+
+    fn add(&mut self, v: &Value<'_>) {
+        match v {
+            Value::Int(x) => self.int += i128::from(*x),
+            Value::Decimal(x) => self.dec += ethnum::I256::from(*x),
+            Value::Double(x) => self.dbl += x,
+            _ => return,
+        }
+        self.any = true;
+    }
+
+    fn sum(&self) -> ColumnSum {
+        match self.ty {
+            _ if !self.any => ColumnSum::Null,
+            ColumnType::Decimal { scale, .. } => ColumnSum::Decimal {
+                unscaled: self.dec,
+                scale,
+            },
+            ColumnType::Double => ColumnSum::Double(self.dbl),
+            _ => ColumnSum::Int(self.int),
         }
     }
 }
@@ -57,6 +159,7 @@ pub struct TableReader<'a> {
     /// The table.
     pub table: TableDef,
     types: Vec<ColumnType>,
+    csv_null: String,
 }
 
 /// Splits `a,b,"c,d"` into values (CSV quoting).
@@ -77,7 +180,26 @@ impl<'a> TableReader<'a> {
         let tables = catalog::load(db)?;
         let table = catalog::choose(&tables, name)?;
         let types = table.columns.iter().map(|c| c.ty).collect();
-        Ok(TableReader { db, table, types })
+        Ok(TableReader {
+            db,
+            table,
+            types,
+            csv_null: String::new(),
+        })
+    }
+
+    /// What CSV output writes for NULL (default: nothing, an empty field); import the output
+    /// with the same `--null` to read it back. A text value equal to it is written quoted, so
+    /// the two stay apart. Refused when it holds a comma, a quote, CR or LF (it would have to
+    /// be quoted, and a quoted field is never NULL).
+    pub fn set_csv_null(&mut self, null: &str) -> Result<(), ImportError> {
+        if null.contains([',', '"', '\r', '\n']) {
+            return Err(ImportError::Usage(format!(
+                "--null {null:?}: a NULL marker for CSV output cannot hold a comma, a quote or a line break"
+            )));
+        }
+        self.csv_null = null.to_string();
+        Ok(())
     }
 
     /// Every table in the catalog.
@@ -268,8 +390,9 @@ impl<'a> TableReader<'a> {
     }
 
     /// Counts the rows [`scan`](Self::scan) would give and sums column `sum_col` over them
-    /// (NULLs and non-numeric values skipped): what `sluice scan --table T --count --sum C`
-    /// prints and the import benchmarks check.
+    /// (NULLs skipped): what `sluice scan --table T --count --sum C` prints and the import
+    /// benchmarks check. Integers sum exactly, DECIMAL exactly at its scale, DOUBLE as IEEE
+    /// doubles ([`ColumnSum`]); a column of another type is refused.
     pub fn count_sum(
         &self,
         index: Option<&str>,
@@ -278,52 +401,68 @@ impl<'a> TableReader<'a> {
         limit: Option<u64>,
         sum_col: Option<usize>,
     ) -> Result<CountSum, ImportError> {
-        let (mut int, mut float, mut any_float) = (0i128, 0f64, false);
-        let rows = self.scan(index, start, end, limit, |row| {
-            match sum_col.map(|c| &row[c]) {
-                Some(Value::Int(v)) => int += i128::from(*v),
-                Some(Value::Decimal(v)) => int += v,
-                Some(Value::Double(v)) => {
-                    any_float = true;
-                    float += v;
+        let mut summer = match sum_col {
+            None => None,
+            Some(c) => {
+                let col = self.table.columns.get(c).ok_or_else(|| {
+                    ImportError::Usage(format!("table {} has no column {c}", self.table.name))
+                })?;
+                if !col.ty.is_numeric() {
+                    return Err(ImportError::Usage(format!(
+                        "--sum {}: a {} column does not sum (SMALLINT, INT, BIGINT, DECIMAL and DOUBLE do)",
+                        col.name, col.ty
+                    )));
                 }
-                _ => {}
+                Some((c, Summer::new(col.ty)))
+            }
+        };
+        let rows = self.scan(index, start, end, limit, |row| {
+            if let Some((c, s)) = summer.as_mut() {
+                s.add(&row[*c]);
             }
             Ok(())
         })?;
-        let sum = match sum_col {
-            None => None,
-            Some(_) if any_float => Some(ColumnSum::Float(float + int as f64)),
-            Some(_) => Some(ColumnSum::Int(int)),
-        };
-        Ok(CountSum { rows, sum })
+        Ok(CountSum {
+            rows,
+            sum: summer.map(|(_, s)| s.sum()),
+        })
     }
 
     /// The header line of CSV output.
     pub fn csv_header(&self) -> String {
-        let names: Vec<&str> = self
-            .table
-            .visible_columns()
-            .map(|(_, c)| c.name.as_str())
-            .collect();
-        csv_line(names.iter().map(|s| s.to_string()).collect())
+        let mut out = String::new();
+        for (n, (_, c)) in self.table.visible_columns().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            push_csv_field(&mut out, &c.name, false);
+        }
+        out
     }
 
     /// One row as a CSV line or a JSON object (no trailing newline).
     pub fn format_row(&self, row: &[Value<'_>], fmt: OutputFormat) -> String {
+        let mut s = String::new();
         match fmt {
-            OutputFormat::Csv => csv_line(
-                self.table
-                    .visible_columns()
-                    .map(|(i, c)| {
-                        let mut s = String::new();
-                        format_text(&row[i], &c.ty, &mut s);
-                        s
-                    })
-                    .collect(),
-            ),
+            OutputFormat::Csv => {
+                let mut field = String::new();
+                for (n, (i, c)) in self.table.visible_columns().enumerate() {
+                    if n > 0 {
+                        s.push(',');
+                    }
+                    if matches!(row[i], Value::Null) {
+                        s.push_str(&self.csv_null);
+                        continue;
+                    }
+                    field.clear();
+                    format_text(&row[i], &c.ty, &mut field);
+                    // An empty value or one that reads as the NULL marker must be quoted.
+                    let force = field.is_empty() || field == self.csv_null;
+                    push_csv_field(&mut s, &field, force);
+                }
+            }
             OutputFormat::Json => {
-                let mut s = String::from("{");
+                s.push('{');
                 for (n, (i, c)) in self.table.visible_columns().enumerate() {
                     if n > 0 {
                         s.push(',');
@@ -333,9 +472,21 @@ impl<'a> TableReader<'a> {
                     format_json(&row[i], &c.ty, &mut s);
                 }
                 s.push('}');
-                s
             }
         }
+        s
+    }
+}
+
+/// Appends one CSV field (RFC 4180): quoted, quotes doubled, when it holds a comma, a quote,
+/// CR or LF, or when `force` says so.
+fn push_csv_field(out: &mut String, field: &str, force: bool) {
+    if force || field.contains([',', '"', '\r', '\n']) {
+        out.push('"');
+        out.push_str(&field.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(field);
     }
 }
 
@@ -455,14 +606,4 @@ impl<'t> CellCursors<'t> {
         }
         Ok(row)
     }
-}
-
-fn csv_line(fields: Vec<String>) -> String {
-    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
-    let _ = w.write_record(&fields);
-    let mut out = String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default();
-    while out.ends_with('\n') || out.ends_with('\r') {
-        out.pop();
-    }
-    out
 }
