@@ -43,6 +43,7 @@ def test_a_writer_holding_the_lock_is_named_and_readers_still_work(sluice, tmp):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         r = sluice("put", "--db", db, "k2", "v", check=False)
         assert r.returncode == 2 and b"open for writing by another process" in r.stderr, r.stderr
+        assert b"locked by another process" in r.stderr, r.stderr
         assert sluice("get", "--db", db, "k").stdout == b"v\n"
         assert sluice("verify", "--db", db).returncode == 0
 

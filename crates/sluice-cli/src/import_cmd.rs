@@ -200,7 +200,10 @@ pub fn import(a: ImportArgs) -> CmdResult {
         sluice_import::ImportError::Schema(s) => format!("{}: {}", a.schema.display(), s.message),
         other => other.to_string(),
     })?;
-    let db = open_db(&a.db, true)?;
+    let db = open_db(&a.db, true).map_err(|e| match e {
+        sluice_import::ImportError::Db(e) => crate::db_cmd::lock_message(&a.db, e),
+        other => other.into(),
+    })?;
     let s = import.run(&db)?;
     db.close()?;
     if a.json {

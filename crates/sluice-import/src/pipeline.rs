@@ -347,10 +347,10 @@ pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
 pub fn open_db_read_only(dir: impl AsRef<Path>) -> Result<Db, ImportError> {
     let dir = dir.as_ref();
     if !dir.join("CURRENT").exists() {
-        return Err(ImportError::Usage(format!(
-            "{} is not a Sluice database (no CURRENT file)",
-            dir.display()
-        )));
+        let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, dir)?;
+        if let Some(why) = contents.why_not_a_db(dir) {
+            return Err(ImportError::Usage(why));
+        }
     }
     let opts = sluice::Options::load_latest(dir, sluice::Options::default())?;
     Ok(Db::open_read_only(dir, opts)?)

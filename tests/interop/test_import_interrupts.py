@@ -1,0 +1,105 @@
+"""An import interrupted at any point leaves a Db every command opens (issue 20).
+
+* kill -9 of the first import into a new directory, at random small delays: the directory is
+  an unfinished creation or a Db, never "not a Sluice database"; the next import completes it;
+* two imports racing to create one Db: the loser hears "locked by another process".
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+
+
+SCHEMA = "CREATE TABLE k (id BIGINT PRIMARY KEY, name TEXT, n INT);\nCREATE INDEX by_n ON k (n);\n"
+
+
+def rows_csv(n, seed=0):
+    rng = random.Random(seed)
+    ids = rng.sample(range(10**12), n)
+    return "".join(f"{i},name-{j}-{'x' * (j % 23)},{j % 101}\n" for j, i in enumerate(ids))
+
+
+def db_state(sluice, db):
+    """Everything a reader sees: the raw keys and values (the catalog included)."""
+    return sluice("scan", "--db", db, "--hex").stdout
+
+
+def tmp_dirs(path):
+    return sorted(p.name for p in path.iterdir() if p.name.startswith("sluice-import-"))
+
+
+def test_kill_9_of_a_first_import_at_random_points_leaves_a_db_that_opens(sluice, sluice_bin, tmp):
+    binary = str(sluice_bin)
+    schema = tmp / "k.sql"
+    schema.write_text(SCHEMA)
+    data = tmp / "k.csv"
+    data.write_text(rows_csv(2000))
+
+    def import_cmd(db):
+        return [binary, "import", "--db", str(db), "--schema", str(schema), "--quiet",
+                "--on-duplicate", "last", str(data)]
+
+    # How long a whole import takes here: the kills land anywhere from before the process
+    # starts to after it ends, most of them in the first milliseconds (the creation).
+    t0 = time.monotonic()
+    subprocess.run(import_cmd(tmp / "full"), check=True, capture_output=True)
+    full = time.monotonic() - t0
+    expected = db_state(sluice, tmp / "full")
+
+    seed = int(os.environ.get("SLUICE_KILL_SEED", time.time_ns() % 2**32))
+    rng = random.Random(seed)
+    outcomes = {"missing": 0, "empty": 0, "unfinished": 0, "db": 0}
+    for i in range(200):
+        db = tmp / f"db{i}"
+        delay = rng.uniform(0, 0.01) if i % 2 == 0 else rng.uniform(0, full * 1.2)
+        child = subprocess.Popen(import_cmd(db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        what = f"seed {seed} (SLUICE_KILL_SEED replays it), round {i}, kill after {delay * 1000:.2f} ms"
+        # A reader: a Db, or a creation that has not finished — never "not a Sluice database".
+        r = sluice("tables", "--db", db, check=False)
+        err = r.stderr.decode()
+        if r.returncode == 0:
+            outcomes["db"] += 1
+        elif "creation has not finished" in err:
+            outcomes["unfinished"] += 1
+        elif "empty directory" in err:
+            outcomes["empty"] += 1
+        else:
+            assert "does not exist" in err, f"{what}: {err} ({sorted(os.listdir(db))})"
+            outcomes["missing"] += 1
+        # The next import opens whatever is there and completes it.
+        r = subprocess.run(import_cmd(db), capture_output=True)
+        assert r.returncode == 0, f"{what}: {r.stderr.decode()}"
+        assert db_state(sluice, db) == expected, what
+        assert tmp_dirs(db) == [], what
+        shutil.rmtree(db)
+    print(f"kill -9 outcomes over 200 rounds: {outcomes} (seed {seed})")
+
+
+def test_two_imports_racing_to_create_one_db(sluice, sluice_bin, tmp):
+    binary = str(sluice_bin)
+    schema = tmp / "k.sql"
+    schema.write_text(SCHEMA)
+    data = tmp / "k.csv"
+    data.write_text(rows_csv(500))
+    outcomes = {"locked": 0, "both ran": 0}
+    for i in range(20):
+        db = tmp / f"db{i}"
+        cmd = [binary, "import", "--db", str(db), "--schema", str(schema), "--quiet",
+               "--on-duplicate", "last", str(data)]
+        racers = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+        results = [(p.wait(), p.stderr.read().decode()) for p in racers]
+        for p in racers:
+            p.stdout.close()
+            p.stderr.close()
+        assert any(rc == 0 for rc, _ in results), results
+        for rc, err in results:
+            assert rc == 0 or "locked by another process" in err, results
+        outcomes["locked" if any(rc != 0 for rc, _ in results) else "both ran"] += 1
+        assert json.loads(sluice("scan", "--db", db, "--table", "k", "--count").stdout) == {"rows": 500}
+    print(f"racing creators: {outcomes}")
