@@ -2,7 +2,9 @@
 
 * kill -9 of the first import into a new directory, at random small delays: the directory is
   an unfinished creation or a Db, never "not a Sluice database"; the next import completes it;
-* two imports racing to create one Db: the loser hears "locked by another process".
+* two imports racing to create one Db: the loser hears "locked by another process";
+* SIGINT / SIGTERM / SIGHUP remove the import's temporary directory and leave the Db as it was;
+* `verify` and `stats` report a leftover temporary directory without removing it.
 """
 import json
 import os
@@ -12,6 +14,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 
 SCHEMA = "CREATE TABLE k (id BIGINT PRIMARY KEY, name TEXT, n INT);\nCREATE INDEX by_n ON k (n);\n"
 
@@ -103,3 +106,89 @@ def test_two_imports_racing_to_create_one_db(sluice, sluice_bin, tmp):
         outcomes["locked" if any(rc != 0 for rc, _ in results) else "both ran"] += 1
         assert json.loads(sluice("scan", "--db", db, "--table", "k", "--count").stdout) == {"rows": 500}
     print(f"racing creators: {outcomes}")
+
+
+def seeded_db(sluice, tmp, name):
+    """A Db holding a small table, and what a reader sees in it."""
+    db = tmp / name
+    seed = tmp / "seed.sql"
+    seed.write_text("CREATE TABLE seed (id INT PRIMARY KEY);\n")
+    seed_rows = tmp / "seed.csv"
+    seed_rows.write_text("1\n2\n3\n")
+    sluice("import", "--db", db, "--schema", seed, "--quiet", seed_rows)
+    return db, db_state(sluice, db)
+
+
+def stopped_import_with_spilled_runs(binary, tmp, db, rows):
+    """An import of `rows` rows into `db`, stopped (SIGSTOP) once its temporary directory holds
+    spilled runs, and that directory; `None` if the import finished before it could be stopped
+    (the caller retries with more rows: no timing is assumed)."""
+    schema = tmp / "k.sql"
+    schema.write_text(SCHEMA)
+    data = tmp / f"k{rows}.csv"
+    data.write_text(rows_csv(rows, seed=7))
+    child = subprocess.Popen([binary, "import", "--db", str(db), "--schema", str(schema), "--quiet",
+                              "--memory", "8M", "--threads", "1", str(data)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while child.poll() is None:
+        found = tmp_dirs(db)
+        if found and any((db / found[0]).iterdir()):
+            child.send_signal(signal.SIGSTOP)
+            if (db / found[0]).exists() and child.poll() is None:
+                return child, db / found[0]
+        time.sleep(0.005)
+    child.stderr.close()
+    return None
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_removes_the_temporary_directory_and_leaves_the_db_as_it_was(sluice, sluice_bin, tmp, sig,
+                                                                              status):
+    for attempt in range(4):
+        db, before = seeded_db(sluice, tmp, f"db{attempt}")
+        stopped = stopped_import_with_spilled_runs(str(sluice_bin), tmp, db, 200_000 << attempt)
+        if stopped:
+            break
+    else:
+        pytest.fail("every import finished before it could be stopped")
+    child, tmp_dir = stopped
+    assert any(tmp_dir.iterdir()), "nothing spilled yet"
+    child.send_signal(sig)
+    child.send_signal(signal.SIGCONT)
+    assert child.wait() == status
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert f"interrupted by {sig.name}" in err, err
+    assert not tmp_dir.exists() and tmp_dirs(db) == []
+    assert db_state(sluice, db) == before
+    assert sluice("verify", "--db", db).stdout.startswith(b"OK:")
+    assert sluice("tables", "--db", db).stdout.decode().startswith("seed")
+
+
+def test_verify_and_stats_report_a_leftover_temporary_directory_and_keep_it(sluice, tmp):
+    db = tmp / "db"
+    sluice("put", "--db", db, "k", "v")
+    # A killed import's: its process (id above any pid_max) is gone.
+    left = db / "sluice-import-4000000000-0"
+    (left / "runs").mkdir(parents=True)
+    (left / "runs" / "000001.sst").write_bytes(b"\0" * 4000)
+    (left / "000002.sst").write_bytes(b"\0" * 96)
+
+    out = sluice("verify", "--db", db).stdout.decode()
+    assert out.startswith("OK:"), out
+    assert "note: import temporary directory sluice-import-4000000000-0: 4096 bytes" in out, out
+    assert "which has exited" in out, out
+    text = sluice("stats", "--db", db).stdout.decode()
+    assert "import temporary directory sluice-import-4000000000-0: 4096 bytes" in text, text
+    stats = json.loads(sluice("stats", "--db", db, "--json").stdout)
+    [found] = stats["import_tmp_dirs"]
+    assert found["path"].endswith("sluice-import-4000000000-0") and found["bytes"] == 4096
+    assert found["pid"] == 4000000000 and found["process_running"] is False
+    assert left.exists(), "a read command removed it"
+
+    # No leftovers: no note, an empty list.
+    clean = tmp / "clean"
+    sluice("put", "--db", clean, "k", "v")
+    assert "note:" not in sluice("verify", "--db", clean).stdout.decode()
+    assert json.loads(sluice("stats", "--db", clean, "--json").stdout)["import_tmp_dirs"] == []

@@ -589,6 +589,7 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
                 "stall_micros": m.stall_micros,
                 "last_sequence": m.last_sequence,
                 "memtable_bytes": m.memtable_bytes,
+                "import_tmp_dirs": tmp_dirs_json(&a.db),
             }))?
         );
     } else {
@@ -638,8 +639,36 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
             m.flushes, m.compactions, m.compaction_bytes_read, m.compaction_bytes_written
         );
         println!("  stalls: {} ({} µs)", m.stall_count, m.stall_micros);
+        for line in tmp_dir_lines(&a.db) {
+            println!("{line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `sluice-import-*` directories in the Db directory (where imports keep their files
+/// unless `--tmp-dir` says otherwise), one line each. A read command removes nothing: it
+/// says whose each is, and that the next import removes a killed one's.
+pub(crate) fn tmp_dir_lines(dir: &Path) -> Vec<String> {
+    sluice_import::find_tmp_dirs(dir)
+        .iter()
+        .map(|t| format!("import temporary directory {}", t.describe()))
+        .collect()
+}
+
+/// [`tmp_dir_lines`] as JSON objects.
+fn tmp_dirs_json(dir: &Path) -> Vec<serde_json::Value> {
+    sluice_import::find_tmp_dirs(dir)
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "path": t.path.display().to_string(),
+                "bytes": t.bytes,
+                "pid": t.pid,
+                "process_running": t.process_running,
+            })
+        })
+        .collect()
 }
 
 /// `sluice lsm`: the levels and L0 sublevels as key-span bars, newest sublevel first.
