@@ -342,13 +342,13 @@ pub struct ScanArgs {
     #[command(flatten)]
     pub(crate) enc: KvEnc,
     /// First key (inclusive); with --table, first key values `V,...` (inclusive).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub(crate) start: Option<String>,
     /// Last key (exclusive); with --table, key values `V,...` (exclusive).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub(crate) end: Option<String>,
     /// Only keys with this prefix.
-    #[arg(long, conflicts_with = "table")]
+    #[arg(long, conflicts_with = "table", allow_hyphen_values = true)]
     prefix: Option<String>,
     /// At most this many entries.
     #[arg(long)]

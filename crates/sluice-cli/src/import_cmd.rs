@@ -79,8 +79,8 @@ pub struct ImportArgs {
     /// CSV quote character (`none` disables quoting).
     #[arg(long)]
     quote: Option<String>,
-    /// This string in a field means NULL.
-    #[arg(long)]
+    /// This string in a field means NULL (it may start with `-`: `--null -1`).
+    #[arg(long, allow_hyphen_values = true)]
     null: Option<String>,
     /// Parse workers (default: all cores).
     #[arg(long)]
