@@ -23,8 +23,14 @@ def _find_sluice() -> Path:
 
 
 @pytest.fixture(scope="session")
-def sluice():
-    binary = _find_sluice()
+def sluice_bin() -> Path:
+    """The path of the `sluice` binary (for tests that start, signal or kill it themselves)."""
+    return _find_sluice()
+
+
+@pytest.fixture(scope="session")
+def sluice(sluice_bin):
+    binary = sluice_bin
 
     def run(*args, input=None, check=True):
         r = subprocess.run([str(binary), *map(str, args)], input=input, capture_output=True)

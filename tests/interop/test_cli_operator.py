@@ -43,8 +43,25 @@ def test_a_writer_holding_the_lock_is_named_and_readers_still_work(sluice, tmp):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         r = sluice("put", "--db", db, "k2", "v", check=False)
         assert r.returncode == 2 and b"open for writing by another process" in r.stderr, r.stderr
+        assert b"locked by another process" in r.stderr, r.stderr
         assert sluice("get", "--db", db, "k").stdout == b"v\n"
         assert sluice("verify", "--db", db).returncode == 0
+
+
+def test_keys_and_values_starting_with_a_hyphen_are_taken_as_given(sluice, tmp):
+    db = tmp / "db"
+    sluice("put", "--db", db, "-k", "-v")
+    sluice("put", "--db", db, "-m", "-1")
+    assert sluice("get", "--db", db, "-k").stdout == b"-v\n"
+    assert sluice("get", "--db", db, "--raw", "-m").stdout == b"-1"
+    assert sluice("scan", "--db", db, "--start", "-a", "--end", "-l").stdout == b"-k\t-v\n"
+    assert sluice("scan", "--db", db, "--prefix", "-m").stdout == b"-m\t-1\n"
+    assert sluice("approx-size", "--db", db, "--start", "-a", "--end", "-z").returncode == 0
+    sluice("compact", "--db", db, "--start", "-a", "--end", "-z")
+    sluice("delete-range", "--db", db, "--start", "-a", "--end", "-l")
+    assert sluice("get", "--db", db, "-k", check=False).returncode == 1
+    sluice("delete", "--db", db, "-m")
+    assert sluice("scan", "--db", db, "--count").stdout.strip() == b"0"
 
 
 def test_ingest_errors_name_the_flags(sluice, tmp):

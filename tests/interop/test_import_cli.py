@@ -194,3 +194,22 @@ def test_schema_clause_errors_name_file_line_and_column(sluice, tmp):
     r = sluice("import", "--db", tmp / "db", "--schema", schema, data, check=False)
     assert r.returncode == 2
     assert b"s.sql:3:3: WHERE (a partial index) is not supported" in r.stderr
+
+
+def test_values_starting_with_a_hyphen_are_values(sluice, tmp):
+    """`--pk -3`, `--start -5`, `--null -`: a negative number (or any value starting with `-`)
+    is the option's value, with or without `=` (issue 20)."""
+    schema = tmp / "t.sql"
+    schema.write_text("CREATE TABLE t (a INT, b INT, v TEXT, PRIMARY KEY (a, b));\n")
+    data = tmp / "t.csv"
+    data.write_text("-10,-1,x\n-3,-2,y\n-3,5,-\n0,0,z\n7,-7,w\n")
+    sluice("import", "--db", tmp / "db", "--schema", schema, "--null", "-", data)
+    db = tmp / "db"
+    for pk in (["--pk", "-3,-2"], ["--pk=-3,-2"]):
+        assert json.loads(sluice("get", "--db", db, *pk).stdout) == {"a": -3, "b": -2, "v": "y"}, pk
+    assert json.loads(sluice("get", "--db", db, "--table", "t", "--pk", "-3,5").stdout)["v"] is None
+    assert sluice("get", "--db", db, "--pk", "-4,0", check=False).returncode == 1
+    out = sluice("scan", "--db", db, "--table", "t", "--start", "-5", "--end", "-3,5", "--format", "json").stdout
+    assert [json.loads(l)["b"] for l in out.decode().splitlines()] == [-2]
+    out = sluice("scan", "--db", db, "--table", "t", "--start=-10,-1", "--end", "0", "--count").stdout
+    assert json.loads(out) == {"rows": 3}

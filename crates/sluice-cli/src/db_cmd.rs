@@ -49,37 +49,33 @@ impl KvEnc {
     }
 }
 
-/// Why `dir` cannot be opened as an existing Db, if it cannot: missing, a file, or a
-/// directory without `CURRENT`. With `create`, only a file or a non-empty non-Db directory
-/// is refused (a Db is never created among someone else's files).
+/// Why `dir` cannot be opened as an existing Db, if it cannot: missing, a file, empty, a Db
+/// whose creation has not finished, or a directory of other files ([`sluice::DirContents`]).
+/// With `create`, only a file or a directory of other files is refused (a Db is never created
+/// among someone else's files): a missing or empty directory, or one holding only an
+/// interrupted creation's leftovers, is where the engine creates the Db — under the Db's
+/// LOCK, so a racing creator makes this open fail with "locked by another process".
 pub(crate) fn check_db_dir(dir: &Path, create: bool) -> Result<(), String> {
-    if dir.join("CURRENT").is_file() {
+    use sluice::DirContents;
+    let contents = DirContents::inspect(&sluice::fs::RealFs, dir).map_err(|e| e.to_string())?;
+    let Some(why) = contents.why_not_a_db(dir) else {
+        return Ok(());
+    };
+    let creatable = matches!(
+        contents,
+        DirContents::Missing | DirContents::Empty | DirContents::Unfinished(_)
+    );
+    if create && creatable {
         return Ok(());
     }
-    let shown = dir.display();
-    if dir.is_file() {
-        return Err(format!("--db {shown} is a file, not a database directory"));
-    }
-    if dir.is_dir() {
-        let empty = std::fs::read_dir(dir)
-            .map(|mut d| d.next().is_none())
-            .unwrap_or(false);
-        if create && empty {
-            return Ok(());
+    Err(format!(
+        "--db {why}{}",
+        if create {
+            "; a new database is only created in a missing or empty directory"
+        } else {
+            ""
         }
-        return Err(format!(
-            "--db {shown} is a directory but not a Sluice database (it has no CURRENT file){}",
-            if create {
-                "; a new database is only created in a missing or empty directory"
-            } else {
-                ""
-            }
-        ));
-    }
-    if create {
-        return Ok(());
-    }
-    Err(format!("--db {shown} does not exist"))
+    ))
 }
 
 /// The Db's own persisted options (so a tool never resets e.g. its compression), or the
@@ -104,13 +100,13 @@ pub(crate) fn open_writable(dir: &Path, create: bool) -> Result<Db, Box<dyn std:
 }
 
 /// A LOCK held by another process, said in an operator's terms.
-fn lock_message(dir: &Path, e: sluice::Error) -> Box<dyn std::error::Error> {
+pub(crate) fn lock_message(dir: &Path, e: sluice::Error) -> Box<dyn std::error::Error> {
     if let sluice::Error::Io { source, .. } = &e {
         if source.kind() == std::io::ErrorKind::WouldBlock {
             return format!(
-                "{} is open for writing by another process (it holds the LOCK file); \
-                 read commands (get, scan, stats, lsm, verify, …) work beside it; write commands fail \
-                 until it closes",
+                "{} is locked by another process (it holds the LOCK file: the Db is open for \
+                 writing by another process, or being created); read commands (get, scan, stats, \
+                 lsm, verify, …) work beside it; write commands fail until it closes",
                 dir.display()
             )
             .into();
@@ -346,13 +342,13 @@ pub struct ScanArgs {
     #[command(flatten)]
     pub(crate) enc: KvEnc,
     /// First key (inclusive); with --table, first key values `V,...` (inclusive).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub(crate) start: Option<String>,
     /// Last key (exclusive); with --table, key values `V,...` (exclusive).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub(crate) end: Option<String>,
     /// Only keys with this prefix.
-    #[arg(long, conflicts_with = "table")]
+    #[arg(long, conflicts_with = "table", allow_hyphen_values = true)]
     prefix: Option<String>,
     /// At most this many entries.
     #[arg(long)]
@@ -593,6 +589,7 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
                 "stall_micros": m.stall_micros,
                 "last_sequence": m.last_sequence,
                 "memtable_bytes": m.memtable_bytes,
+                "import_tmp_dirs": tmp_dirs_json(&a.db),
             }))?
         );
     } else {
@@ -642,8 +639,36 @@ pub fn stats(a: DbArg, json: bool) -> CmdResult {
             m.flushes, m.compactions, m.compaction_bytes_read, m.compaction_bytes_written
         );
         println!("  stalls: {} ({} µs)", m.stall_count, m.stall_micros);
+        for line in tmp_dir_lines(&a.db) {
+            println!("{line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `sluice-import-*` directories in the Db directory (where imports keep their files
+/// unless `--tmp-dir` says otherwise), one line each. A read command removes nothing: it
+/// says whose each is, and that the next import removes a killed one's.
+pub(crate) fn tmp_dir_lines(dir: &Path) -> Vec<String> {
+    sluice_import::find_tmp_dirs(dir)
+        .iter()
+        .map(|t| format!("import temporary directory {}", t.describe()))
+        .collect()
+}
+
+/// [`tmp_dir_lines`] as JSON objects.
+fn tmp_dirs_json(dir: &Path) -> Vec<serde_json::Value> {
+    sluice_import::find_tmp_dirs(dir)
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "path": t.path.display().to_string(),
+                "bytes": t.bytes,
+                "pid": t.pid,
+                "process_running": t.process_running,
+            })
+        })
+        .collect()
 }
 
 /// `sluice lsm`: the levels and L0 sublevels as key-span bars, newest sublevel first.
@@ -916,8 +941,21 @@ mod tests {
         assert!(check_db_dir(&other, true).is_ok(), "an empty directory");
         std::fs::write(other.join("notes.txt"), b"x").unwrap();
         let e = check_db_dir(&other, true).unwrap_err();
-        assert!(e.contains("not a Sluice database"), "{e}");
+        assert!(
+            e.contains("not a Sluice database") && e.contains("notes.txt"),
+            "{e}"
+        );
         assert!(check_db_dir(&other, false).is_err());
+        // What a creation killed before CURRENT leaves: a new Db to a writer, and to a reader
+        // a creation that has not finished (not "not a Sluice database").
+        let killed = dir.path().join("killed");
+        std::fs::create_dir(&killed).unwrap();
+        for name in ["000002.log", "LOCK", "MANIFEST-000003"] {
+            std::fs::write(killed.join(name), b"").unwrap();
+        }
+        assert!(check_db_dir(&killed, true).is_ok());
+        let e = check_db_dir(&killed, false).unwrap_err();
+        assert!(e.contains("creation has not finished"), "{e}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
@@ -80,7 +81,8 @@ pub struct ImportArgs {
     quote: Option<String>,
     /// This string means NULL, besides the format's own NULL (CSV: an unquoted empty field;
     /// TSV: \N; JSON: null): an unquoted CSV field, a TSV field or a JSON string equal to it.
-    #[arg(long)]
+    /// It may start with `-` (`--null -1`).
+    #[arg(long, allow_hyphen_values = true)]
     null: Option<String>,
     /// Parse workers (default: all cores).
     #[arg(long)]
@@ -210,8 +212,19 @@ pub fn import(a: ImportArgs) -> CmdResult {
         sluice_import::ImportError::Schema(s) => format!("{}: {}", a.schema.display(), s.message),
         other => other.to_string(),
     })?;
-    let db = open_db(&a.db, true)?;
-    let s = import.run(&db)?;
+    clean_up_on_signals()?;
+    let db = open_db(&a.db, true).map_err(|e| match e {
+        sluice_import::ImportError::Db(e) => crate::db_cmd::lock_message(&a.db, e),
+        other => other.into(),
+    })?;
+    let s = match import.run(&db) {
+        // The signal thread removed the files under it and is exiting the process with the
+        // signal's status: report nothing of the errors that caused.
+        Err(_) if INTERRUPTED.load(Ordering::SeqCst) => loop {
+            std::thread::park();
+        },
+        r => r?,
+    };
     db.close()?;
     if a.json {
         println!("{}", serde_json::to_string(&s)?);
@@ -257,6 +270,37 @@ pub fn import(a: ImportArgs) -> CmdResult {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Set by the signal thread before it removes the import's files.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// SIGINT, SIGTERM and SIGHUP end an import cleanly: a thread removes its temporary
+/// directories (spilled runs and final files, possibly hundreds of MB) and exits the process
+/// with 128 + the signal (130, 143, 129), as a shell reports a death by it. The Db needs no
+/// cleanup: an import changes it only by its final, atomic ingest.
+fn clean_up_on_signals() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("sluice-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                INTERRUPTED.store(true, Ordering::SeqCst);
+                sluice_import::remove_tmp_dirs_for_exit();
+                let name = match sig {
+                    SIGINT => "SIGINT",
+                    SIGTERM => "SIGTERM",
+                    _ => "SIGHUP",
+                };
+                eprintln!(
+                    "sluice: import interrupted by {name}; its temporary files are removed (the \
+                     import changes the Db only by its final, atomic ingest)"
+                );
+                std::process::exit(128 + sig);
+            }
+        })?;
+    Ok(())
 }
 
 /// `sluice tables`.

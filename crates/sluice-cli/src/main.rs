@@ -49,8 +49,10 @@ enum Command {
         #[command(flatten)]
         enc: KvEnc,
         /// The key.
+        #[arg(allow_hyphen_values = true)]
         key: String,
         /// The value.
+        #[arg(allow_hyphen_values = true)]
         value: String,
     },
     /// Print a key's value, or with --pk a table row (exit 1 if absent, 2 on error).
@@ -60,7 +62,7 @@ enum Command {
         #[command(flatten)]
         enc: KvEnc,
         /// The key (raw mode).
-        #[arg(required_unless_present = "pk")]
+        #[arg(required_unless_present = "pk", allow_hyphen_values = true)]
         key: Option<String>,
         /// Write the value's exact bytes, no escaping, no newline.
         #[arg(long, conflicts_with_all = ["json", "pk"])]
@@ -70,8 +72,9 @@ enum Command {
         /// Table of the row.
         #[arg(long, requires = "pk")]
         table: Option<String>,
-        /// Primary key values `V[,V...]` (a table row; --table may be left out with one table).
-        #[arg(long)]
+        /// Primary key values `V[,V...]` (a table row; --table may be left out with one table;
+        /// a value may start with `-`: `--pk -3`).
+        #[arg(long, allow_hyphen_values = true)]
         pk: Option<String>,
         /// Output format of the row (default json).
         #[arg(long, value_enum, requires = "pk")]
@@ -87,6 +90,7 @@ enum Command {
         #[command(flatten)]
         enc: KvEnc,
         /// The key.
+        #[arg(allow_hyphen_values = true)]
         key: String,
     },
     /// Delete every key in [--start, --end) with one range tombstone (synced).
@@ -96,10 +100,10 @@ enum Command {
         #[command(flatten)]
         enc: KvEnc,
         /// First key deleted (inclusive).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         start: String,
         /// End of the range (exclusive).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         end: String,
     },
     /// Write `KEY<TAB>VALUE` lines (or JSON lines) from stdin in large batches.
@@ -118,10 +122,10 @@ enum Command {
         #[command(flatten)]
         enc: KvEnc,
         /// First key (inclusive; default: the first).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         start: Option<String>,
         /// End key (exclusive; default: past the last).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         end: Option<String>,
     },
     /// Flush the memtable and any WAL left behind into L0 tables.
@@ -136,10 +140,10 @@ enum Command {
         #[command(flatten)]
         enc: KvEnc,
         /// First key (default: the first).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         start: Option<String>,
         /// Last key, inclusive (default: the last).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         end: Option<String>,
     },
     /// Write a consistent, openable copy of the Db into DIR (tables hard-linked).

@@ -179,10 +179,18 @@ pub fn verify(a: DbArg) -> CmdResult {
     let db = open_read_only(&a.db)?;
     let v = db.current_version();
     let (problems, entries, bytes, tables) = verify_version(&a.db, &v);
+    // Not damage (no exit status of its own), but space an operator wants to know about.
+    let notes = || {
+        for line in crate::db_cmd::tmp_dir_lines(&a.db) {
+            println!("note: {line}");
+        }
+    };
     if problems.is_empty() {
         println!("OK: {tables} tables, {entries} entries, {bytes} bytes");
+        notes();
         return Ok(ExitCode::SUCCESS);
     }
+    notes();
     for p in &problems {
         eprintln!("FAILED: {}", p.0);
     }

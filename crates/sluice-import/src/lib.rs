@@ -39,6 +39,7 @@ pub mod progress;
 pub mod query;
 pub mod row;
 pub mod schema;
+pub mod tmp_dirs;
 pub mod types;
 
 use std::fmt;
@@ -46,12 +47,13 @@ use std::path::{Path, PathBuf};
 
 pub use input::Format;
 pub use pipeline::{
-    default_memory, open_db, open_db_read_only, parse_size, remove_leftovers, FileSummary, Import,
-    ImportOptions, OnDuplicate, Summary,
+    default_memory, open_db, open_db_read_only, parse_size, remove_leftovers,
+    remove_tmp_dirs_for_exit, FileSummary, Import, ImportOptions, OnDuplicate, Summary,
 };
 pub use progress::ProgressMode;
 pub use query::{ColumnSum, CountSum, OutputFormat, TableReader};
 pub use schema::{parse_schema, Layout, SchemaError, TableDef};
+pub use tmp_dirs::{find_tmp_dirs, TmpDirFound};
 
 /// Everything an import, scan or get can fail with.
 #[derive(Debug)]
