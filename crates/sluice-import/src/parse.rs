@@ -11,7 +11,7 @@
 //!    and strings without escapes) or from one unescape buffer per chunk (CSV), and keys and
 //!    rows are appended to one arena per index.
 //!
-//! NULL rules ([`Written`], the same for every format; `--null STR` is `ParseConfig::null`):
+//! NULL rules (`Written`, the same for every format; `--null STR` is `ParseConfig::null`):
 //! - CSV, a field without quotes: empty or `STR` is NULL — except that an empty field of a
 //!   NOT NULL TEXT/BYTES column is the empty value (NULL could not be stored there anyway).
 //! - CSV, a quoted field is a value: `""` is the empty string and `"STR"` the text STR; only

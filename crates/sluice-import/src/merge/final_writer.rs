@@ -23,7 +23,7 @@ pub struct FinalWriter {
     /// Entries per file at most: the filter builder holds 8 bytes per key until the file is
     /// finished, so this bounds the writer's memory.
     pub max_entries: u64,
-    /// Write buffer of each file (default 1 MiB; cell writers use [`CELL_WRITE_BUFFER`]).
+    /// Write buffer of each file (default 1 MiB; cell writers use [`super::CELL_WRITE_BUFFER`]).
     pub write_buffer: usize,
     /// Columnar primary index: rows are split into cells (see [`FinalWriter::split_columns`]).
     pub(super) split: Option<Box<ColumnSplit>>,

@@ -6,9 +6,9 @@
 //! Invariant: the merge yields entries ordered by (key, source position), so equal keys come
 //! out together and in input order; a deletion sorts after every put of its key.
 //!
-//! Rooms: [`sources`] (sorted lists, runs, deletions, key ranges), this file (the [`Source`]
-//! contract and the [`Merger`]), [`runs`] (writing runs, the multi-level merge that bounds
-//! fan-in), [`final_writer`] (final SSTs cut at a target size) and [`columnar`] (the cell
+//! Rooms: `sources` (sorted lists, runs, deletions, key ranges), this file (the [`Source`]
+//! contract and the [`Merger`]), `runs` (writing runs, the multi-level merge that bounds
+//! fan-in), `final_writer` (final SSTs cut at a target size) and `columnar` (the cell
 //! writers of the columnar layout).
 
 mod columnar;

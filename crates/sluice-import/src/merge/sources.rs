@@ -198,7 +198,7 @@ pub struct RunSource {
 }
 
 impl RunSource {
-    /// Opens a run. `with_src`: the file was written by [`write_run`].
+    /// Opens a run. `with_src`: the file was written by [`super::write_run`].
     pub fn open(path: &Path, with_src: bool) -> sluice::Result<Self> {
         Self::open_range(path, with_src, &IterBounds::default())
     }

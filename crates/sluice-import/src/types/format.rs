@@ -52,7 +52,7 @@ pub fn format_decimal(v: i128, scale: u8, out: &mut String) {
 
 /// The value as text (CSV output): NULL as the empty string, BYTES as `\x` + hex, doubles as
 /// the shortest text that reads back as the same double (`1.5`, `1e300`, `inf`, `-inf`,
-/// `nan`), DECIMAL with exactly its scale. [`parse_value`] reads every output back as the
+/// `nan`), DECIMAL with exactly its scale. [`super::parse_value`] reads every output back as the
 /// same value.
 pub fn format_text(v: &Value<'_>, ty: &ColumnType, out: &mut String) {
     match v {

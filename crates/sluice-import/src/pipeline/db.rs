@@ -1,0 +1,137 @@
+//! Opening the Db for an import and the import's temporary directories: created and
+//! registered under one lock, removed on every exit path and on SIGINT/SIGTERM/SIGHUP
+//! ([`remove_tmp_dirs_for_exit`]); a killed import's are removed at the next open.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use sluice::Db;
+
+use crate::ImportError;
+
+/// Live temporary directories of this process (never removed as leftovers).
+pub(crate) fn live_dirs() -> &'static Mutex<HashSet<PathBuf>> {
+    static LIVE: std::sync::OnceLock<Mutex<HashSet<PathBuf>>> = std::sync::OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// Name prefix of import temporary directories.
+pub const TMP_PREFIX: &str = "sluice-import-";
+
+/// Set (under `live_dirs`' lock) by [`remove_tmp_dirs_for_exit`]: no temporary directory is
+/// made afterwards.
+pub(crate) static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Removes the temporary directories of every import running in this process, for a process
+/// about to exit on a signal (SIGINT, SIGTERM: an interrupted import leaves no
+/// `sluice-import-*` behind); returns how many it removed. No import of this process can make
+/// a temporary directory afterwards (each is made and registered under the same lock), so
+/// call it only on the way out. The Db needs nothing: until its one ingest commits an import
+/// has not changed it, and an interrupted ingest is recovered like a crash.
+pub fn remove_tmp_dirs_for_exit() -> usize {
+    let live = live_dirs().lock().unwrap_or_else(|e| e.into_inner());
+    EXITING.store(true, Ordering::SeqCst);
+    let mut n = 0;
+    for path in live.iter() {
+        // Workers may still be writing runs into it: retry until the directory is gone (a file
+        // created during a pass makes that pass fail; once the directory is gone none can be).
+        for _ in 0..100 {
+            match std::fs::remove_dir_all(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => continue,
+                _ => break,
+            }
+        }
+        n += usize::from(!path.exists());
+    }
+    n
+}
+
+/// Removes `sluice-import-*` directories an earlier, killed import left in `dir` (the Db
+/// directory): the Db lock held by the caller proves no other process is importing into it.
+pub fn remove_leftovers(dir: &Path) -> usize {
+    let live = live_dirs().lock().map(|l| l.clone()).unwrap_or_default();
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let is_ours = e.file_name().to_string_lossy().starts_with(TMP_PREFIX);
+            if is_ours && p.is_dir() && !live.contains(&p) && std::fs::remove_dir_all(&p).is_ok() {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Opens (or creates) a Db with its persisted options (defaults for a new one) and removes
+/// what a killed import left in it.
+pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
+    let dir = dir.as_ref();
+    let base = sluice::Options {
+        create_if_missing: create,
+        ..sluice::Options::default()
+    };
+    let opts = if dir.join("CURRENT").exists() {
+        sluice::Options::load_latest(dir, base)?
+    } else {
+        base
+    };
+    let db = Db::open(dir, opts)?;
+    remove_leftovers(dir);
+    Ok(db)
+}
+
+/// Opens an existing Db read-only (for scans and gets beside a writer): nothing is written or
+/// removed.
+pub fn open_db_read_only(dir: impl AsRef<Path>) -> Result<Db, ImportError> {
+    let dir = dir.as_ref();
+    if !dir.join("CURRENT").exists() {
+        let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, dir)?;
+        if let Some(why) = contents.why_not_a_db(dir) {
+            return Err(ImportError::Usage(why));
+        }
+    }
+    let opts = sluice::Options::load_latest(dir, sluice::Options::default())?;
+    Ok(Db::open_read_only(dir, opts)?)
+}
+
+/// The import's temporary directory, removed on drop.
+pub(crate) struct TmpDir {
+    pub(crate) path: PathBuf,
+}
+
+impl TmpDir {
+    pub(crate) fn create(parent: &Path) -> Result<TmpDir, ImportError> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "{TMP_PREFIX}{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = parent.join(name);
+        std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
+        // Made and registered under one lock: `remove_tmp_dirs_for_exit` sees it, or stops it.
+        let mut live = live_dirs().lock().unwrap_or_else(|e| e.into_inner());
+        if EXITING.load(Ordering::SeqCst) {
+            return Err(ImportError::Usage("the process is exiting".into()));
+        }
+        // Created new (never an existing directory) and private: the import later ingests the
+        // files in it without re-verifying their keys, so no other user may place or swap one.
+        let mut b = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(&path).map_err(|e| ImportError::io(&path, e))?;
+        live.insert(path.clone());
+        Ok(TmpDir { path })
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        if let Ok(mut l) = live_dirs().lock() {
+            l.remove(&self.path);
+        }
+    }
+}

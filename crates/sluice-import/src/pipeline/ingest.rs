@@ -1,0 +1,70 @@
+//! Steps 5 and 6: the catalog entry in a file of its own, and one atomic ingest of every file.
+
+use sluice::{Db, IngestOptions, SstFileInfo, SstWriter};
+
+use crate::catalog;
+use crate::pipeline::options::FileSummary;
+use crate::pipeline::plan::{IndexState, Plan};
+use crate::pipeline::Import;
+use crate::ImportError;
+
+impl Import {
+    /// Step 5: the catalog entry in a file of its own (only when the table is new).
+    pub(crate) fn write_catalog(&self, plan: &Plan) -> Result<Option<SstFileInfo>, ImportError> {
+        if !plan.created {
+            return Ok(None);
+        }
+        let path = plan.tmp.path.join("catalog.sst");
+        let mut w = SstWriter::create(&path, self.final_options())?;
+        w.put(
+            &catalog::table_key(&plan.table.name),
+            &catalog::table_value(&plan.table),
+        )?;
+        Ok(Some(w.finish()?))
+    }
+
+    /// Step 6: one atomic ingest of every file, handed over by hard link.
+    pub(crate) fn ingest(
+        &self,
+        db: &Db,
+        indexes: &[IndexState],
+        catalog_file: Option<SstFileInfo>,
+    ) -> Result<Vec<FileSummary>, ImportError> {
+        let mut paths = Vec::new();
+        let mut names = Vec::new();
+        for st in indexes {
+            for f in &st.finals {
+                paths.push(f.path.clone());
+                names.push((st.name.clone(), f.entries, f.file_size));
+            }
+        }
+        if let Some(c) = catalog_file {
+            paths.push(c.path.clone());
+            names.push(("catalog".to_string(), c.entries, c.file_size));
+        }
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placed = db.ingest(
+            &paths,
+            &IngestOptions {
+                link_files: true,
+                // The files were written just now by this import's SstWriters (keys in order,
+                // unique, seqno 0, block checksums computed as written): not read again.
+                verify_checksums: false,
+                verify_keys: false,
+                ..IngestOptions::default()
+            },
+        )?;
+        Ok(names
+            .into_iter()
+            .zip(placed)
+            .map(|((index, entries, bytes), p)| FileSummary {
+                index,
+                level: p.level,
+                entries,
+                bytes,
+            })
+            .collect())
+    }
+}

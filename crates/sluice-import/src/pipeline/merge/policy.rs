@@ -1,0 +1,454 @@
+//! The duplicate and unique policy, applied as the merge emits each key: `--on-duplicate`
+//! for primary keys (input and stored rows), unique indexes, the secondary entries of dropped
+//! and replaced rows, rejects and messages naming file and line.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use sluice::{Db, ReadOptions};
+
+use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
+use crate::merge::FinalWriter;
+use crate::parse::LINE_BITS;
+use crate::pipeline::options::{ImportOptions, OnDuplicate};
+use crate::pipeline::plan::Plan;
+use crate::positions::StreamedPositions;
+use crate::row::decode_row;
+use crate::schema::{Layout, TableDef, PRIMARY_INDEX_ID};
+use crate::types::{format_text, ColumnType, Value};
+use crate::ImportError;
+
+/// Shared state of the emit functions (duplicates, suppressions, rejects).
+pub(crate) struct EmitCtx<'a> {
+    pub(crate) db: &'a Db,
+    pub(crate) table: &'a TableDef,
+    pub(crate) opts: &'a ImportOptions,
+    pub(crate) files: &'a [String],
+    pub(crate) existing_rows: bool,
+    /// Per secondary slot: keys to drop (count), from rows the primary index dropped.
+    pub(crate) suppress: Vec<HashMap<Vec<u8>, u32>>,
+    /// Per secondary slot: keys of replaced existing rows to delete.
+    pub(crate) deletions: Vec<Vec<Vec<u8>>>,
+    /// The deletions (sorted) of the secondary index being merged (taken out of `deletions`).
+    pub(crate) merging_deletions: Arc<Vec<Vec<u8>>>,
+    pub(crate) rejects: Option<std::io::BufWriter<std::fs::File>>,
+    /// A parallel merge worker's rejects, replayed in key-range order by the caller.
+    pub(crate) reject_log: Option<Vec<(String, Vec<u8>)>>,
+    pub(crate) rejected: u64,
+    pub(crate) dropped: u64,
+    pub(crate) rows: u64,
+    pub(crate) first_error: Option<String>,
+    /// Per slot: the last unique key written, the length of its unique prefix and its row's
+    /// source position.
+    pub(crate) last_unique: Vec<Option<(Vec<u8>, usize, u64)>>,
+    /// Per slot: the positions of what it streamed before the input turned out unsorted.
+    pub(crate) streamed: Vec<Option<Arc<StreamedPositions>>>,
+}
+
+impl<'a> EmitCtx<'a> {
+    pub(crate) fn new(
+        db: &'a Db,
+        plan: &'a Plan,
+        opts: &'a ImportOptions,
+    ) -> Result<Self, ImportError> {
+        let n = 1 + plan.table.indexes.len();
+        let rejects = match &opts.rejects {
+            Some(p) => Some(std::io::BufWriter::new(
+                std::fs::File::create(p).map_err(|e| ImportError::io(p, e))?,
+            )),
+            None => None,
+        };
+        Ok(EmitCtx {
+            db,
+            table: &plan.table,
+            opts,
+            files: &plan.file_names,
+            existing_rows: plan.existing_rows,
+            suppress: vec![HashMap::new(); n],
+            deletions: vec![Vec::new(); n],
+            merging_deletions: Arc::default(),
+            rejects,
+            reject_log: None,
+            rejected: 0,
+            dropped: 0,
+            rows: 0,
+            first_error: None,
+            last_unique: vec![None; n],
+            streamed: vec![None; n],
+        })
+    }
+
+    /// A parallel merge worker's copy (see [`Import::merge_parallel`]): the same counts to
+    /// start from, `suppress` as index `slot`'s suppressions in its range, empty deletions,
+    /// rejects logged for the caller instead of written.
+    pub(crate) fn worker(&self, slot: usize, suppress: HashMap<Vec<u8>, u32>) -> EmitCtx<'a> {
+        let n = self.suppress.len();
+        let mut sup = vec![HashMap::new(); n];
+        sup[slot] = suppress;
+        EmitCtx {
+            db: self.db,
+            table: self.table,
+            opts: self.opts,
+            files: self.files,
+            existing_rows: self.existing_rows,
+            suppress: sup,
+            deletions: vec![Vec::new(); n],
+            merging_deletions: Arc::clone(&self.merging_deletions),
+            rejects: None,
+            reject_log: Some(Vec::new()),
+            rejected: self.rejected,
+            dropped: 0,
+            rows: self.rows,
+            first_error: self.first_error.clone(),
+            last_unique: vec![None; n],
+            streamed: self.streamed.clone(),
+        }
+    }
+
+    /// The stored row value of primary key `key` (columnar: assembled from its cells).
+    pub(crate) fn existing_row(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ImportError> {
+        let Some(v) = self.db.get(key)? else {
+            return Ok(None);
+        };
+        if self.table.layout != Layout::Columnar {
+            return Ok(Some(v));
+        }
+        let ropts = ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+        };
+        let vals = crate::query::columnar_row(self.db, self.table, key, &ropts)?;
+        let mut out = Vec::new();
+        crate::row::encode_row(&mut out, self.table.version, &vals);
+        Ok(Some(out))
+    }
+
+    /// Counts a bad row; fails once more than `max_errors` were seen.
+    pub(crate) fn reject(&mut self, message: &str, record: &[u8]) -> Result<(), ImportError> {
+        if let Some(log) = self.reject_log.as_mut() {
+            // The record only matters to a rejects file (bounded: a worker stops past
+            // `max_errors`).
+            let rec = if self.opts.rejects.is_some() {
+                record.to_vec()
+            } else {
+                Vec::new()
+            };
+            log.push((message.to_string(), rec));
+        }
+        self.rejected += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(message.to_string());
+        }
+        if self.rejected > self.opts.max_errors {
+            return Err(if self.opts.max_errors == 0 {
+                ImportError::BadInput(message.to_string())
+            } else {
+                ImportError::TooManyErrors {
+                    count: self.rejected,
+                    last: message.to_string(),
+                }
+            });
+        }
+        if let Some(w) = self.rejects.as_mut() {
+            let r = writeln!(w, "# {message}")
+                .and_then(|_| w.write_all(record))
+                .and_then(|_| w.write_all(b"\n"));
+            r.map_err(|e| ImportError::io(Path::new("rejects"), e))?;
+        }
+        Ok(())
+    }
+
+    /// `file:line` of the entry `key` of index `slot` from source position `src`.
+    pub(crate) fn where_(&self, slot: usize, key: &[u8], src: u64) -> String {
+        let src = if src == 0 {
+            // A row streamed before the input turned out unsorted: its position was recorded
+            // beside the streamed files.
+            match self.streamed[slot].as_ref().and_then(|p| p.lookup(key)) {
+                Some(src) => src,
+                None => return "an earlier row of the input".into(),
+            }
+        } else {
+            src
+        };
+        let file = (src >> LINE_BITS) as usize;
+        let line = src & ((1 << LINE_BITS) - 1);
+        format!(
+            "{}:{line}",
+            self.files.get(file).map_or("?", |s| s.as_str())
+        )
+    }
+
+    pub(crate) fn types(&self) -> Vec<ColumnType> {
+        self.table.columns.iter().map(|c| c.ty).collect()
+    }
+
+    /// `(v1, v2)` of a primary key.
+    pub(crate) fn show_pk(&self, key: &[u8]) -> String {
+        let mut k = key.get(8..).unwrap_or(&[]);
+        let mut parts = Vec::new();
+        for &i in &self.table.primary_key {
+            let ty = &self.table.columns[i].ty;
+            match decode_column(&mut k, ty) {
+                Ok(v) => {
+                    let mut s = String::new();
+                    format_text(&v, ty, &mut s);
+                    parts.push(s);
+                }
+                Err(_) => parts.push("?".into()),
+            }
+        }
+        format!("({})", parts.join(", "))
+    }
+
+    /// The row as a CSV record (for the rejects file).
+    pub(crate) fn row_record(&self, value: &[u8]) -> Vec<u8> {
+        let Ok(vals) = decode_row(value, &self.types()) else {
+            return Vec::new();
+        };
+        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+        let fields: Vec<String> = self
+            .table
+            .visible_columns()
+            .map(|(i, c)| {
+                let mut s = String::new();
+                format_text(&vals[i], &c.ty, &mut s);
+                s
+            })
+            .collect();
+        let _ = w.write_record(&fields);
+        let mut out = w.into_inner().unwrap_or_default();
+        while out.last() == Some(&b'\n') {
+            out.pop();
+        }
+        out
+    }
+
+    /// The secondary keys of a row (by slot), given its primary key.
+    pub(crate) fn secondary_keys(&self, pk_key: &[u8], value: &[u8]) -> Vec<Vec<u8>> {
+        let Ok(vals) = decode_row(value, &self.types()) else {
+            return Vec::new();
+        };
+        let pk_suffix = pk_key.get(8..).unwrap_or(&[]);
+        self.table
+            .indexes
+            .iter()
+            .map(|idx| {
+                let mut k = Vec::new();
+                encode_prefix(&mut k, self.table.id, idx.id);
+                for &i in &idx.columns {
+                    encode_value(&mut k, &vals[i]);
+                }
+                k.extend_from_slice(pk_suffix);
+                k
+            })
+            .collect()
+    }
+
+    pub(crate) fn suppress_row(&mut self, key: &[u8], value: &[u8]) {
+        for (n, k) in self.secondary_keys(key, value).into_iter().enumerate() {
+            *self.suppress[n + 1].entry(k).or_insert(0) += 1;
+        }
+    }
+
+    /// One primary key with its rows from the input (in input order).
+    pub(crate) fn emit_primary(
+        &mut self,
+        w: &mut FinalWriter,
+        key: &[u8],
+        group: &[(u64, &[u8])],
+    ) -> Result<(), ImportError> {
+        let Some(first) = group.first() else {
+            return Ok(());
+        };
+        let keep = match self.opts.on_duplicate {
+            OnDuplicate::Error | OnDuplicate::First => 0,
+            OnDuplicate::Last => group.len() - 1,
+        };
+        for (i, (src, value)) in group.iter().enumerate() {
+            if i == keep {
+                continue;
+            }
+            self.suppress_row(key, value);
+            self.rows -= 1;
+            if self.opts.on_duplicate == OnDuplicate::Error {
+                let msg = format!(
+                    "{}: duplicate primary key {} (also at {})",
+                    self.where_(0, key, *src),
+                    self.show_pk(key),
+                    self.where_(0, key, first.0)
+                );
+                let rec = self.row_record(value);
+                self.reject(&msg, &rec)?;
+            } else {
+                self.dropped += 1;
+            }
+        }
+        let (src, value) = &group[keep];
+        // src 0: a streamed row merged again, already checked against the table.
+        if self.existing_rows && *src != 0 {
+            if let Some(old) = self.existing_row(key)? {
+                match self.opts.on_duplicate {
+                    OnDuplicate::Error => {
+                        self.suppress_row(key, value);
+                        self.rows -= 1;
+                        let msg = format!(
+                            "{}: duplicate primary key {}: already in table {}",
+                            self.where_(0, key, *src),
+                            self.show_pk(key),
+                            self.table.name
+                        );
+                        let rec = self.row_record(value);
+                        return self.reject(&msg, &rec);
+                    }
+                    OnDuplicate::First => {
+                        self.suppress_row(key, value);
+                        self.rows -= 1;
+                        self.dropped += 1;
+                        return Ok(());
+                    }
+                    OnDuplicate::Last => {
+                        let new_keys = self.secondary_keys(key, value);
+                        for (n, k) in self.secondary_keys(key, &old).into_iter().enumerate() {
+                            if new_keys.get(n) != Some(&k) {
+                                self.deletions[n + 1].push(k);
+                            }
+                        }
+                        self.dropped += 1;
+                    }
+                }
+            }
+        }
+        w.put_from(key, value, *src)?;
+        Ok(())
+    }
+
+    /// Length of the unique part (prefix + index columns) of a secondary key, or `None` when
+    /// one of those columns is NULL (exempt from uniqueness).
+    pub(crate) fn unique_prefix<'k>(&self, slot: usize, key: &'k [u8]) -> Option<&'k [u8]> {
+        let idx = &self.table.indexes[slot - 1];
+        let mut k = key.get(8..)?;
+        for &i in &idx.columns {
+            match decode_column(&mut k, &self.table.columns[i].ty) {
+                Ok(Value::Null) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+        Some(&key[..key.len() - k.len()])
+    }
+
+    /// One secondary key: the rows at `srcs` carry it; `deletion`: an existing row did.
+    pub(crate) fn emit_secondary(
+        &mut self,
+        w: &mut FinalWriter,
+        slot: usize,
+        unique: Option<usize>,
+        key: &[u8],
+        srcs: &[u64],
+        deletion: bool,
+    ) -> Result<(), ImportError> {
+        let mut count = srcs.len() as u32;
+        if let Some(s) = self.suppress[slot].get_mut(key) {
+            let take = (*s).min(count);
+            *s -= take;
+            count -= take;
+            if *s == 0 {
+                self.suppress[slot].remove(key);
+            }
+        }
+        if count == 0 {
+            if deletion {
+                w.delete(key)?;
+            }
+            return Ok(());
+        }
+        if unique.is_some() {
+            if let Some(p) = self.unique_prefix(slot, key) {
+                let idx_name = &self.table.indexes[slot - 1].name;
+                let src = srcs.last().copied().unwrap_or(0);
+                if let Some((last, last_len, last_src)) = &self.last_unique[slot] {
+                    if &last[..*last_len] == p {
+                        return Err(ImportError::BadInput(format!(
+                            "{}: {} violates unique index {idx_name} (also at {})",
+                            self.where_(slot, key, src),
+                            self.show_unique_value(slot, p),
+                            self.where_(slot, last, *last_src)
+                        )));
+                    }
+                }
+                if self.existing_rows {
+                    self.check_unique_existing(slot, p, key, src)?;
+                }
+                self.last_unique[slot] = Some((key.to_vec(), p.len(), src));
+            }
+        }
+        w.put_from(key, &[], srcs.last().copied().unwrap_or(0))?;
+        Ok(())
+    }
+
+    pub(crate) fn show_pk_of_secondary(&self, key: &[u8], prefix_len: usize) -> String {
+        let mut pk = prefix(self.table.id, PRIMARY_INDEX_ID);
+        pk.extend_from_slice(&key[prefix_len..]);
+        self.show_pk(&pk)
+    }
+
+    /// `column email: "a@x"` (or `columns (a, b): ("x", "y")`) of a unique prefix.
+    pub(crate) fn show_unique_value(&self, slot: usize, p: &[u8]) -> String {
+        let idx = &self.table.indexes[slot - 1];
+        let mut k = p.get(8..).unwrap_or(&[]);
+        let mut names = Vec::new();
+        let mut vals = Vec::new();
+        for &i in &idx.columns {
+            let c = &self.table.columns[i];
+            names.push(c.name.clone());
+            let mut s = String::new();
+            if let Ok(v) = decode_column(&mut k, &c.ty) {
+                format_text(&v, &c.ty, &mut s);
+            }
+            vals.push(format!("{s:?}"));
+        }
+        if names.len() == 1 {
+            format!("column {}: {}", names[0], vals[0])
+        } else {
+            format!("columns ({}): ({})", names.join(", "), vals.join(", "))
+        }
+    }
+
+    pub(crate) fn check_unique_existing(
+        &self,
+        slot: usize,
+        p: &[u8],
+        key: &[u8],
+        src: u64,
+    ) -> Result<(), ImportError> {
+        let mut it = self.db.iter(ReadOptions {
+            snapshot: None,
+            lower_bound: Some(p.to_vec()),
+            upper_bound: prefix_successor(p),
+        })?;
+        it.seek_to_first();
+        while it.valid() {
+            let k = it.key();
+            // An entry this import deletes (a replaced row's old value) is not a conflict.
+            if k != key
+                && self
+                    .merging_deletions
+                    .binary_search_by(|d| d.as_slice().cmp(k))
+                    .is_err()
+            {
+                return Err(ImportError::BadInput(format!(
+                    "{}: {} violates unique index {}: existing row {} has it",
+                    self.where_(slot, key, src),
+                    self.show_unique_value(slot, p),
+                    self.table.indexes[slot - 1].name,
+                    self.show_pk_of_secondary(k, p.len())
+                )));
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! The import pipeline ([`Import::run`]), as numbered steps; each step is one function, and any
+//! failure before step 6 leaves the Db exactly as it was (only the import's temporary
+//! directory is touched, and it is removed on every exit path; a killed import leaves a
+//! `sluice-import-*` directory that [`remove_leftovers`] deletes at the next open).
+//!
+//! 1. `bind_table`: the schema's table against the Db's catalog (same
+//!    id and identical definition for an existing table; the next free id for a new one).
+//! 2. `prepare`: temporary directory, whether the table already has rows,
+//!    the first hidden row id.
+//! 3. `parse_and_sort`: a reader thread cuts each file into
+//!    record-aligned chunks; `threads` workers parse, encode and sort each chunk; this thread
+//!    takes chunk outputs back *in input order* and, per index, either streams them straight
+//!    into final SSTs (while every chunk sorts after the previous one: sorted input) or buffers
+//!    them under the memory budget, spilling sorted runs when it is full.
+//! 4. `merge`: per index, primary first, a k-way merge of runs and buffers into
+//!    final SSTs cut at the target size, resolving duplicates (`--on-duplicate`) and checking
+//!    unique indexes; rows dropped from the primary index take their secondary entries with them.
+//! 5. `write_catalog`: the table definition in an SST of its own.
+//! 6. `ingest`: every file in **one** `Db::ingest` (hard links): the import is
+//!    visible entirely or not at all.
+//!
+//! Rooms, one per step: this file holds [`Import::run`] and its steps in order; `plan` (steps 1
+//! and 2: the `Plan`, per-index state), `read_sort` (step 3), `merge` (step 4) with `merge/policy`
+//! beside it (duplicates, unique indexes, rejects: the policy the merge applies), `ingest`
+//! (steps 5 and 6); `options` (what the caller asks and gets back), `db` (opening the Db,
+//! temporary directories), `priority` (nice, `SCHED_IDLE`).
+//!
+//! Memory: final files are also cut at `memory / 128` entries (the filter builder holds 8 bytes
+//! per key). The budget covers chunks in flight (`threads + 2` chunks of `memory / 64` bytes,
+//! counted at 4× their size: input buffer plus encoded output) and the sort buffers (the rest,
+//! at least a quarter of the budget); merge and writers use a few MiB on top (a read block per
+//! run, one SST builder per index with its index and filter blocks).
+
+mod db;
+mod ingest;
+mod merge;
+mod options;
+mod plan;
+mod priority;
+mod read_sort;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use sluice::{Db, SstFileInfo};
+
+use crate::pipeline::merge::policy::EmitCtx;
+use crate::pipeline::plan::{IndexState, Plan};
+use crate::pipeline::priority::{set_thread_idle, set_thread_nice};
+use crate::progress::{Counters, Phase, Reporter};
+use crate::schema::{parse_schema, TableDef};
+use crate::ImportError;
+
+pub use db::{open_db, open_db_read_only, remove_leftovers, remove_tmp_dirs_for_exit, TMP_PREFIX};
+pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
+
+/// An import: a schema, input files and options; [`Import::run`] loads them into a Db.
+///
+/// ```no_run
+/// use sluice_import::{Import, ImportOptions};
+/// let db = sluice_import::open_db("/tmp/db", true)?;
+/// let import = Import::new(
+///     "CREATE TABLE t (id INT PRIMARY KEY, name TEXT);",
+///     vec!["t.csv".into()],
+///     ImportOptions { header: true, ..ImportOptions::default() },
+/// )?;
+/// let summary = import.run(&db)?;
+/// println!("{} rows", summary.rows);
+/// # Ok::<(), sluice_import::ImportError>(())
+/// ```
+#[derive(Debug)]
+pub struct Import {
+    tables: Vec<TableDef>,
+    files: Vec<PathBuf>,
+    opts: ImportOptions,
+}
+
+/// Steps 1-5 done ([`Import::stage`]): what step 6 needs. The plan holds the temporary
+/// directory, removed when this is dropped (after the ingest).
+pub(crate) struct Staged {
+    t0: Instant,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) reporter: Reporter,
+    pub(crate) plan: Plan,
+    pub(crate) indexes: Vec<IndexState>,
+    pub(crate) catalog_file: Option<SstFileInfo>,
+    pub(crate) rows: u64,
+    pub(crate) rejected: u64,
+    pub(crate) dropped: u64,
+    pub(crate) runs_spilled: u64,
+    pub(crate) t_parse: f64,
+    pub(crate) t_merge: f64,
+}
+
+impl Import {
+    /// Parses the schema; checks the files and options.
+    pub fn new(
+        schema_sql: &str,
+        files: Vec<PathBuf>,
+        opts: ImportOptions,
+    ) -> Result<Import, ImportError> {
+        let tables = parse_schema(schema_sql).map_err(ImportError::Schema)?;
+        if opts.threads == 0 {
+            return Err(ImportError::Usage("--threads must be at least 1".into()));
+        }
+        if opts.nice.is_some_and(|n| !(0..=19).contains(&n)) {
+            return Err(ImportError::Usage("--nice must be within 0..=19".into()));
+        }
+        if opts.memory < (8 << 20) {
+            return Err(ImportError::Usage("--memory must be at least 8 MiB".into()));
+        }
+        if files.is_empty() {
+            return Err(ImportError::Usage("no input files".into()));
+        }
+        for f in &files {
+            match std::fs::metadata(f) {
+                Ok(m) if m.is_dir() => {
+                    return Err(ImportError::Usage(format!(
+                        "{}: is a directory (name the files in it, e.g. {}/*.csv)",
+                        f.display(),
+                        f.display()
+                    )))
+                }
+                Ok(_) => {}
+                Err(e) => return Err(ImportError::io(f, e)),
+            }
+        }
+        Ok(Import {
+            tables,
+            files,
+            opts,
+        })
+    }
+
+    /// Runs the import into `db` (see the module documentation for the steps).
+    pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
+        if self.opts.nice.is_none() && !self.opts.idle {
+            return self.run_here(db);
+        }
+        // Steps 1-5 at the asked priority; the ingest (step 6) on the caller's thread: it holds
+        // Db locks (the MANIFEST, the write queue) that the Db's other users wait on, and a
+        // SCHED_IDLE thread on a busy machine could be starved while holding them.
+        let staged = std::thread::scope(|s| {
+            s.spawn(|| {
+                if self.opts.idle {
+                    set_thread_idle().map_err(|e| {
+                        ImportError::Usage(format!("--idle: cannot set the policy: {e}"))
+                    })?;
+                } else if let Some(nice) = self.opts.nice {
+                    set_thread_nice(nice).map_err(|e| {
+                        ImportError::Usage(format!("--nice {nice}: cannot set the priority: {e}"))
+                    })?;
+                }
+                self.stage(db)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(ImportError::Usage("the import thread panicked".into())))
+        })?;
+        self.install(db, staged)
+    }
+
+    /// [`Import::run`] on the calling thread.
+    fn run_here(&self, db: &Db) -> Result<Summary, ImportError> {
+        let staged = self.stage(db)?;
+        self.install(db, staged)
+    }
+
+    /// Steps 1 to 5: every file written, nothing in the Db yet.
+    fn stage(&self, db: &Db) -> Result<Staged, ImportError> {
+        let t0 = Instant::now();
+        let counters = Arc::new(Counters::default());
+        let total: u64 = self
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        counters.bytes_total.store(total, Ordering::Relaxed);
+        let reporter = Reporter::start(self.opts.progress, Arc::clone(&counters));
+        // Steps 1 and 2.
+        let (table, created) = self.bind_table(db)?;
+        let plan = self.prepare(db, table, created)?;
+        let mut ctx = EmitCtx::new(db, &plan, &self.opts)?;
+        let mut indexes = self.index_states(&plan);
+        // Step 3.
+        let runs_spilled = self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
+        let t_parse = t0.elapsed().as_secs_f64();
+        plan.pool.clear();
+        // Step 4.
+        counters.set_phase(Phase::Merge);
+        self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
+        let t_merge = t0.elapsed().as_secs_f64() - t_parse;
+        if let Some(w) = ctx.rejects.as_mut() {
+            w.flush()
+                .map_err(|e| ImportError::io(Path::new("rejects"), e))?;
+        }
+        let (rows, rejected, dropped) = (ctx.rows, ctx.rejected, ctx.dropped);
+        drop(ctx);
+        // Step 5.
+        counters.set_phase(Phase::Ingest);
+        let catalog_file = self.write_catalog(&plan)?;
+        Ok(Staged {
+            t0,
+            counters,
+            reporter,
+            plan,
+            indexes,
+            catalog_file,
+            rows,
+            rejected,
+            dropped,
+            runs_spilled,
+            t_parse,
+            t_merge,
+        })
+    }
+
+    /// Step 6, and the summary.
+    fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
+        let files = self.ingest(db, &s.indexes, s.catalog_file)?;
+        s.counters.set_phase(Phase::Done);
+        drop(s.reporter);
+        let t_total = s.t0.elapsed().as_secs_f64();
+        Ok(Summary {
+            table: s.plan.table.name.clone(),
+            created: s.plan.created,
+            rows: s.rows,
+            rejected: s.rejected,
+            duplicates_dropped: s.dropped,
+            bytes: s.counters.bytes_read.load(Ordering::Relaxed),
+            runs_spilled: s.runs_spilled,
+            runs_premerged: s.counters.runs_premerged.load(Ordering::Relaxed),
+            streamed_indexes: s
+                .indexes
+                .iter()
+                .filter(|i| i.streamed_all)
+                .map(|i| i.name.clone())
+                .collect(),
+            parse_sort_secs: s.t_parse,
+            merge_secs: s.t_merge,
+            ingest_secs: t_total - s.t_parse - s.t_merge,
+            total_secs: t_total,
+            files,
+        })
+    }
+}

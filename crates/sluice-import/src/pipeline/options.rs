@@ -1,0 +1,199 @@
+//! What an import is asked to do ([`ImportOptions`]) and what it reports ([`Summary`]).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::input::Format;
+use crate::progress::ProgressMode;
+use crate::schema::Layout;
+
+/// What to do with a row whose primary key is already taken (by an earlier row of the input or
+/// by a row already in the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnDuplicate {
+    /// Refuse it (a bad row: the import fails unless `max_errors` allows rejecting it).
+    #[default]
+    Error,
+    /// Keep the first row (an existing row wins over the input).
+    First,
+    /// Keep the last row (the input replaces an existing row).
+    Last,
+}
+
+/// Options of an import (each field says its default).
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Table to load (default: the schema's only table).
+    pub table: Option<String>,
+    /// Input format (default: from each file's extension: `.tsv` TSV, `.jsonl`/`.ndjson` JSON lines,
+    /// else CSV).
+    pub format: Option<Format>,
+    /// The first record of each file names the columns (default: false). Ignored for JSON lines.
+    pub header: bool,
+    /// Field delimiter (default: `,` for CSV, tab for TSV).
+    pub delimiter: Option<u8>,
+    /// CSV quote character (default: `"`); `None` disables quoting.
+    pub quote: Option<u8>,
+    /// A field equal to this string is NULL (default: none), besides each format's own NULL
+    /// (CSV: an unquoted empty field; TSV: `\N`; JSON: `null`): in CSV unless quoted, in JSON
+    /// lines as a string, for every column type. The rules: `crate::parse`'s module doc.
+    pub null: Option<String>,
+    /// Parse workers (default: all cores).
+    pub threads: usize,
+    /// Memory budget in bytes for chunks in flight and sort buffers (default: a quarter of RAM).
+    pub memory: u64,
+    /// Where spilled runs and final files are written (default: a directory inside the Db directory).
+    pub tmp_dir: Option<PathBuf>,
+    /// Bad rows tolerated before the import fails (default: 0).
+    pub max_errors: u64,
+    /// Where rejected rows go (`# file:line: reason` then the record) (default: nowhere).
+    pub rejects: Option<PathBuf>,
+    /// Duplicate primary keys (default: error).
+    pub on_duplicate: OnDuplicate,
+    /// Target size of final SST files in bytes (default: 64 MiB).
+    pub target_file_size: u64,
+    /// Progress display (default: auto).
+    pub progress: ProgressMode,
+    /// Chunk size in bytes (default: memory / 64, clamped to 64 KiB..4 MiB); tests set it small.
+    pub chunk_size: Option<usize>,
+    /// Storage layout of the table (default: the schema's `WITH (layout = ...)`, else row). An
+    /// existing table keeps its layout: a different one is an error.
+    pub layout: Option<Layout>,
+    /// Run the import's threads at this nice value (0..=19), e.g. to let other processes of
+    /// the machine go first. The import then runs on a thread of its own — the caller's
+    /// thread keeps its priority — and every thread it starts inherits the value. Linux only
+    /// (elsewhere ignored). Default: none (the caller's priority). Measured: it barely lowers
+    /// the tail latency of a workload served by the same process during the import
+    /// (`import-online`): under Linux's EEVDF scheduler a woken thread still waits for a
+    /// nice-19 thread's slice; see `idle`.
+    pub nice: Option<i32>,
+    /// Run the import's threads under `SCHED_IDLE` (Linux; elsewhere ignored): they get a CPU
+    /// only when no other thread wants one, and any other thread waking up preempts them at
+    /// once. For an import beside latency-sensitive work in the same process or machine
+    /// (measured, `import-online`: p99 of paced puts and gets ~1-2 ms with nice 19, ~0.1-0.2
+    /// ms idle, the import as fast on an otherwise idle machine). Its files then start their
+    /// own writeback ([`sluice::Writeback::Initiate`]), so the kernel's work for them runs at
+    /// that priority too and no journal commit every 8 MiB stalls other writers' appends. It
+    /// can starve the import on a machine that is never idle. Takes precedence over `nice`.
+    pub idle: bool,
+    /// An index with at least this many bytes to merge is merged on `threads` threads, each
+    /// writing the final files of a disjoint key range (default 32 MiB; a columnar table's
+    /// rows and unique indexes merge on one thread). Tests set 0 to split every merge.
+    pub parallel_merge_min_bytes: u64,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            table: None,
+            format: None,
+            header: false,
+            delimiter: None,
+            quote: Some(b'"'),
+            null: None,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            memory: default_memory(),
+            tmp_dir: None,
+            max_errors: 0,
+            rejects: None,
+            on_duplicate: OnDuplicate::Error,
+            target_file_size: 64 << 20,
+            progress: ProgressMode::Auto,
+            chunk_size: None,
+            layout: None,
+            nice: None,
+            idle: false,
+            parallel_merge_min_bytes: 32 << 20,
+        }
+    }
+}
+
+/// Memory of an importing process outside the pipeline's own budget (binary, Db, allocator).
+pub(crate) const PROCESS_BASELINE: usize = 24 << 20;
+
+/// A quarter of physical memory (from `/proc/meminfo`), or 1 GiB when unknown.
+pub fn default_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(1 << 30, |kb| kb * 1024 / 4)
+}
+
+/// A `--memory` size: `512M`, `2G`, `1048576` → bytes (units are powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_lowercase();
+            let m: u64 = match unit.trim_end_matches("ib").trim_end_matches('b') {
+                "" => 1,
+                "k" => 1 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                "t" => 1 << 40,
+                _ => return Err(format!("--memory {s:?}: unknown unit")),
+            };
+            (&t[..i], m)
+        }
+        None => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("--memory {s:?} is not a size"))?;
+    Ok((n * mul as f64) as u64)
+}
+
+/// Where one ingested file went.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileSummary {
+    /// `primary`, an index name, or `catalog`.
+    pub index: String,
+    /// Level it was placed at.
+    pub level: Option<usize>,
+    /// Entries.
+    pub entries: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Table loaded.
+    pub table: String,
+    /// Whether the import created the table.
+    pub created: bool,
+    /// Rows now in the import (after duplicates were resolved).
+    pub rows: u64,
+    /// Rows rejected as bad (`--max-errors`).
+    pub rejected: u64,
+    /// Rows dropped by `--on-duplicate first|last`.
+    pub duplicates_dropped: u64,
+    /// Raw input bytes read.
+    pub bytes: u64,
+    /// Sorted runs spilled.
+    pub runs_spilled: u64,
+    /// Runs merged into bigger runs before the final merge, so that it reads a bounded number
+    /// of them (multi-level merge; 0 when the runs were few enough).
+    pub runs_premerged: u64,
+    /// Indexes whose input was already in key order and went straight to final files.
+    pub streamed_indexes: Vec<String>,
+    /// Seconds in parse+sort.
+    pub parse_sort_secs: f64,
+    /// Seconds in the merge.
+    pub merge_secs: f64,
+    /// Seconds in the ingest.
+    pub ingest_secs: f64,
+    /// Seconds in all.
+    pub total_secs: f64,
+    /// Files ingested.
+    pub files: Vec<FileSummary>,
+}

@@ -1,0 +1,257 @@
+//! Steps 1 and 2: the table bound to the Db's catalog, and the plan of the run (temporary
+//! directory, memory split, formats, per-index state).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use sluice::{Db, ReadOptions, SstFileInfo, TableOptions, Writeback};
+
+use crate::catalog;
+use crate::input::Format;
+use crate::keycode::{decode_column, prefix, prefix_successor};
+use crate::merge::FinalWriter;
+use crate::parse::Entries;
+use crate::pipeline::db::TmpDir;
+use crate::pipeline::options::{OnDuplicate, PROCESS_BASELINE};
+use crate::pipeline::Import;
+use crate::positions::StreamedPositions;
+use crate::schema::{Layout, TableDef, PRIMARY_INDEX_ID};
+use crate::types::{ColumnType, Value};
+use crate::ImportError;
+
+/// Per-run state shared by the steps.
+pub(crate) struct Plan {
+    pub(crate) table: TableDef,
+    pub(crate) created: bool,
+    pub(crate) tmp: TmpDir,
+    pub(crate) existing_rows: bool,
+    pub(crate) rowid_base: i64,
+    /// Per input file.
+    pub(crate) formats: Vec<Format>,
+    pub(crate) chunk_size: usize,
+    pub(crate) in_flight: usize,
+    pub(crate) sort_budget: usize,
+    /// Bytes for the merge's read blocks (one per open run).
+    pub(crate) merge_memory: usize,
+    pub(crate) file_names: Vec<String>,
+    pub(crate) pool: Arc<crate::parse::BufferPool>,
+    pub(crate) max_file_entries: u64,
+}
+
+/// One index's place in parse+sort and merge.
+pub(crate) struct IndexState {
+    pub(crate) name: String,
+    /// Position in [`TableDef::indexes`] + 1 (0: primary).
+    pub(crate) slot: usize,
+    pub(crate) unique_cols: Option<usize>,
+    pub(crate) streaming: bool,
+    pub(crate) last_key: Option<Vec<u8>>,
+    pub(crate) writer: Option<FinalWriter>,
+    /// Run files and whether their keys carry a source position.
+    pub(crate) runs: Vec<(PathBuf, bool)>,
+    pub(crate) mem: Vec<Entries>,
+    pub(crate) mem_bytes: usize,
+    pub(crate) streamed_all: bool,
+    pub(crate) finals: Vec<SstFileInfo>,
+}
+
+impl IndexState {
+    pub(crate) fn new(
+        name: String,
+        slot: usize,
+        unique_cols: Option<usize>,
+        streaming: bool,
+    ) -> Self {
+        IndexState {
+            name,
+            slot,
+            unique_cols,
+            streaming,
+            last_key: None,
+            writer: None,
+            runs: Vec::new(),
+            mem: Vec::new(),
+            mem_bytes: 0,
+            streamed_all: false,
+            finals: Vec::new(),
+        }
+    }
+
+    /// Input out of order: what was streamed becomes a run of the merge.
+    /// Turns what was streamed into runs (without source positions: the lookup of their
+    /// positions is returned, for messages).
+    pub(crate) fn stop_streaming(&mut self) -> Result<Option<StreamedPositions>, ImportError> {
+        if !self.streaming {
+            return Ok(None);
+        }
+        self.streaming = false;
+        let Some(w) = self.writer.take() else {
+            return Ok(None);
+        };
+        let (files, positions) = w.finish_streamed()?;
+        for f in files {
+            self.runs.push((f.path, false));
+        }
+        Ok(positions)
+    }
+}
+
+impl Import {
+    /// Step 1.
+    pub(crate) fn bind_table(&self, db: &Db) -> Result<(TableDef, bool), ImportError> {
+        let mut def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
+        if let Some(l) = self.opts.layout {
+            def.layout = l;
+        }
+        let existing = catalog::load(db)?;
+        catalog::bind(&existing, def)
+    }
+
+    /// Step 2.
+    pub(crate) fn prepare(
+        &self,
+        db: &Db,
+        table: TableDef,
+        created: bool,
+    ) -> Result<Plan, ImportError> {
+        let parent = self
+            .opts
+            .tmp_dir
+            .clone()
+            .unwrap_or_else(|| db.path().to_path_buf());
+        let tmp = TmpDir::create(&parent)?;
+        let p = prefix(table.id, PRIMARY_INDEX_ID);
+        let mut it = db.iter(ReadOptions {
+            snapshot: None,
+            lower_bound: Some(p.clone()),
+            upper_bound: prefix_successor(&p),
+        })?;
+        it.seek_to_first();
+        let existing_rows = it.valid();
+        let mut rowid_base = 0i64;
+        if existing_rows && table.has_rowid() {
+            it.seek_to_last();
+            if it.valid() {
+                let mut k = &it.key()[8..];
+                if let Ok(Value::Int(v)) = decode_column(&mut k, &ColumnType::BigInt) {
+                    rowid_base = v.saturating_add(1);
+                }
+            }
+        }
+        it.status()?;
+        drop(it);
+        if existing_rows
+            && table.layout == Layout::Columnar
+            && self.opts.on_duplicate == OnDuplicate::Last
+        {
+            // Replacing a stored columnar row would leave the old cells of the columns the new
+            // row has NULL (cells are written for non-NULL values only): refuse rather than
+            // bring old values back.
+            return Err(ImportError::Usage(format!(
+                "--on-duplicate last is not supported yet for table {} (columnar layout) once it \
+                 holds rows: a replaced row's NULL columns would keep their old cells",
+                table.name
+            )));
+        }
+        // Each file's own format (from its extension) unless one is given for all.
+        let formats = self
+            .files
+            .iter()
+            .map(|f| self.opts.format.unwrap_or_else(|| Format::from_path(f)))
+            .collect();
+        // The budget is the process's: leave room for what is there anyway (code, the open Db,
+        // allocator slack), measured at 10-20 MiB.
+        let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
+        let memory = memory.saturating_sub(PROCESS_BASELINE).max(memory / 2);
+        let chunk_size = self
+            .opts
+            .chunk_size
+            .unwrap_or((memory / 64).clamp(64 << 10, 4 << 20));
+        let in_flight = self.opts.threads + 2;
+        // A chunk in flight costs its input buffer (up to 2× its size in capacity) plus its
+        // encoded output (≈ 2.5× for narrow rows with one secondary index).
+        let chunks_reserved = in_flight * chunk_size * 4 + (8 << 20);
+        let mut reserved = chunks_reserved;
+        if table.layout == Layout::Columnar {
+            // The merge's cell writers (their own buffers, beside the sort buffers it drains).
+            reserved += crate::merge::cell_writers_memory(table.columns.len(), self.opts.threads);
+        }
+        // Sort buffers are freed and allocated again by several threads: the allocator keeps
+        // some of what they free (per-thread arenas, fragmentation). A 4 GB import under
+        // `--memory 256M` peaked at 281 MiB with the whole remainder as sort budget; 85% of
+        // it keeps the peak under the budget.
+        let sort_budget = (memory.saturating_sub(reserved) / 100 * 85).max(memory / 4);
+        // The chunks' buffers are freed before the merge (step 4): their share of the budget
+        // holds the merge's read blocks (see `merge::reduce_runs`).
+        let merge_memory = chunks_reserved;
+        Ok(Plan {
+            table,
+            created,
+            tmp,
+            existing_rows,
+            rowid_base,
+            formats,
+            chunk_size,
+            in_flight,
+            sort_budget,
+            merge_memory,
+            pool: Arc::new(crate::parse::BufferPool::new(chunks_reserved)),
+            // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
+            max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
+            file_names: self.files.iter().map(|f| f.display().to_string()).collect(),
+        })
+    }
+
+    pub(crate) fn index_states(&self, plan: &Plan) -> Vec<IndexState> {
+        let t = &plan.table;
+        // Secondary entries of replaced rows become deletions, merged in step 4: such
+        // indexes cannot stream.
+        let can_stream_secondary =
+            !(plan.existing_rows && self.opts.on_duplicate == OnDuplicate::Last);
+        let mut v = vec![IndexState::new("primary".into(), 0, None, true)];
+        for (n, idx) in t.indexes.iter().enumerate() {
+            let unique = idx.unique.then_some(idx.columns.len());
+            v.push(IndexState::new(
+                idx.name.clone(),
+                n + 1,
+                unique,
+                can_stream_secondary,
+            ));
+        }
+        v
+    }
+
+    pub(crate) fn final_options(&self) -> TableOptions {
+        TableOptions::default()
+    }
+
+    /// An import under `SCHED_IDLE` starts its files' writeback itself (see
+    /// [`Writeback::Initiate`]): the kernel's work stays at its priority and no journal
+    /// commit every 8 MiB stalls a serving workload's log appends.
+    pub(crate) fn writeback(&self) -> Writeback {
+        if self.opts.idle {
+            Writeback::Initiate
+        } else {
+            Writeback::SyncThread
+        }
+    }
+
+    pub(crate) fn final_writer(
+        &self,
+        plan: &Plan,
+        slot: usize,
+        counter: &Arc<AtomicU64>,
+    ) -> FinalWriter {
+        let mut w = FinalWriter::new(
+            &plan.tmp.path,
+            format!("final-{slot}"),
+            self.opts.target_file_size,
+            self.final_options(),
+            Arc::clone(counter),
+        );
+        w.max_entries = plan.max_file_entries;
+        w.writeback = self.writeback();
+        w
+    }
+}

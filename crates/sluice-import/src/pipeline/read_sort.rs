@@ -1,0 +1,335 @@
+//! Step 3: read, parse and sort. A reader thread cuts each file into record-aligned chunks,
+//! workers parse and encode them, and this thread takes them back in input order: streamed
+//! straight to final files while the input is sorted, else buffered and spilled as runs.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
+use crate::merge::{write_run, MemSource, Merger, Source};
+use crate::parse::{parse_chunk, Chunk, ChunkOutput, FieldMap, ParseConfig};
+use crate::pipeline::merge::policy::EmitCtx;
+use crate::pipeline::plan::{IndexState, Plan};
+use crate::pipeline::Import;
+use crate::progress::Counters;
+use crate::schema::TableDef;
+use crate::ImportError;
+
+impl Import {
+    /// Step 3. Returns the number of runs spilled.
+    pub(crate) fn parse_and_sort(
+        &self,
+        plan: &Plan,
+        counters: &Arc<Counters>,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+    ) -> Result<u64, ImportError> {
+        // One parse configuration per format (indexed by `Format as usize`).
+        let cfgs: Vec<ParseConfig> = [Format::Csv, Format::Tsv, Format::Jsonl]
+            .into_iter()
+            .map(|format| ParseConfig {
+                table: plan.table.clone(),
+                format,
+                delimiter: self.opts.delimiter.unwrap_or(match format {
+                    Format::Tsv => b'\t',
+                    _ => b',',
+                }),
+                quote: self.opts.quote,
+                null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
+                files: plan.file_names.clone(),
+                rowid_base: plan.rowid_base,
+                pool: Some(Arc::clone(&plan.pool)),
+            })
+            .collect();
+        let abort = AtomicBool::new(false);
+        let file_counter = Arc::new(AtomicU64::new(0));
+        let mut runs = 0u64;
+        let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(self.opts.threads);
+        let chunk_rx = Mutex::new(chunk_rx);
+        std::thread::scope(|s| -> Result<(), ImportError> {
+            let (out_tx, out_rx) = mpsc::channel::<Result<ChunkOutput, ImportError>>();
+            let (permit_tx, permit_rx) = mpsc::sync_channel::<()>(plan.in_flight);
+            for _ in 0..plan.in_flight {
+                let _ = permit_tx.send(());
+            }
+            {
+                let out_tx = out_tx.clone();
+                let (cfgs, abort, counters) = (&cfgs, &abort, counters);
+                s.spawn(move || {
+                    if let Err(e) =
+                        self.read_files(plan, cfgs, chunk_tx, &permit_rx, abort, counters)
+                    {
+                        let _ = out_tx.send(Err(e));
+                    }
+                });
+            }
+            for _ in 0..self.opts.threads {
+                let out_tx = out_tx.clone();
+                let (cfgs, chunk_rx) = (&cfgs, &chunk_rx);
+                s.spawn(move || loop {
+                    let next = chunk_rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok(chunk)) = next else {
+                        return;
+                    };
+                    let cfg = &cfgs[plan.formats[chunk.file] as usize];
+                    if out_tx.send(Ok(parse_chunk(cfg, chunk))).is_err() {
+                        return;
+                    }
+                });
+            }
+            drop(out_tx);
+            let result = (|| {
+                let mut pending: BTreeMap<u64, ChunkOutput> = BTreeMap::new();
+                let mut next = 0u64;
+                for msg in &out_rx {
+                    let out = msg?;
+                    pending.insert(out.seq, out);
+                    while let Some(out) = pending.remove(&next) {
+                        next += 1;
+                        counters.rows.fetch_add(out.rows, Ordering::Relaxed);
+                        self.take_chunk(plan, ctx, indexes, out, &file_counter, &mut runs)?;
+                        let _ = permit_tx.send(());
+                    }
+                }
+                Ok(())
+            })();
+            if result.is_err() {
+                abort.store(true, Ordering::Relaxed);
+            }
+            drop(permit_tx);
+            drop(out_rx);
+            result
+        })?;
+        Ok(runs)
+    }
+
+    /// The reader thread: every file, chunk by chunk, in order.
+    pub(crate) fn read_files(
+        &self,
+        plan: &Plan,
+        cfgs: &[ParseConfig],
+        tx: mpsc::SyncSender<Chunk>,
+        permits: &mpsc::Receiver<()>,
+        abort: &AtomicBool,
+        counters: &Counters,
+    ) -> Result<(), ImportError> {
+        let mut seq = 0u64;
+        let mut global = 0u64;
+        // A permit is taken before a chunk is read and handed on with the chunk. The end of a
+        // file (or an empty file) reads no chunk: its permit is kept for the next file's first
+        // chunk rather than lost (losing one per file once deadlocked imports of more files
+        // than there are permits).
+        let mut permit = false;
+        for (fi, path) in self.files.iter().enumerate() {
+            let name = &plan.file_names[fi];
+            let cfg = &cfgs[plan.formats[fi] as usize];
+            let r = open_input(path, Arc::clone(&counters.bytes_read))
+                .map_err(|e| ImportError::io(path, e))?;
+            let bounds = match cfg.format {
+                Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),
+                _ => Boundaries::Lines(LineScanner::default()),
+            };
+            let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
+            let scan_err = |e: crate::input::ChunkError| match e {
+                crate::input::ChunkError::Io(e) => ImportError::io(path, e),
+                crate::input::ChunkError::Scan(s) => ImportError::BadInput(format!(
+                    "{name}:{}: field {}: {}",
+                    s.line, s.field, s.reason
+                )),
+            };
+            let map = if self.opts.header && cfg.format != Format::Jsonl {
+                match chunker.next_chunk(true).map_err(scan_err)? {
+                    Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
+                    None => default_map(&plan.table),
+                }
+            } else {
+                default_map(&plan.table)
+            };
+            let map = Arc::new(map);
+            let mut file_len = 0u64;
+            loop {
+                if abort.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                if !permit {
+                    if permits.recv().is_err() {
+                        return Ok(());
+                    }
+                    permit = true;
+                }
+                let Some(raw) = chunker.next_chunk(false).map_err(scan_err)? else {
+                    break;
+                };
+                permit = false;
+                file_len = raw.file_offset + raw.data.len() as u64;
+                let chunk = Chunk {
+                    seq,
+                    file: fi,
+                    data: raw.data,
+                    first_line: raw.first_line,
+                    offset: global + raw.file_offset,
+                    map: Arc::clone(&map),
+                };
+                seq += 1;
+                if tx.send(chunk).is_err() {
+                    return Ok(());
+                }
+            }
+            global += file_len + 1;
+        }
+        Ok(())
+    }
+
+    /// Takes one chunk output, in input order.
+    pub(crate) fn take_chunk(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+        out: ChunkOutput,
+        file_counter: &Arc<AtomicU64>,
+        runs: &mut u64,
+    ) -> Result<(), ImportError> {
+        for r in out.rejects {
+            ctx.reject(&r.message, &r.record)?;
+        }
+        ctx.rows += out.rows;
+        for (slot, entries) in out.indexes.into_iter().enumerate() {
+            let primary_streaming = indexes[0].streaming;
+            let st = &mut indexes[slot];
+            if entries.items.is_empty() {
+                continue;
+            }
+            // Sorted input: this chunk's keys all follow the last key written.
+            let in_order = st.streaming
+                && (slot == 0 || primary_streaming)
+                && entries.distinct()
+                && st
+                    .last_key
+                    .as_deref()
+                    .is_none_or(|last| entries.key(0) > last);
+            if in_order {
+                if st.writer.is_none() {
+                    let mut w = self.final_writer(plan, slot, file_counter);
+                    w.record_positions(plan.tmp.path.join(format!("positions-{slot}")))?;
+                    st.writer = Some(w);
+                }
+                let w = st.writer.as_mut().expect("just set");
+                for i in 0..entries.items.len() {
+                    let (k, v, src) = (entries.key(i), entries.value(i), entries.items[i].3);
+                    if slot == 0 {
+                        ctx.emit_primary(w, k, &[(src, v)])?;
+                    } else {
+                        ctx.emit_secondary(w, slot, st.unique_cols, k, &[src], false)?;
+                    }
+                }
+                st.last_key = Some(entries.key(entries.items.len() - 1).to_vec());
+                continue;
+            }
+            if st.streaming {
+                ctx.streamed[slot] = st.stop_streaming()?.map(Arc::new);
+                // What was streamed is merged again: its unique values are checked again then.
+                ctx.last_unique[slot] = None;
+                if slot == 0 {
+                    // Secondary entries may only stream while the primary does (duplicates
+                    // found later must be able to take their secondary entries with them).
+                    for (n, other) in indexes.iter_mut().enumerate().skip(1) {
+                        if other.streaming {
+                            ctx.streamed[n] = other.stop_streaming()?.map(Arc::new);
+                            ctx.last_unique[n] = None;
+                        }
+                    }
+                }
+            }
+            let st = &mut indexes[slot];
+            st.mem_bytes += entries.memory();
+            st.mem.push(entries);
+        }
+        let buffered: usize = indexes.iter().map(|i| i.mem_bytes).sum();
+        if buffered > plan.sort_budget {
+            for st in indexes.iter_mut() {
+                if st.mem.is_empty() {
+                    continue;
+                }
+                let sources: Vec<Box<dyn Source>> = std::mem::take(&mut st.mem)
+                    .into_iter()
+                    .map(|e| {
+                        Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
+                    })
+                    .collect();
+                st.mem_bytes = 0;
+                let n = file_counter.fetch_add(1, Ordering::Relaxed);
+                let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
+                if let Some(p) = write_run(&path, Merger::new(sources), self.writeback())? {
+                    st.runs.push((p, true));
+                    *runs += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn default_map(t: &TableDef) -> FieldMap {
+    FieldMap {
+        fields: t.visible_columns().map(|(i, _)| i).collect(),
+    }
+}
+
+pub(crate) fn header_map(
+    t: &TableDef,
+    cfg: &ParseConfig,
+    file: &str,
+    data: &[u8],
+) -> Result<FieldMap, ImportError> {
+    let mut line = data;
+    while let Some((&c, r)) = line.split_last() {
+        if c == b'\n' || c == b'\r' {
+            line = r;
+        } else {
+            break;
+        }
+    }
+    let names: Vec<String> = match cfg.format {
+        Format::Csv => {
+            let mut rdr = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .delimiter(cfg.delimiter)
+                .quote(cfg.quote.unwrap_or(b'"'))
+                .quoting(cfg.quote.is_some())
+                .from_reader(line);
+            let mut rec = csv::ByteRecord::new();
+            let _ = rdr.read_byte_record(&mut rec);
+            rec.iter()
+                .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                .collect()
+        }
+        _ => line
+            .split(|c| *c == cfg.delimiter)
+            .map(|f| String::from_utf8_lossy(f).trim().to_string())
+            .collect(),
+    };
+    let mut fields = Vec::new();
+    for n in &names {
+        match t.column(n) {
+            Some(i) if !t.columns[i].hidden && !fields.contains(&i) => fields.push(i),
+            _ => {
+                return Err(ImportError::BadInput(format!(
+                    "{file}:1: header names column {n:?}, which table {} does not have (or names twice)",
+                    t.name
+                )))
+            }
+        }
+    }
+    for (i, c) in t.visible_columns() {
+        if c.not_null && !fields.contains(&i) {
+            return Err(ImportError::BadInput(format!(
+                "{file}:1: header lacks NOT NULL column {}",
+                c.name
+            )));
+        }
+    }
+    Ok(FieldMap { fields })
+}
