@@ -210,7 +210,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
             format!("{}:{}: {}", a.schema.display(), s.line, s.message)
         }
         sluice_import::ImportError::Schema(s) => format!("{}: {}", a.schema.display(), s.message),
-        other => other.to_string(),
+        other => with_flag_names(other),
     })?;
     clean_up_on_signals()?;
     let db = open_db(&a.db, true).map_err(|e| match e {
@@ -223,7 +223,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
         Err(_) if INTERRUPTED.load(Ordering::SeqCst) => loop {
             std::thread::park();
         },
-        r => r?,
+        r => r.map_err(with_flag_names)?,
     };
     db.close()?;
     if a.json {
@@ -455,6 +455,19 @@ pub fn get(
             eprintln!("not found");
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// The library names options by their `ImportOptions` field; the CLI by its flags.
+fn with_flag_names(e: sluice_import::ImportError) -> String {
+    match e {
+        sluice_import::ImportError::InvalidOption { option, reason } => {
+            format!("--{} {reason}", option.replace('_', "-"))
+        }
+        sluice_import::ImportError::TooManyErrors { count, last } => {
+            format!("{count} bad rows, more than --max-errors allows; the last: {last}")
+        }
+        other => other.to_string(),
     }
 }
 

@@ -68,7 +68,7 @@ pub fn choose(tables: &[TableDef], name: Option<&str>) -> Result<TableDef, Impor
     match name {
         Some(n) => find(tables, n).ok_or_else(|| {
             let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
-            ImportError::Usage(format!(
+            ImportError::InvalidArgument(format!(
                 "no table {n} (tables: {})",
                 if names.is_empty() {
                     "none".to_string()
@@ -78,8 +78,8 @@ pub fn choose(tables: &[TableDef], name: Option<&str>) -> Result<TableDef, Impor
             ))
         }),
         None if tables.len() == 1 => Ok(tables[0].clone()),
-        None if tables.is_empty() => Err(ImportError::Usage("no tables defined".into())),
-        None => Err(ImportError::Usage(format!(
+        None if tables.is_empty() => Err(ImportError::InvalidArgument("no tables defined".into())),
+        None => Err(ImportError::InvalidArgument(format!(
             "several tables ({}): name one with --table",
             tables
                 .iter()
@@ -96,7 +96,7 @@ pub fn choose(tables: &[TableDef], name: Option<&str>) -> Result<TableDef, Impor
 pub fn bind(existing: &[TableDef], mut def: TableDef) -> Result<(TableDef, bool), ImportError> {
     if let Some(old) = find(existing, &def.name) {
         if let Some(diff) = old.difference(&def) {
-            return Err(ImportError::Usage(format!(
+            return Err(ImportError::InvalidArgument(format!(
                 "table {} already exists with a different definition: {diff}",
                 def.name
             )));

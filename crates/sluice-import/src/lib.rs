@@ -27,6 +27,7 @@
 //! ```
 
 pub mod catalog;
+pub mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod input;
@@ -42,9 +43,7 @@ pub mod schema;
 pub mod tmp_dirs;
 pub mod types;
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-
+pub use error::{BadRow, ImportError, OtherRow, RowPlace};
 pub use input::Format;
 pub use pipeline::{
     default_memory, open_db, open_db_read_only, parse_size, remove_leftovers,
@@ -54,70 +53,3 @@ pub use progress::ProgressMode;
 pub use query::{ColumnSum, CountSum, OutputFormat, TableReader};
 pub use schema::{parse_schema, Layout, SchemaError, TableDef};
 pub use tmp_dirs::{find_tmp_dirs, TmpDirFound};
-
-/// Everything an import, scan or get can fail with.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ImportError {
-    /// The schema does not parse or is not supported.
-    Schema(SchemaError),
-    /// A wrong option, table or index name, or a table defined differently than stored.
-    Usage(String),
-    /// The stored catalog is unreadable.
-    Catalog(String),
-    /// A bad row (or bad file structure): `file:line: column c: "v" is not a T`.
-    BadInput(String),
-    /// More bad rows than `--max-errors`.
-    TooManyErrors {
-        /// Bad rows seen.
-        count: u64,
-        /// The last one.
-        last: String,
-    },
-    /// An I/O error on a file of the import.
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The engine failed.
-    Db(sluice::Error),
-}
-
-impl ImportError {
-    /// An I/O error on `path`.
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
-        ImportError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
-
-impl fmt::Display for ImportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ImportError::Schema(e) => write!(f, "schema: {e}"),
-            ImportError::Usage(s) | ImportError::Catalog(s) | ImportError::BadInput(s) => {
-                f.write_str(s)
-            }
-            ImportError::TooManyErrors { count, last } => {
-                write!(
-                    f,
-                    "{count} bad rows, more than --max-errors allows; the last: {last}"
-                )
-            }
-            ImportError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            ImportError::Db(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for ImportError {}
-
-impl From<sluice::Error> for ImportError {
-    fn from(e: sluice::Error) -> Self {
-        ImportError::Db(e)
-    }
-}

@@ -29,6 +29,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::error::{BadRow, RowPlace};
 use crate::input::{count_line_ends, next_line, Format};
 use crate::keycode::{encode_prefix, encode_value};
 use crate::row::encode_row;
@@ -151,8 +152,8 @@ pub struct Chunk {
 pub struct Reject {
     /// Source position (for ordering).
     pub src: u64,
-    /// `file:line: column c: "v" is not a T`.
-    pub message: String,
+    /// What is wrong, where (`file:line: column c: "v" is not a T`).
+    pub error: BadRow,
     /// The record as it appeared in the input.
     pub record: Vec<u8>,
 }
@@ -276,12 +277,14 @@ pub fn parse_chunk(cfg: &ParseConfig, chunk: Chunk) -> ChunkOutput {
 /// A record's problem before it has a position.
 struct RowError {
     column: Option<String>,
+    value: Option<String>,
     message: String,
 }
 
 fn row_error(column: Option<&str>, message: impl Into<String>) -> RowError {
     RowError {
         column: column.map(str::to_string),
+        value: None,
         message: message.into(),
     }
 }
@@ -330,7 +333,11 @@ impl<'c> Encoder<'c> {
         if is_null {
             return Ok(Value::Null);
         }
-        parse_value(&c.ty, raw).map_err(|e| row_error(Some(&c.name), e.to_string()))
+        parse_value(&c.ty, raw).map_err(|e| RowError {
+            column: Some(c.name.clone()),
+            value: Some(e.value.clone()),
+            message: e.to_string(),
+        })
     }
 
     /// Checks NOT NULL, fills the row id and appends every index's KV.
@@ -382,10 +389,14 @@ impl<'c> Encoder<'c> {
 }
 
 fn reject(cfg: &ParseConfig, chunk: &Chunk, line: u64, e: RowError, record: &[u8]) -> Reject {
-    let file = &cfg.files[chunk.file];
-    let message = match e.column {
-        Some(c) => format!("{file}:{line}: column {c}: {}", e.message),
-        None => format!("{file}:{line}: {}", e.message),
+    let error = BadRow {
+        place: RowPlace {
+            file: cfg.files[chunk.file].clone(),
+            line,
+        },
+        column: e.column,
+        value: e.value,
+        reason: e.message,
     };
     let mut record = record.to_vec();
     while record.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
@@ -393,7 +404,7 @@ fn reject(cfg: &ParseConfig, chunk: &Chunk, line: u64, e: RowError, record: &[u8
     }
     Reject {
         src: src_pos(chunk.file, line),
-        message,
+        error,
         record,
     }
 }

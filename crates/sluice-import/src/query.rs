@@ -194,7 +194,7 @@ impl<'a> TableReader<'a> {
     /// be quoted, and a quoted field is never NULL).
     pub fn set_csv_null(&mut self, null: &str) -> Result<(), ImportError> {
         if null.contains([',', '"', '\r', '\n']) {
-            return Err(ImportError::Usage(format!(
+            return Err(ImportError::InvalidArgument(format!(
                 "--null {null:?}: a NULL marker for CSV output cannot hold a comma, a quote or a line break"
             )));
         }
@@ -215,7 +215,7 @@ impl<'a> TableReader<'a> {
         out: &mut Vec<u8>,
     ) -> Result<(), ImportError> {
         if values.len() > cols.len() {
-            return Err(ImportError::Usage(format!(
+            return Err(ImportError::InvalidArgument(format!(
                 "{} values given, the key has {} columns",
                 values.len(),
                 cols.len()
@@ -226,8 +226,9 @@ impl<'a> TableReader<'a> {
             let val = if v.is_empty() && !col.ty.is_text() {
                 Value::Null
             } else {
-                parse_value(&col.ty, v.as_bytes())
-                    .map_err(|e| ImportError::Usage(format!("column {}: {e}", col.name)))?
+                parse_value(&col.ty, v.as_bytes()).map_err(|e| {
+                    ImportError::InvalidArgument(format!("column {}: {e}", col.name))
+                })?
             };
             encode_value(out, &val);
         }
@@ -237,7 +238,7 @@ impl<'a> TableReader<'a> {
     /// The row with primary key `pk` (its columns in order), if any.
     pub fn get(&self, pk: &[String]) -> Result<Option<Vec<Value<'static>>>, ImportError> {
         if pk.len() != self.table.primary_key.len() {
-            return Err(ImportError::Usage(format!(
+            return Err(ImportError::InvalidArgument(format!(
                 "the primary key of {} has {} columns, {} given",
                 self.table.name,
                 self.table.primary_key.len(),
@@ -304,7 +305,7 @@ impl<'a> TableReader<'a> {
             }
             Some(n) => {
                 let idx = self.table.index(n).ok_or_else(|| {
-                    ImportError::Usage(format!(
+                    ImportError::InvalidArgument(format!(
                         "table {} has no index {n} (indexes: primary{})",
                         self.table.name,
                         self.table
@@ -405,10 +406,13 @@ impl<'a> TableReader<'a> {
             None => None,
             Some(c) => {
                 let col = self.table.columns.get(c).ok_or_else(|| {
-                    ImportError::Usage(format!("table {} has no column {c}", self.table.name))
+                    ImportError::InvalidArgument(format!(
+                        "table {} has no column {c}",
+                        self.table.name
+                    ))
                 })?;
                 if !col.ty.is_numeric() {
-                    return Err(ImportError::Usage(format!(
+                    return Err(ImportError::InvalidArgument(format!(
                         "--sum {}: a {} column does not sum (SMALLINT, INT, BIGINT, DECIMAL and DOUBLE do)",
                         col.name, col.ty
                     )));

@@ -90,7 +90,7 @@ pub fn open_db_read_only(dir: impl AsRef<Path>) -> Result<Db, ImportError> {
     if !dir.join("CURRENT").exists() {
         let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, dir)?;
         if let Some(why) = contents.why_not_a_db(dir) {
-            return Err(ImportError::Usage(why));
+            return Err(ImportError::InvalidArgument(why));
         }
     }
     let opts = sluice::Options::load_latest(dir, sluice::Options::default())?;
@@ -115,7 +115,9 @@ impl TmpDir {
         // Made and registered under one lock: `remove_tmp_dirs_for_exit` sees it, or stops it.
         let mut live = live_dirs().lock().unwrap_or_else(|e| e.into_inner());
         if EXITING.load(Ordering::SeqCst) {
-            return Err(ImportError::Usage("the process is exiting".into()));
+            return Err(ImportError::InvalidArgument(
+                "the process is exiting".into(),
+            ));
         }
         // Created new (never an existing directory) and private: the import later ingests the
         // files in it without re-verifying their keys, so no other user may place or swap one.

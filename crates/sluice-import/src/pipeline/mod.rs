@@ -104,21 +104,30 @@ impl Import {
     ) -> Result<Import, ImportError> {
         let tables = parse_schema(schema_sql).map_err(ImportError::Schema)?;
         if opts.threads == 0 {
-            return Err(ImportError::Usage("--threads must be at least 1".into()));
+            return Err(ImportError::InvalidOption {
+                option: "threads",
+                reason: "must be at least 1".into(),
+            });
         }
         if opts.nice.is_some_and(|n| !(0..=19).contains(&n)) {
-            return Err(ImportError::Usage("--nice must be within 0..=19".into()));
+            return Err(ImportError::InvalidOption {
+                option: "nice",
+                reason: "must be within 0..=19".into(),
+            });
         }
         if opts.memory < (8 << 20) {
-            return Err(ImportError::Usage("--memory must be at least 8 MiB".into()));
+            return Err(ImportError::InvalidOption {
+                option: "memory",
+                reason: "must be at least 8 MiB".into(),
+            });
         }
         if files.is_empty() {
-            return Err(ImportError::Usage("no input files".into()));
+            return Err(ImportError::InvalidArgument("no input files".into()));
         }
         for f in &files {
             match std::fs::metadata(f) {
                 Ok(m) if m.is_dir() => {
-                    return Err(ImportError::Usage(format!(
+                    return Err(ImportError::InvalidArgument(format!(
                         "{}: is a directory (name the files in it, e.g. {}/*.csv)",
                         f.display(),
                         f.display()
@@ -146,18 +155,20 @@ impl Import {
         let staged = std::thread::scope(|s| {
             s.spawn(|| {
                 if self.opts.idle {
-                    set_thread_idle().map_err(|e| {
-                        ImportError::Usage(format!("--idle: cannot set the policy: {e}"))
+                    set_thread_idle().map_err(|e| ImportError::InvalidOption {
+                        option: "idle",
+                        reason: format!("cannot set the scheduling policy: {e}"),
                     })?;
                 } else if let Some(nice) = self.opts.nice {
-                    set_thread_nice(nice).map_err(|e| {
-                        ImportError::Usage(format!("--nice {nice}: cannot set the priority: {e}"))
+                    set_thread_nice(nice).map_err(|e| ImportError::InvalidOption {
+                        option: "nice",
+                        reason: format!("cannot set priority {nice}: {e}"),
                     })?;
                 }
                 self.stage(db)
             })
             .join()
-            .unwrap_or_else(|_| Err(ImportError::Usage("the import thread panicked".into())))
+            .unwrap_or_else(|_| Err(ImportError::Internal("the import thread panicked".into())))
         })?;
         self.install(db, staged)
     }

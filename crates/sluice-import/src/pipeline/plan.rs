@@ -148,7 +148,7 @@ impl Import {
             // Replacing a stored columnar row would leave the old cells of the columns the new
             // row has NULL (cells are written for non-NULL values only): refuse rather than
             // bring old values back.
-            return Err(ImportError::Usage(format!(
+            return Err(ImportError::InvalidArgument(format!(
                 "--on-duplicate last is not supported yet for table {} (columnar layout) once it \
                  holds rows: a replaced row's NULL columns would keep their old cells",
                 table.name

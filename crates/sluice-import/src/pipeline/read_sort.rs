@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use crate::error::{BadRow, RowPlace};
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
 use crate::merge::{write_run, MemSource, Merger, Source};
 use crate::parse::{parse_chunk, Chunk, ChunkOutput, FieldMap, ParseConfig};
@@ -134,10 +135,15 @@ impl Import {
             let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
             let scan_err = |e: crate::input::ChunkError| match e {
                 crate::input::ChunkError::Io(e) => ImportError::io(path, e),
-                crate::input::ChunkError::Scan(s) => ImportError::BadInput(format!(
-                    "{name}:{}: field {}: {}",
-                    s.line, s.field, s.reason
-                )),
+                crate::input::ChunkError::Scan(s) => ImportError::BadRow(BadRow {
+                    place: RowPlace {
+                        file: name.clone(),
+                        line: s.line,
+                    },
+                    column: None,
+                    value: None,
+                    reason: format!("field {}: {}", s.field, s.reason),
+                }),
             };
             let map = if self.opts.header && cfg.format != Format::Jsonl {
                 match chunker.next_chunk(true).map_err(scan_err)? {
@@ -193,7 +199,7 @@ impl Import {
         runs: &mut u64,
     ) -> Result<(), ImportError> {
         for r in out.rejects {
-            ctx.reject(&r.message, &r.record)?;
+            ctx.reject(ImportError::BadRow(r.error), &r.record)?;
         }
         ctx.rows += out.rows;
         for (slot, entries) in out.indexes.into_iter().enumerate() {
@@ -316,20 +322,37 @@ pub(crate) fn header_map(
         match t.column(n) {
             Some(i) if !t.columns[i].hidden && !fields.contains(&i) => fields.push(i),
             _ => {
-                return Err(ImportError::BadInput(format!(
-                    "{file}:1: header names column {n:?}, which table {} does not have (or names twice)",
-                    t.name
-                )))
+                return Err(header_error(
+                    file,
+                    Some(n),
+                    format!(
+                        "header names column {n:?}, which table {} does not have (or names twice)",
+                        t.name
+                    ),
+                ))
             }
         }
     }
     for (i, c) in t.visible_columns() {
         if c.not_null && !fields.contains(&i) {
-            return Err(ImportError::BadInput(format!(
-                "{file}:1: header lacks NOT NULL column {}",
-                c.name
-            )));
+            return Err(header_error(
+                file,
+                None,
+                format!("header lacks NOT NULL column {}", c.name),
+            ));
         }
     }
     Ok(FieldMap { fields })
+}
+
+fn header_error(file: &str, value: Option<&str>, reason: String) -> ImportError {
+    ImportError::BadRow(BadRow {
+        place: RowPlace {
+            file: file.to_string(),
+            line: 1,
+        },
+        column: None,
+        value: value.map(str::to_string),
+        reason,
+    })
 }

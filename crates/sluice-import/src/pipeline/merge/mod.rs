@@ -194,12 +194,10 @@ impl Import {
         let mut finals = Vec::new();
         for joined in results {
             let Ok((w, r)) = joined else {
-                return Err(ImportError::Db(sluice::Error::InvalidArgument(
-                    "internal error: a merge thread panicked".into(),
-                )));
+                return Err(ImportError::Internal("a merge thread panicked".into()));
             };
-            for (msg, rec) in w.reject_log.unwrap_or_default() {
-                ctx.reject(&msg, &rec)?;
+            for (err, rec) in w.reject_log.unwrap_or_default() {
+                ctx.reject(err, &rec)?;
             }
             ctx.rows -= rows_before - w.rows;
             ctx.dropped += w.dropped;

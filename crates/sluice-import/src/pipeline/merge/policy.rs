@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use sluice::{Db, ReadOptions};
 
+use crate::error::{OtherRow, RowPlace};
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
 use crate::merge::FinalWriter;
 use crate::parse::LINE_BITS;
@@ -35,11 +36,10 @@ pub(crate) struct EmitCtx<'a> {
     pub(crate) merging_deletions: Arc<Vec<Vec<u8>>>,
     pub(crate) rejects: Option<std::io::BufWriter<std::fs::File>>,
     /// A parallel merge worker's rejects, replayed in key-range order by the caller.
-    pub(crate) reject_log: Option<Vec<(String, Vec<u8>)>>,
+    pub(crate) reject_log: Option<Vec<(ImportError, Vec<u8>)>>,
     pub(crate) rejected: u64,
     pub(crate) dropped: u64,
     pub(crate) rows: u64,
-    pub(crate) first_error: Option<String>,
     /// Per slot: the last unique key written, the length of its unique prefix and its row's
     /// source position.
     pub(crate) last_unique: Vec<Option<(Vec<u8>, usize, u64)>>,
@@ -74,7 +74,6 @@ impl<'a> EmitCtx<'a> {
             rejected: 0,
             dropped: 0,
             rows: 0,
-            first_error: None,
             last_unique: vec![None; n],
             streamed: vec![None; n],
         })
@@ -101,7 +100,6 @@ impl<'a> EmitCtx<'a> {
             rejected: self.rejected,
             dropped: 0,
             rows: self.rows,
-            first_error: self.first_error.clone(),
             last_unique: vec![None; n],
             streamed: self.streamed.clone(),
         }
@@ -126,34 +124,41 @@ impl<'a> EmitCtx<'a> {
         Ok(Some(out))
     }
 
-    /// Counts a bad row; fails once more than `max_errors` were seen.
-    pub(crate) fn reject(&mut self, message: &str, record: &[u8]) -> Result<(), ImportError> {
+    /// Counts a bad row (`error`: a data error) and writes it to the rejects file; fails once
+    /// more than `max_errors` were seen.
+    pub(crate) fn reject(&mut self, error: ImportError, record: &[u8]) -> Result<(), ImportError> {
+        self.rejected += 1;
+        let over = self.rejected > self.opts.max_errors;
         if let Some(log) = self.reject_log.as_mut() {
-            // The record only matters to a rejects file (bounded: a worker stops past
-            // `max_errors`).
+            // A parallel merge worker: the caller replays the log in key-range order, and the
+            // replay fails at this same row (its count is at least this worker's), so the
+            // error returned here never reaches the user.
             let rec = if self.opts.rejects.is_some() {
                 record.to_vec()
             } else {
                 Vec::new()
             };
-            log.push((message.to_string(), rec));
+            log.push((error, rec));
+            return if over {
+                Err(ImportError::Internal(
+                    "a merge worker passed max_errors".into(),
+                ))
+            } else {
+                Ok(())
+            };
         }
-        self.rejected += 1;
-        if self.first_error.is_none() {
-            self.first_error = Some(message.to_string());
-        }
-        if self.rejected > self.opts.max_errors {
+        if over {
             return Err(if self.opts.max_errors == 0 {
-                ImportError::BadInput(message.to_string())
+                error
             } else {
                 ImportError::TooManyErrors {
                     count: self.rejected,
-                    last: message.to_string(),
+                    last: Box::new(error),
                 }
             });
         }
         if let Some(w) = self.rejects.as_mut() {
-            let r = writeln!(w, "# {message}")
+            let r = writeln!(w, "# {error}")
                 .and_then(|_| w.write_all(record))
                 .and_then(|_| w.write_all(b"\n"));
             r.map_err(|e| ImportError::io(Path::new("rejects"), e))?;
@@ -161,24 +166,29 @@ impl<'a> EmitCtx<'a> {
         Ok(())
     }
 
-    /// `file:line` of the entry `key` of index `slot` from source position `src`.
-    pub(crate) fn where_(&self, slot: usize, key: &[u8], src: u64) -> String {
+    /// The file and line of the entry `key` of index `slot` from source position `src`
+    /// (`None`: a streamed row whose position is no longer known).
+    pub(crate) fn place(&self, slot: usize, key: &[u8], src: u64) -> Option<RowPlace> {
         let src = if src == 0 {
             // A row streamed before the input turned out unsorted: its position was recorded
             // beside the streamed files.
-            match self.streamed[slot].as_ref().and_then(|p| p.lookup(key)) {
-                Some(src) => src,
-                None => return "an earlier row of the input".into(),
-            }
+            self.streamed[slot].as_ref().and_then(|p| p.lookup(key))?
         } else {
             src
         };
         let file = (src >> LINE_BITS) as usize;
-        let line = src & ((1 << LINE_BITS) - 1);
-        format!(
-            "{}:{line}",
-            self.files.get(file).map_or("?", |s| s.as_str())
-        )
+        Some(RowPlace {
+            file: self.files.get(file).map_or("?", |s| s.as_str()).to_string(),
+            line: src & ((1 << LINE_BITS) - 1),
+        })
+    }
+
+    /// [`EmitCtx::place`] of the row being refused (always an input row).
+    fn refused_place(&self, slot: usize, key: &[u8], src: u64) -> RowPlace {
+        self.place(slot, key, src).unwrap_or_else(|| RowPlace {
+            file: "an earlier row of the input".into(),
+            line: 0,
+        })
     }
 
     pub(crate) fn types(&self) -> Vec<ColumnType> {
@@ -274,14 +284,13 @@ impl<'a> EmitCtx<'a> {
             self.suppress_row(key, value);
             self.rows -= 1;
             if self.opts.on_duplicate == OnDuplicate::Error {
-                let msg = format!(
-                    "{}: duplicate primary key {} (also at {})",
-                    self.where_(0, key, *src),
-                    self.show_pk(key),
-                    self.where_(0, key, first.0)
-                );
+                let err = ImportError::DuplicateKey {
+                    place: self.refused_place(0, key, *src),
+                    key: self.show_pk(key),
+                    other: OtherRow::Input(self.place(0, key, first.0)),
+                };
                 let rec = self.row_record(value);
-                self.reject(&msg, &rec)?;
+                self.reject(err, &rec)?;
             } else {
                 self.dropped += 1;
             }
@@ -294,14 +303,13 @@ impl<'a> EmitCtx<'a> {
                     OnDuplicate::Error => {
                         self.suppress_row(key, value);
                         self.rows -= 1;
-                        let msg = format!(
-                            "{}: duplicate primary key {}: already in table {}",
-                            self.where_(0, key, *src),
-                            self.show_pk(key),
-                            self.table.name
-                        );
+                        let err = ImportError::DuplicateKey {
+                            place: self.refused_place(0, key, *src),
+                            key: self.show_pk(key),
+                            other: OtherRow::Stored(self.table.name.clone()),
+                        };
                         let rec = self.row_record(value);
-                        return self.reject(&msg, &rec);
+                        return self.reject(err, &rec);
                     }
                     OnDuplicate::First => {
                         self.suppress_row(key, value);
@@ -370,12 +378,12 @@ impl<'a> EmitCtx<'a> {
                 let src = srcs.last().copied().unwrap_or(0);
                 if let Some((last, last_len, last_src)) = &self.last_unique[slot] {
                     if &last[..*last_len] == p {
-                        return Err(ImportError::BadInput(format!(
-                            "{}: {} violates unique index {idx_name} (also at {})",
-                            self.where_(slot, key, src),
-                            self.show_unique_value(slot, p),
-                            self.where_(slot, last, *last_src)
-                        )));
+                        return Err(ImportError::UniqueViolation {
+                            place: self.refused_place(slot, key, src),
+                            index: idx_name.clone(),
+                            value: self.show_unique_value(slot, p),
+                            other: OtherRow::Input(self.place(slot, last, *last_src)),
+                        });
                     }
                 }
                 if self.existing_rows {
@@ -438,13 +446,12 @@ impl<'a> EmitCtx<'a> {
                     .binary_search_by(|d| d.as_slice().cmp(k))
                     .is_err()
             {
-                return Err(ImportError::BadInput(format!(
-                    "{}: {} violates unique index {}: existing row {} has it",
-                    self.where_(slot, key, src),
-                    self.show_unique_value(slot, p),
-                    self.table.indexes[slot - 1].name,
-                    self.show_pk_of_secondary(k, p.len())
-                )));
+                return Err(ImportError::UniqueViolation {
+                    place: self.refused_place(slot, key, src),
+                    index: self.table.indexes[slot - 1].name.clone(),
+                    value: self.show_unique_value(slot, p),
+                    other: OtherRow::Stored(self.show_pk_of_secondary(k, p.len())),
+                });
             }
             it.next();
         }
