@@ -28,6 +28,7 @@ pub mod sst;
 pub mod version;
 pub mod wal;
 
+pub use base::bounds::IterBounds;
 pub use base::iterator::InternalIterator;
 pub use base::range_tombstone::RangeTombstone;
 pub use base::{error, key};
@@ -41,7 +42,8 @@ pub use fs::Writeback;
 pub use read::db_iter::DbIterator;
 pub use sst::cache::BlockCache;
 pub use sst::format::{ChecksumType, CompressionType};
-pub use sst::table::{IterBounds, Table, TableIter, TableReadOptions};
+pub use sst::table::{Table, TableReadOptions};
 pub use sst::table_builder::{TableBuilder, TableOptions};
+pub use sst::table_iter::TableIter;
 pub use sst::writer::{SstFileInfo, SstWriter};
 pub use wal::batch::WriteBatch;

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::filenames::table_file_name;
 use crate::base::range_tombstone::RangeTombstone;
@@ -14,7 +15,6 @@ use crate::compaction::split::subcompaction_ranges;
 use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
 use crate::read::merging::{BoxIter, MergingIter};
-use crate::sst::table::IterBounds;
 use crate::version::l0_sublevels::RunningL0Compaction;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
-use crate::sst::table::IterBounds;
 use crate::wal::batch::WriteBatch;
 
 use super::super::{Inner, WriteOptions};

@@ -5,12 +5,12 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
 use crate::compaction::RunningOutput;
 use crate::memtable::MemTable;
-use crate::sst::table::IterBounds;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 use super::super::flushable::{Flushable, IngestedTables};
