@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use crate::compaction::picker::{self, CompactionChoice};
 
-use super::*;
+use super::compact::{remove_running_output, running_l0, running_output};
+use super::flushable::Flushable;
+use super::Inner;
 
 pub(super) enum Job {
     Flush(Flushable),

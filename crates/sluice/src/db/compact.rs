@@ -18,7 +18,7 @@ use crate::read::merging::{BoxIter, MergingIter};
 use crate::version::l0_sublevels::RunningL0Compaction;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
-use super::*;
+use super::Inner;
 
 impl Inner {
     /// Compaction, step by step: trivial move or merge the inputs into new tables, then one

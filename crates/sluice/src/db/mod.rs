@@ -60,8 +60,6 @@ pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
 
-use compact::{remove_running_output, running_l0, running_output};
-use flush::flush_memtable;
 use flushable::Flushable;
 use metrics::Counters;
 use obsolete::ReadPin;
@@ -437,12 +435,6 @@ impl Inner {
         }
         s.background_error.clone().map(Error::Poisoned)
     }
-
-    // ---------------------------------------------------------------- write path
-
-    // ---------------------------------------------------------------- read path
-
-    // ---------------------------------------------------------------- background work
 }
 
 /// The picker's knobs from the options.

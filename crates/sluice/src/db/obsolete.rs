@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::base::filenames::{classify, table_file_name, FileKind};
+use crate::version::Version;
 
-use super::*;
+use super::{Inner, State};
 
 /// Held by every reader of a view (snapshot, iterator, point read), holding its own reference
 /// to the view's version and dropped after every other one the reader holds. A reader that

@@ -15,7 +15,8 @@ use crate::read::merging::{BoxIter, MergingIter};
 use crate::read::range_del::RangeDelAggregator;
 use crate::version::{FileMeta, Version};
 
-use super::*;
+use super::flushable::Flushable;
+use super::{Inner, Snapshot};
 
 /// The sources a read consults.
 #[derive(Clone)]

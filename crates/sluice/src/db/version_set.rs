@@ -9,7 +9,7 @@ use crate::base::filenames::manifest_name;
 use crate::version::VersionEdit;
 use crate::wal::log::LogWriter;
 
-use super::*;
+use super::{Inner, State};
 
 pub(super) struct ManifestState {
     pub(super) writer: LogWriter,

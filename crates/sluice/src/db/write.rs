@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-pub use options::WriteOptions;
-
 use crate::base::error::{Error, Result};
 use crate::base::filenames::wal_name;
 use crate::base::key::ValueKind;
@@ -17,7 +15,8 @@ use crate::memtable::MemTable;
 use crate::wal::batch::WriteBatch;
 use crate::wal::log::LogWriter;
 
-use super::*;
+use super::flushable::Flushable;
+use super::{Inner, State, WriteOptions};
 
 /// Largest group a leader commits at once, in bytes.
 pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;

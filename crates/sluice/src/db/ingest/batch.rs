@@ -9,8 +9,7 @@ use crate::base::key::{self, ValueKind};
 use crate::wal::batch::WriteBatch;
 
 use super::super::{Inner, WriteOptions};
-
-use super::*;
+use super::{IngestedFile, Prepared};
 
 impl Inner {
     /// Applies small files as one synced write batch: atomic, and later files newer (their

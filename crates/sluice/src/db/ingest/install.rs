@@ -14,10 +14,9 @@ use crate::memtable::MemTable;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 use super::super::flushable::{Flushable, IngestedTables};
-
+use super::super::version_set::ManifestState;
 use super::super::Inner;
-
-use super::*;
+use super::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile, Prepared};
 
 impl Inner {
     /// True if the active memtable or an entry of the immutable queue (memtable or flushable
@@ -338,7 +337,7 @@ impl Inner {
 /// What an ingest installs against: the manifest lock, the version and running compactions
 /// read with it, and the registration that keeps compactions from being picked meanwhile.
 pub(super) struct InstallSlot<'a> {
-    manifest: parking_lot::MutexGuard<'a, super::super::ManifestState>,
+    manifest: parking_lot::MutexGuard<'a, ManifestState>,
     version: Arc<Version>,
     running: Vec<RunningOutput>,
     _guard: InstallGuard<'a>,

@@ -6,8 +6,7 @@ use crate::base::error::{Error, Result};
 use crate::base::filenames::table_file_name;
 
 use super::super::Inner;
-
-use super::*;
+use super::{IngestOptions, Prepared};
 
 impl Inner {
     /// Step 2: link or copy each file into the DB directory. On error nothing is left behind.

@@ -10,8 +10,7 @@ use crate::base::key;
 use crate::sst::table::{Table, TableReadOptions};
 
 use super::super::Inner;
-
-use super::*;
+use super::{IngestOptions, Prepared};
 
 /// A file's user-key span.
 struct KeySpan {
