@@ -76,7 +76,7 @@ impl Inner {
             let s = self.state.lock();
             if s.mem.is_empty() && s.imm.is_empty() {
                 let version = Arc::clone(&s.version);
-                let next = s.next_file_number;
+                let next = s.files.next_file_number();
                 // The read horizon, loaded in the same `state` critical section as the version
                 // (invariant 1): every seqno at or below it is in the memtables (empty) or
                 // the version. Not `last_sequence`: a write group can hold seqnos above the

@@ -15,7 +15,6 @@ use crate::compaction::split::subcompaction_ranges;
 use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
 use crate::read::merging::{BoxIter, MergingIter};
-use crate::version::l0_sublevels::RunningL0Compaction;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 use super::Inner;
@@ -116,7 +115,7 @@ impl Inner {
             // Outputs of the ranges that finished are garbage now.
             let mut s = self.state.lock();
             for f in &outputs {
-                s.uninstalled_files.remove(&f.number);
+                s.files.release(f.number);
                 let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
             }
             return Err(e);
@@ -212,8 +211,8 @@ impl Inner {
                 self.log_and_apply(edit, |_| {})
             });
         let mut s = self.state.lock();
-        for n in &numbers {
-            s.uninstalled_files.remove(n);
+        for n in numbers {
+            s.files.release(n);
         }
         r
     }
@@ -225,15 +224,14 @@ impl Inner {
     ) -> Result<()> {
         // Stop automatic compactions and wait for running ones and for ingest installs.
         let mut s = self.state.lock();
-        while s.manual_compaction || s.compactions_running > 0 || s.ingests_installing > 0 {
+        while !s.jobs.may_start_manual() {
             self.done_cv.wait_for(&mut s, Duration::from_millis(50));
         }
-        s.manual_compaction = true;
         // Choose the inputs and register the output range in this critical section, so an
         // ingest reading the running outputs either sees it or installed before the version
         // the inputs come from.
         let (inputs, out) = manual_compaction_inputs(&s.version, start, end);
-        s.compaction_output_ranges.push(out.clone());
+        s.jobs.start_manual(out.clone());
         drop(s);
         let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
         let r = if inputs.is_empty() || only_last {
@@ -242,8 +240,7 @@ impl Inner {
             self.compact_files(&inputs, NUM_LEVELS - 1)
         };
         let mut s = self.state.lock();
-        remove_running_output(&mut s.compaction_output_ranges, &out);
-        s.manual_compaction = false;
+        s.jobs.finish_manual(&out);
         if let Err(e) = &r {
             s.background_error.get_or_insert(e.to_string());
         }
@@ -301,35 +298,4 @@ pub(super) fn manual_compaction_inputs(
             .unwrap_or_default(),
     };
     (inputs, out)
-}
-
-/// Removes one registration of a finished compaction's output range.
-pub(super) fn remove_running_output(running: &mut Vec<RunningOutput>, done: &RunningOutput) {
-    if let Some(i) = running.iter().position(|r| r == done) {
-        running.remove(i);
-    }
-}
-
-pub(super) fn running_output(c: &CompactionChoice) -> RunningOutput {
-    let (lo, hi) = c.span().unwrap_or_default();
-    RunningOutput {
-        level: c.output_level,
-        lo: lo.to_vec(),
-        hi: hi.to_vec(),
-    }
-}
-
-/// A compaction out of L0 as the L0 picker tracks it (see `L0Context`).
-pub(super) fn running_l0(c: &CompactionChoice) -> Option<RunningL0Compaction> {
-    if c.level != 0 {
-        return None;
-    }
-    let smallest = c.inputs.iter().map(|f| f.smallest_user()).min()?.to_vec();
-    let largest = c.inputs.iter().map(|f| f.largest_user()).max()?.to_vec();
-    Some(RunningL0Compaction {
-        smallest,
-        largest,
-        intra_l0: c.output_level == 0,
-        files: c.inputs.iter().map(|f| f.number).collect(),
-    })
 }

@@ -63,7 +63,7 @@ impl Inner {
         self.leave_queue_barrier(&me);
         r?;
         let mut s = self.state.lock();
-        while !s.imm.is_empty() || s.flush_running {
+        while !s.imm.is_empty() || s.jobs.flush_running() {
             if let Some(e) = self.read_only_error(&s) {
                 return Err(e);
             }
@@ -146,11 +146,11 @@ impl Inner {
             if s.imm.first().is_some_and(|m| m.same(entry)) {
                 s.imm.remove(0);
             }
-            s.log_number = next_log;
+            s.files.set_log_number(next_log);
         });
         let mut s = self.state.lock();
         for n in numbers {
-            s.uninstalled_files.remove(&n);
+            s.files.release(n);
         }
         r
     }

@@ -33,9 +33,11 @@ mod background;
 mod checkpoint;
 mod compact;
 mod create;
+mod file_book;
 mod flush;
 mod flushable;
 mod ingest;
+mod jobs;
 mod metrics;
 mod obsolete;
 mod open;
@@ -45,7 +47,7 @@ mod table_cache;
 mod version_set;
 mod write;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -60,7 +62,9 @@ pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
 
+use file_book::FileBook;
 use flushable::Flushable;
+use jobs::Jobs;
 use metrics::Counters;
 use obsolete::ReadPin;
 use read::View;
@@ -70,7 +74,6 @@ use write::WriteQueue;
 
 use crate::base::error::{Error, Result};
 use crate::compaction::picker::{self, PickerOptions};
-use crate::compaction::RunningOutput;
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::read::db_iter::DbIterator;
@@ -120,7 +123,10 @@ impl Drop for Snapshot {
     }
 }
 
-/// Everything guarded by the `state` lock. Held briefly, never across I/O.
+/// Everything guarded by the `state` lock. Held briefly, never across I/O. The sources of
+/// reads and their derived facts sit here; what runs and what it holds busy is [`Jobs`]
+/// (`jobs.rs`), file numbers and which tables must stay on disk the [`FileBook`]
+/// (`file_book.rs`), each changed only through its own methods.
 struct State {
     /// The active memtable: only the write leader inserts into it.
     mem: Arc<MemTable>,
@@ -130,46 +136,21 @@ struct State {
     imm: Vec<Flushable>,
     /// The current version. Replaced only by `log_and_apply`, after its edit is durable.
     version: Arc<Version>,
-    /// The current version's L0 sublevels, rebuilt with every version (derived, never stored:
-    /// DESIGN.md invariant 2).
+    /// The current version's L0 sublevels, rebuilt with every version by `set_version`
+    /// (derived from the version, never stored in the MANIFEST).
     l0: Arc<L0Sublevels>,
-    /// Estimated bytes compaction is behind in the current version (see `Options`).
+    /// Estimated bytes compaction is behind in the current version (see `Options`), also
+    /// rebuilt by `set_version`.
     pending_compaction_bytes: u64,
-    /// Every version handed out; a table any of them holds stays on disk (invariant 7).
-    live_versions: Vec<Weak<Version>>,
-    /// Every flushable ingest handed out (a snapshot's view may hold one after its tables were
-    /// installed and compacted away): their tables stay on disk too.
-    live_ingested: Vec<Weak<flushable::IngestedTables>>,
-    /// The next file number; numbers are never reused (DESIGN.md invariant 9).
-    next_file_number: u64,
-    /// WALs below this number are flushed and may be deleted (invariant 3).
-    log_number: u64,
-    /// Input files of running compactions: never picked twice.
-    compacting_files: HashSet<u64>,
-    /// Running compactions out of L0 (several may run at once on disjoint key ranges).
-    running_l0: Vec<crate::version::l0_sublevels::RunningL0Compaction>,
-    /// Numbers of files being written or linked whose edit is not installed yet: the
-    /// obsolete-file scan never deletes them.
-    uninstalled_files: HashSet<u64>,
-    /// Key ranges and output levels of running compactions: an ingest never lands in one
-    /// (its placement treats the range as occupied, see `ingest_target_level`).
-    compaction_output_ranges: Vec<RunningOutput>,
-    /// A flush is running (one at a time, oldest memtable first).
-    flush_running: bool,
-    /// Automatic compactions running.
-    compactions_running: usize,
-    /// A manual compaction runs: no automatic compaction is picked.
-    manual_compaction: bool,
-    /// Ingests between reading the version and installing their edit; no compaction is
-    /// picked meanwhile (it could write into an ingested range, see `ingest_begin_install`).
-    ingests_installing: usize,
-    /// Tables removed from the current version that an older, still-read version may hold.
-    obsolete_tables: Vec<u64>,
+    /// Writes skipped the WAL since the last flush: closing flushes them.
+    unlogged_writes: bool,
     /// Set by the first failed background write or sync: the Db is read-only from then on
     /// (invariant 5).
     background_error: Option<String>,
-    /// Writes skipped the WAL since the last flush: closing flushes them.
-    unlogged_writes: bool,
+    /// The flush, compactions and ingest installs running, and what they hold busy.
+    jobs: Jobs,
+    /// File numbers, uninstalled files, obsolete tables and the live versions holding them.
+    files: FileBook,
 }
 
 struct Inner {
@@ -363,10 +344,11 @@ impl Db {
             if let Some(e) = &s.background_error {
                 return Err(Error::Poisoned(e.clone()));
             }
-            let idle = !s.flush_running
+            let idle = !s.jobs.flush_running()
                 && s.imm.is_empty()
-                && s.compactions_running == 0
-                && picker::pick_compaction(&s.version, &picker_opts, &s.compacting_files).is_none();
+                && s.jobs.compactions_running() == 0
+                && picker::pick_compaction(&s.version, &picker_opts, s.jobs.compacting_files())
+                    .is_none();
             if idle {
                 // Settled: delete what the last jobs left to readers that are gone by now.
                 drop(s);

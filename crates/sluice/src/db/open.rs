@@ -1,6 +1,6 @@
 //! Opening a Db: recovery as numbered steps (see [`Db::open`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -22,8 +22,10 @@ use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::create::{lock_or_create, DirContents};
+use super::file_book::FileBook;
 use super::flush::flush_memtable;
 use super::flushable::{Flushable, IngestedTables};
+use super::jobs::Jobs;
 use super::metrics::Counters;
 use super::table_cache::TableCache;
 use super::version_set::ManifestState;
@@ -506,24 +508,13 @@ impl Inner {
                     &picker_opts,
                 ),
                 l0,
-                log_number: mem.wal_number,
+                files: FileBook::new(rec.next_file_number, mem.wal_number, &version),
                 mem,
                 imm,
-                live_versions: vec![Arc::downgrade(&version)],
-                live_ingested: Vec::new(),
                 version,
-                next_file_number: rec.next_file_number,
-                compacting_files: HashSet::new(),
-                running_l0: Vec::new(),
-                uninstalled_files: HashSet::new(),
-                compaction_output_ranges: Vec::new(),
-                flush_running: false,
-                compactions_running: 0,
-                manual_compaction: false,
-                ingests_installing: 0,
-                obsolete_tables: Vec::new(),
-                background_error: None,
                 unlogged_writes: false,
+                background_error: None,
+                jobs: Jobs::default(),
             }),
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),

@@ -217,8 +217,7 @@ impl Inner {
 
     /// Makes the active memtable immutable and starts a new WAL (leader or flush caller only).
     pub(super) fn switch_memtable(&self, s: &mut State) -> Result<()> {
-        let number = s.next_file_number;
-        s.next_file_number += 1;
+        let number = s.files.new_wal_number();
         let path = wal_name(&self.dir, number);
         let switch = || -> std::io::Result<LogWriter> {
             let mut wal = self.wal.lock();

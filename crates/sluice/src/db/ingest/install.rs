@@ -115,7 +115,7 @@ impl Inner {
                 wal_number,
                 largest_seqno,
             });
-            s.live_ingested.push(Arc::downgrade(&ingested));
+            s.files.track_ingested(&ingested);
             s.imm.push(Flushable::Ingested(ingested));
         }
         self.visible_seq.fetch_max(largest_seqno, Ordering::AcqRel);
@@ -283,7 +283,7 @@ impl Inner {
             }
             let bottom = NUM_LEVELS - 1;
             let blocked = opts.ingest_behind
-                && s.compaction_output_ranges.iter().any(|r| {
+                && s.jobs.running_outputs().iter().any(|r| {
                     r.level == bottom
                         && files.iter().any(|f| {
                             r.lo.as_slice() <= f.largest.as_slice()
@@ -291,8 +291,8 @@ impl Inner {
                         })
                 });
             if !blocked {
-                s.ingests_installing += 1;
-                let snapshot = (Arc::clone(&s.version), s.compaction_output_ranges.clone());
+                s.jobs.start_ingest_install();
+                let snapshot = (Arc::clone(&s.version), s.jobs.running_outputs().to_vec());
                 drop(s);
                 return Ok(InstallSlot {
                     manifest: m,
@@ -351,7 +351,7 @@ struct InstallGuard<'a> {
 impl Drop for InstallGuard<'_> {
     fn drop(&mut self) {
         let mut s = self.inner.state.lock();
-        s.ingests_installing -= 1;
+        s.jobs.finish_ingest_install();
         drop(s);
         self.inner.bg_cv.notify_all();
         self.inner.done_cv.notify_all();

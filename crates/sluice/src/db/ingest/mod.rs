@@ -140,7 +140,7 @@ impl Inner {
     fn release_pending(&self, files: &[Prepared]) {
         let mut s = self.state.lock();
         for f in files {
-            s.uninstalled_files.remove(&f.number);
+            s.files.release(f.number);
         }
     }
 
