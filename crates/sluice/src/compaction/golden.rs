@@ -14,7 +14,9 @@ use std::collections::HashSet;
 use crate::base::key::{make_internal_key, parse_internal_key, ValueKind, MAX_SEQNO};
 use crate::base::range_tombstone::RangeTombstone;
 use crate::compaction::job::{DropPolicy, DropRules};
-use crate::compaction::picker::{level_scores, level_targets, pick_compaction, PickerOptions};
+use crate::compaction::picker::{
+    level_scores, level_targets, pick_compaction, CompactionChoice, PickerOptions,
+};
 use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
@@ -78,20 +80,22 @@ fn compaction_picker_golden() {
                         .get("busy")
                         .map(|v| v.iter().map(|n| n.parse().unwrap()).collect())
                         .unwrap_or_default();
-                    match pick_compaction(&version, &picker_options(tc), &busy) {
+                    let o = picker_options(tc);
+                    let scores = level_scores(&version, &L0Sublevels::from_version(&version), &o);
+                    match pick_compaction(&version, &o, &busy) {
                         None => "no compaction\n".into(),
                         Some(c) => format!(
                             "L{} -> L{}: inputs {} outputs {}{} score {}\n",
-                            c.level,
-                            c.output_level,
-                            numbers(&c.inputs),
-                            numbers(&c.output_inputs),
-                            if c.trivial_move {
+                            c.level(),
+                            c.output_level(),
+                            numbers(c.inputs()),
+                            numbers(c.output_inputs()),
+                            if matches!(c, CompactionChoice::Move { .. }) {
                                 " (trivial move)"
                             } else {
                                 ""
                             },
-                            c.score_x100
+                            scores[c.level()]
                         ),
                     }
                 }

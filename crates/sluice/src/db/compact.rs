@@ -23,11 +23,10 @@ impl Inner {
     /// Compaction, step by step: trivial move or merge the inputs into new tables, then one
     /// durable edit that swaps inputs for outputs.
     pub(super) fn run_compaction(self: &Arc<Self>, c: &CompactionChoice) -> Result<()> {
-        if c.trivial_move {
-            let f = &c.inputs[0];
+        if let CompactionChoice::Move { level, file } = c {
             let edit = VersionEdit {
-                deleted: vec![(c.level, f.number)],
-                added: vec![(c.output_level, (**f).clone())],
+                deleted: vec![(*level, file.number)],
+                added: vec![(level + 1, (**file).clone())],
                 ..Default::default()
             };
             self.log_and_apply(edit, |_| {})?;
@@ -35,16 +34,16 @@ impl Inner {
             return Ok(());
         }
         let inputs: Vec<(usize, Arc<FileMeta>)> = c
-            .inputs
+            .inputs()
             .iter()
-            .map(|f| (c.level, Arc::clone(f)))
+            .map(|f| (c.level(), Arc::clone(f)))
             .chain(
-                c.output_inputs
+                c.output_inputs()
                     .iter()
-                    .map(|f| (c.output_level, Arc::clone(f))),
+                    .map(|f| (c.output_level(), Arc::clone(f))),
             )
             .collect();
-        self.compact_files(&inputs, c.output_level)
+        self.compact_files(&inputs, c.output_level())
     }
 
     /// A merge compaction, in steps: split the key space into subcompactions at input file

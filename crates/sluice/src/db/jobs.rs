@@ -159,7 +159,7 @@ fn remove_running_output(running: &mut Vec<RunningOutput>, done: &RunningOutput)
 fn running_output(c: &CompactionChoice) -> RunningOutput {
     let (lo, hi) = c.span().unwrap_or_default();
     RunningOutput {
-        level: c.output_level,
+        level: c.output_level(),
         lo: lo.to_vec(),
         hi: hi.to_vec(),
     }
@@ -167,15 +167,16 @@ fn running_output(c: &CompactionChoice) -> RunningOutput {
 
 /// A compaction out of L0 as the L0 picker tracks it (see `L0Context`).
 fn running_l0(c: &CompactionChoice) -> Option<RunningL0Compaction> {
-    if c.level != 0 {
+    if c.level() != 0 {
         return None;
     }
-    let smallest = c.inputs.iter().map(|f| f.smallest_user()).min()?.to_vec();
-    let largest = c.inputs.iter().map(|f| f.largest_user()).max()?.to_vec();
+    let inputs = c.inputs();
+    let smallest = inputs.iter().map(|f| f.smallest_user()).min()?.to_vec();
+    let largest = inputs.iter().map(|f| f.largest_user()).max()?.to_vec();
     Some(RunningL0Compaction {
         smallest,
         largest,
-        intra_l0: c.output_level == 0,
-        files: c.inputs.iter().map(|f| f.number).collect(),
+        intra_l0: matches!(c, CompactionChoice::IntraL0 { .. }),
+        files: inputs.iter().map(|f| f.number).collect(),
     })
 }
