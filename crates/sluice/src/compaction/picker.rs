@@ -27,7 +27,7 @@ use crate::version::{FileMeta, Version, NUM_LEVELS};
 /// The knobs the picker reads.
 #[derive(Debug, Clone)]
 pub struct PickerOptions {
-    /// L0 file count that triggers a compaction.
+    /// L0 sublevel count (not file count) at which L0 scores 1 and is compacted.
     pub l0_compaction_trigger: usize,
     /// Target size of the base level, bytes.
     pub max_bytes_for_level_base: u64,
