@@ -315,11 +315,11 @@ fn small_file_path_honours_fail_if_not_bottommost() {
 // ------------------------------------------------------------------------------------------
 
 /// While one long-lived snapshot keeps an obsolete table, readers used to run the purge (global
-/// `state` lock, every live version's file set) on every drop: point reads got ~20x slower
-/// (137 files, 50k gets: ~0.10 s vs ~2.3 s). Now only the reader that drops a version's last
-/// reference purges. Speed is measured outside tests; this checks the behaviour the fix must
-/// keep: the old tables stay while the snapshot holds them, reads stay right, and they go
-/// when it is dropped.
+/// `state` lock, every live version's file set) on every drop, and point reads slowed down
+/// (BENCHMARKS.md, notes from earlier measurements). Now only the reader that drops a
+/// version's last reference purges. Speed is measured outside tests; this checks the
+/// behaviour the fix must keep: the old tables stay while the snapshot holds them, reads stay
+/// right, and they go when it is dropped.
 #[test]
 fn obsolete_tables_held_by_an_old_snapshot_stay_until_it_is_dropped() {
     let dir = tempfile::tempdir().unwrap();

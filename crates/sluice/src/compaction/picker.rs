@@ -118,7 +118,7 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
     // Up a level while this one's target is above `max_bytes_for_level_base`, so the base
     // level's target ends in (base / multiplier, base] (RocksDB's rule). Staying at the last
     // level until it held multiplier × base bytes made every L0 compaction of a random-key
-    // load rewrite the whole bottom level: 6.7× write amplification at 10M pairs.
+    // load rewrite the whole bottom level (BENCHMARKS.md, notes from earlier measurements).
     while base > 1 && size > o.max_bytes_for_level_base {
         size /= mult;
         base -= 1;
@@ -127,8 +127,7 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
     // No level from the base down is targeted under `max_bytes_for_level_base` (RocksDB's
     // `level_max_bytes_[i] = max(level_size, base_bytes_max)`): with the last level at 3× the
     // base size, a base level held to a tenth of it made every byte moved down rewrite ~10×
-    // its size of the last level — write amplification 5.5–6.2 at 10M pairs against
-    // RocksDB's 3.3, whose base level holds 256 MiB over an 833 MiB last level.
+    // its size of the last level, where RocksDB's rule keeps it near 3.
     for t in targets.iter_mut().take(last).skip(base) {
         *t = (*t).max(o.max_bytes_for_level_base);
     }
@@ -580,7 +579,7 @@ mod tests {
         // Ingests that each overlap the one before land in L6, L5, … L1 (one file per level):
         // the base level is then L1, but every level above the one the sizes call for must
         // score ≥ 1 so that the data moves down instead of each L0 compaction cascading
-        // through five levels (l0-ingest-random: write amplification 8.7).
+        // through five levels.
         let v = version(
             (1..NUM_LEVELS)
                 .map(|l| (l, f(l as u64, "a", "z", 600)))
