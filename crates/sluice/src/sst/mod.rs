@@ -31,4 +31,4 @@ pub mod xxph3;
 #[cfg(test)]
 mod rocksdb_tests;
 #[cfg(test)]
-mod tests;
+mod table_tests;
