@@ -19,7 +19,7 @@
 //!
 //! Rooms: here the model carried between rounds; `verify.rs` the round's verification, one
 //! function per step; `kill.rs` the process-kill driver and its child. The power-loss mode is
-//! [`crate::faults`].
+//! `faults.rs`.
 
 use std::path::Path;
 
