@@ -1,13 +1,18 @@
 //! The database: write path, read path, flush, compaction, recovery.
 //!
 //! Threads and locks:
+//! * `ingest_order`: held by an ingest from its latch to its install or queueing, so ingests
+//!   apply one at a time.
 //! * `queue` (group commit): writers enqueue; the front writer is the *leader*, which writes
 //!   the whole group to the WAL and memtable while the others wait. Only the leader touches
 //!   the WAL and inserts into the active memtable.
-//! * `state`: memtables, the current version, counters, busy files. Held briefly; never
-//!   across table I/O. Readers lock it only to clone `Arc`s of their sources.
 //! * `manifest`: serializes version edits. Held while an edit is written and synced, so the
 //!   order of edits in the MANIFEST is the order versions are installed.
+//! * `snapshots`: the registry of live snapshots (a job reads it with the read horizon).
+//! * `state` (`State`): memtables, the current version and its derived facts, the running
+//!   jobs (`jobs.rs`) and the file book (`file_book.rs`). Held briefly; never across table
+//!   I/O. Readers lock it only to clone `Arc`s of their sources.
+//! * `wal`: the active WAL's writer (appends by the leader; syncs, switches).
 //! * Background workers run flushes and compactions without holding `state`.
 //! * Lock order: `ingest_order` → `queue` → `manifest` → `snapshots` → `state` → `wal`;
 //!   never the reverse.
