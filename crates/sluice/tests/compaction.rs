@@ -8,7 +8,7 @@ use sluice::fs::MemFs;
 use sluice::{Db, Options, ReadOptions};
 
 mod common;
-use common::{live_bytes, mem_opts, table_bytes};
+use common::{get_at, live_bytes, mem_opts, table_bytes};
 
 /// Tables of 64 KiB: the 5,000 keys of a round fill several.
 fn small_table_opts() -> Options {
@@ -154,15 +154,7 @@ fn obsolete_tables_held_by_an_old_snapshot_stay_until_it_is_dropped() {
     for i in (0..10_000u32).step_by(97) {
         let k = format!("k{i:06}");
         assert_eq!(db.get(k.as_bytes()).unwrap().as_deref(), Some(&new[..]));
-        let at_snap = db
-            .get_opt(
-                k.as_bytes(),
-                &ReadOptions {
-                    snapshot: Some(&snap),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let at_snap = get_at(&db, &snap, k.as_bytes());
         assert_eq!(at_snap.as_deref(), Some(&old[..]));
     }
     assert!(

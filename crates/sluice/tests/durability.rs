@@ -317,6 +317,25 @@ fn put_sync(db: &Db, k: &[u8], v: &[u8]) {
     db.write(b, sync()).unwrap();
 }
 
+/// After a torn tail: the synced put of `first` is there, the lost one of `second` is not.
+fn assert_only_first_survived(db: &Db) {
+    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"second").unwrap(), None);
+}
+
+/// Waits until a sync is held (`MemFs::hold_syncs_matching`), makes every sync fail, and lets
+/// the held ones go.
+fn fail_held_syncs(fs: &MemFs) {
+    while fs.waiting_syncs() == 0 {
+        std::thread::yield_now();
+    }
+    fs.set_faults(FaultConfig {
+        fail_syncs: true,
+        ..Default::default()
+    });
+    fs.release_syncs();
+}
+
 fn newest_wal(fs: &MemFs, dir: &str) -> PathBuf {
     let name = fs
         .list(Path::new(dir))
@@ -388,8 +407,7 @@ fn a_torn_tail_with_a_log_framed_payload_is_dropped() {
         .expect("embedded log present");
     fs.write_raw(&wal, data[..pos + framed.len() + 10].to_vec());
     let db = Db::open("/db", mem_opts(&fs)).expect("a torn tail is dropped, not an error");
-    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"1"[..]));
-    assert_eq!(db.get(b"second").unwrap(), None);
+    assert_only_first_survived(&db);
 }
 
 /// A flipped length field in a *synced* record of the last block, claiming bytes past the end
@@ -481,15 +499,13 @@ fn zero_filled_header_page_before_log_framed_payload_is_a_torn_tail() {
     // Control: the same damage without log-framed bytes in the value is a torn tail.
     let (_fs, r) = open_after_lost_header_page(false);
     let db = r.expect("control: plain payload");
-    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"1"[..]));
-    assert_eq!(db.get(b"second").unwrap(), None);
+    assert_only_first_survived(&db);
     drop(db);
     // With the embedded log, the probe must not take it for a record after the damage.
     let (_fs, r) = open_after_lost_header_page(true);
     let db =
         r.expect("a record whose header never reached the disk is a torn tail, not corruption");
-    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"1"[..]));
-    assert_eq!(db.get(b"second").unwrap(), None);
+    assert_only_first_survived(&db);
 }
 
 /// An ingest that survives a crash never survives without the writes acknowledged before it:
@@ -559,14 +575,7 @@ fn failed_manifest_sync_in_ingest_never_deletes_the_table_the_edit_names() {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.ingest(&["/src/x.sst"], &IngestOptions::default()))
     };
-    while fs.waiting_syncs() == 0 {
-        std::thread::yield_now();
-    }
-    fs.set_faults(FaultConfig {
-        fail_syncs: true,
-        ..Default::default()
-    });
-    fs.release_syncs();
+    fail_held_syncs(&fs);
     let r = ingester.join().unwrap();
     assert!(r.is_err(), "the MANIFEST sync failed");
     drop(Arc::try_unwrap(db).unwrap());
@@ -594,16 +603,7 @@ fn failed_manifest_sync_in_flush_never_loses_synced_writes() {
     fs.hold_syncs_matching("MANIFEST");
     let flusher = {
         let fs = fs.clone();
-        std::thread::spawn(move || {
-            while fs.waiting_syncs() == 0 {
-                std::thread::yield_now();
-            }
-            fs.set_faults(FaultConfig {
-                fail_syncs: true,
-                ..Default::default()
-            });
-            fs.release_syncs();
-        })
+        std::thread::spawn(move || fail_held_syncs(&fs))
     };
     assert!(db.flush().is_err(), "the MANIFEST sync failed");
     flusher.join().unwrap();

@@ -14,7 +14,7 @@ use sluice::{Db, IngestOptions, Options, ReadOptions, TableBuilder, TableOptions
 use sluice::{WriteBatch, WriteOptions};
 
 mod common;
-use common::{external_sst, mem_opts as opts, tiny_opts};
+use common::{external_sst, get_at, mem_opts as opts, tiny_opts};
 
 fn tombstones_beyond_bound(flush: bool) {
     let fs = MemFs::new();
@@ -294,15 +294,7 @@ fn get_after_a_compaction_cut_at_a_range_deletion_end() {
             _ => Some(&v),
         };
         assert_eq!(db.get(k.as_bytes()).unwrap().as_deref(), want, "{k}");
-        let through_snap = db
-            .get_opt(
-                k.as_bytes(),
-                &ReadOptions {
-                    snapshot: Some(&snap),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let through_snap = get_at(&db, &snap, k.as_bytes());
         assert_eq!(through_snap.as_deref(), Some(&v[..]), "{k} at the snapshot");
     }
 }

@@ -3,13 +3,14 @@
 //! point reads.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use rand::{Rng, SeedableRng};
 use sluice::fs::MemFs;
-use sluice::{Db, Options, ReadOptions};
+use sluice::{Db, Options, ReadOptions, Snapshot};
 
 mod common;
-use common::mem_opts;
+use common::{get_at, mem_opts};
 
 /// Small tables and no automatic compaction: everything stays in L0 until `compact_range`,
 /// which then splits into up to `max_subcompactions` ranges.
@@ -27,47 +28,68 @@ fn split_opts(fs: &MemFs, max_subcompactions: usize) -> Options {
     }
 }
 
+/// A user-key to value model of the Db.
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The operation mix of [`random_load`]: a draw in `0..100` below `deletes.start` puts, in
+/// `deletes` deletes, in `range_deletes` deletes a range of `range_len` keys; any other takes
+/// the one snapshot, from operation `snapshot_after` on.
+struct Mix {
+    deletes: Range<u32>,
+    range_deletes: Range<u32>,
+    range_len: Range<u32>,
+    snapshot_after: u32,
+}
+
+/// 6,000 random operations of `mix` over keys `k00000`..`k02999`, applied to `db` and to a
+/// model: the model, and the snapshot with the model as of it.
+fn random_load(db: &Db, seed: u64, mix: &Mix) -> (Model, Option<(Snapshot, Model)>) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut model = Model::new();
+    let mut at_snapshot = None;
+    for op in 0..6000u32 {
+        let k = format!("k{:05}", rng.gen_range(0..3000u32)).into_bytes();
+        let draw = rng.gen_range(0..100);
+        if draw < mix.deletes.start {
+            let v = format!("v{op}-{}", "x".repeat(rng.gen_range(10..80))).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        } else if mix.deletes.contains(&draw) {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else if mix.range_deletes.contains(&draw) {
+            let start: u32 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+            let end = format!("k{:05}", start + rng.gen_range(mix.range_len.clone())).into_bytes();
+            if k < end {
+                db.delete_range(&k, &end).unwrap();
+                let doomed: Vec<Vec<u8>> = model
+                    .range(k.clone()..end.clone())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for d in doomed {
+                    model.remove(&d);
+                }
+            }
+        } else if at_snapshot.is_none() && op >= mix.snapshot_after {
+            at_snapshot = Some((db.snapshot(), model.clone()));
+        }
+    }
+    (model, at_snapshot)
+}
+
 fn run(max_subcompactions: usize, seed: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
     let fs = MemFs::new();
     let db = Db::open("/db", split_opts(&fs, max_subcompactions)).unwrap();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let mut snap_model = None;
-    let mut snap = None;
-    for op in 0..6000u32 {
-        let k = format!("k{:05}", rng.gen_range(0..3000u32)).into_bytes();
-        match rng.gen_range(0..100) {
-            0..=79 => {
-                let v = format!("v{op}-{}", "x".repeat(rng.gen_range(10..80))).into_bytes();
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
-            }
-            80..=94 => {
-                db.delete(&k).unwrap();
-                model.remove(&k);
-            }
-            95..=96 => {
-                let start: u32 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
-                let end = format!("k{:05}", start + rng.gen_range(0..60u32)).into_bytes();
-                if k < end {
-                    db.delete_range(&k, &end).unwrap();
-                    let doomed: Vec<Vec<u8>> = model
-                        .range(k.clone()..end.clone())
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for d in doomed {
-                        model.remove(&d);
-                    }
-                }
-            }
-            _ => {
-                if snap.is_none() {
-                    snap = Some(db.snapshot());
-                    snap_model = Some(model.clone());
-                }
-            }
-        }
-    }
+    let (model, at_snapshot) = random_load(
+        &db,
+        seed,
+        &Mix {
+            deletes: 80..95,
+            range_deletes: 95..97,
+            range_len: 0..60,
+            snapshot_after: 0,
+        },
+    );
     db.compact_range(None, None).unwrap();
     // Everything went through one big compaction into L6 (L0 never triggered on its own).
     assert!(
@@ -100,9 +122,9 @@ fn run(max_subcompactions: usize, seed: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         got, want,
         "latest state, max_subcompactions {max_subcompactions}"
     );
-    if let (Some(s), Some(m)) = (&snap, snap_model) {
+    if let Some((s, m)) = at_snapshot {
         let at_snap = scan(ReadOptions {
-            snapshot: Some(s),
+            snapshot: Some(&s),
             ..Default::default()
         });
         assert_eq!(
@@ -125,47 +147,19 @@ fn split_compaction_matches_a_single_merge() {
 /// `get`, latest and at a snapshot, after one split compaction into L6.
 #[test]
 fn split_compaction_point_reads_match_the_model() {
-    use rand::{Rng, SeedableRng};
-    use std::collections::BTreeMap;
     for seed in 0..3u64 {
         let fs = MemFs::new();
         let db = Db::open("/db", split_opts(&fs, 4)).unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        let mut snap = None;
-        let mut snap_model = None;
-        for op in 0..6000u32 {
-            let k = format!("k{:05}", rng.gen_range(0..3000u32)).into_bytes();
-            match rng.gen_range(0..100) {
-                0..=79 => {
-                    let v = format!("v{op}-{}", "x".repeat(rng.gen_range(10..80))).into_bytes();
-                    db.put(&k, &v).unwrap();
-                    model.insert(k, v);
-                }
-                80..=92 => {
-                    db.delete(&k).unwrap();
-                    model.remove(&k);
-                }
-                93..=97 => {
-                    let start: u32 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
-                    let end = format!("k{:05}", start + rng.gen_range(1..200u32)).into_bytes();
-                    db.delete_range(&k, &end).unwrap();
-                    let doomed: Vec<Vec<u8>> = model
-                        .range(k.clone()..end)
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for d in doomed {
-                        model.remove(&d);
-                    }
-                }
-                _ => {
-                    if snap.is_none() && op > 3000 {
-                        snap = Some(db.snapshot());
-                        snap_model = Some(model.clone());
-                    }
-                }
-            }
-        }
+        let (model, at_snapshot) = random_load(
+            &db,
+            seed,
+            &Mix {
+                deletes: 80..93,
+                range_deletes: 93..98,
+                range_len: 1..200,
+                snapshot_after: 3001,
+            },
+        );
         db.compact_range(None, None).unwrap();
         for i in 0..3300u32 {
             let k = format!("k{i:05}").into_bytes();
@@ -174,16 +168,8 @@ fn split_compaction_point_reads_match_the_model() {
                 model.get(&k).cloned(),
                 "seed {seed} key {i}"
             );
-            if let (Some(s), Some(m)) = (&snap, &snap_model) {
-                let got = db
-                    .get_opt(
-                        &k,
-                        &ReadOptions {
-                            snapshot: Some(s),
-                            ..Default::default()
-                        },
-                    )
-                    .unwrap();
+            if let Some((s, m)) = &at_snapshot {
+                let got = get_at(&db, s, &k);
                 assert_eq!(
                     got,
                     m.get(&k).cloned(),

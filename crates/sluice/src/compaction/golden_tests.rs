@@ -18,33 +18,14 @@ use crate::compaction::picker::{
     level_scores, level_targets, pick_compaction, CompactionChoice, PickerOptions,
 };
 use crate::version::l0_sublevels::L0Sublevels;
-use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::version::l0_sublevels_tests::parse_version;
+use crate::version::{FileMeta, Version, NUM_LEVELS};
 
 fn arg<'a>(tc: &'a datadriven::TestCase, name: &str) -> Option<&'a str> {
     tc.args
         .get(name)
         .and_then(|v| v.first())
         .map(String::as_str)
-}
-
-fn parse_version(input: &str) -> Version {
-    let mut edit = VersionEdit::default();
-    for line in input.lines().filter(|l| !l.trim().is_empty()) {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        let level: usize = parts[0][1..].parse().expect("level");
-        let (num, range) = parts[1].split_once(':').expect("number:range");
-        let (lo, hi) = range.split_once('-').expect("lo-hi");
-        let number: u64 = num.parse().expect("number");
-        let size = parts
-            .iter()
-            .find_map(|p| p.strip_prefix("size="))
-            .map_or(100, |s| s.parse().expect("size"));
-        edit.added.push((
-            level,
-            FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), size, number),
-        ));
-    }
-    Version::default().apply(&edit).expect("valid version")
 }
 
 fn picker_options(tc: &datadriven::TestCase) -> PickerOptions {

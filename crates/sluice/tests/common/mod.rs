@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sluice::fs::{FileSystem, MemFs};
 use sluice::key::{make_internal_key, ValueKind};
 use sluice::sst::table_builder::TableIdentity;
-use sluice::{Db, Options, TableBuilder, TableOptions, WriteOptions};
+use sluice::{Db, Options, ReadOptions, Snapshot, TableBuilder, TableOptions, WriteOptions};
 
 /// Default options on `fs`.
 pub fn mem_opts(fs: &MemFs) -> Options {
@@ -37,6 +37,15 @@ pub fn sync() -> WriteOptions {
         sync: true,
         disable_wal: false,
     }
+}
+
+/// The value of `key` as of `snap`.
+pub fn get_at(db: &Db, snap: &Snapshot, key: &[u8]) -> Option<Vec<u8>> {
+    let opts = ReadOptions {
+        snapshot: Some(snap),
+        ..Default::default()
+    };
+    db.get_opt(key, &opts).unwrap()
 }
 
 /// Bytes of the table files in the real directory `dir`.
