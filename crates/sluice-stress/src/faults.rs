@@ -88,15 +88,7 @@ fn pick_fault(rng: &mut StdRng) -> (FaultConfig, String) {
 }
 
 fn anomaly(seed: u64, context: String, op: &str, read: String, detail: String) -> Box<Anomaly> {
-    Box::new(Anomaly {
-        seed,
-        context,
-        op: op.into(),
-        key: "-".into(),
-        read,
-        detail,
-        history: String::new(),
-    })
+    Box::new(Anomaly::without_key(seed, context, op, read, detail))
 }
 
 /// Runs every seed; stops at the first anomaly.

@@ -197,6 +197,21 @@ pub struct Anomaly {
     pub history: String,
 }
 
+impl Anomaly {
+    /// An anomaly of the harness or of a whole round, about no one key.
+    pub fn without_key(seed: u64, context: String, op: &str, read: String, detail: String) -> Self {
+        Anomaly {
+            seed,
+            context,
+            op: op.into(),
+            key: "-".into(),
+            read,
+            detail,
+            history: String::new(),
+        }
+    }
+}
+
 impl std::fmt::Display for Anomaly {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "ANOMALY seed={} ({})", self.seed, self.context)?;

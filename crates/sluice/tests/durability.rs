@@ -1,15 +1,20 @@
 //! Crash safety: simulated power loss over the fault-injecting file system, a real SIGKILL of a
-//! writer process, corruption reporting, and the read-only state after a failed sync.
+//! writer process, corruption reporting and torn WAL tails, what is synced before an edit
+//! names it (ingested files, earlier writes), failed MANIFEST syncs, and the read-only state
+//! after a failed sync.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
-use sluice::fs::{FaultConfig, MemFs};
-use sluice::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+use sluice::fs::{FaultConfig, FileSystem, MemFs};
+use sluice::{Db, Error, IngestOptions, Options, ReadOptions, WriteBatch, WriteOptions};
+
+mod common;
+use common::{external_sst, mem_opts, sst_bytes, sync};
 
 fn options(fs: &MemFs) -> Options {
     Options {
@@ -304,4 +309,312 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
         };
         assert!(it_count >= acked.len(), "round {round}");
     }
+}
+
+fn put_sync(db: &Db, k: &[u8], v: &[u8]) {
+    let mut b = WriteBatch::new();
+    b.put(k, v);
+    db.write(b, sync()).unwrap();
+}
+
+/// After a torn tail: the synced put of `first` is there, the lost one of `second` is not.
+fn assert_only_first_survived(db: &Db) {
+    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"second").unwrap(), None);
+}
+
+/// Waits until a sync is held (`MemFs::hold_syncs_matching`), makes every sync fail, and lets
+/// the held ones go.
+fn fail_held_syncs(fs: &MemFs) {
+    while fs.waiting_syncs() == 0 {
+        std::thread::yield_now();
+    }
+    fs.set_faults(FaultConfig {
+        fail_syncs: true,
+        ..Default::default()
+    });
+    fs.release_syncs();
+}
+
+fn newest_wal(fs: &MemFs, dir: &str) -> PathBuf {
+    let name = fs
+        .list(Path::new(dir))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".log"))
+        .max()
+        .unwrap();
+    Path::new(dir).join(name)
+}
+
+/// `FileSystem::create` over an existing name fails instead of truncating it (`MemFs` and
+/// `RealFs`): the name may be a link to a user's file.
+#[test]
+fn creating_a_file_never_truncates_an_existing_one() {
+    let fs = MemFs::new();
+    let p = Path::new("/d/f");
+    fs.write_raw(p, b"user data".to_vec());
+    assert!(fs.create(p).is_err());
+    assert_eq!(fs.read_raw(p).unwrap(), b"user data");
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("f");
+    std::fs::write(&real, b"user data").unwrap();
+    assert!(sluice::fs::RealFs.create(&real).is_err());
+    assert_eq!(std::fs::read(&real).unwrap(), b"user data");
+}
+
+/// A torn WAL tail whose lost record's payload contains log-framed bytes is dropped, not
+/// reported as corruption in the middle.
+#[test]
+fn a_torn_tail_with_a_log_framed_payload_is_dropped() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    db.write(
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"first", b"1");
+            b
+        },
+        sync(),
+    )
+    .unwrap();
+    // A value that is itself a valid log: a record framed exactly as the WAL frames them.
+    let inner = MemFs::new();
+    let p = Path::new("/inner");
+    let mut w = sluice::wal::log::LogWriter::new(inner.create(p).unwrap());
+    w.add_record(&[7u8; 300]).unwrap();
+    drop(w);
+    let framed = inner.read_all(p).unwrap();
+    let mut value = vec![0u8; 1000];
+    value.extend_from_slice(&framed);
+    value.extend_from_slice(&[0u8; 2000]);
+    db.write(
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"second", &value);
+            b
+        },
+        sync(),
+    )
+    .unwrap();
+    drop(db);
+    // Tear the last record after the embedded log but before its end.
+    let wal = newest_wal(&fs, "/db");
+    let data = fs.read_raw(&wal).unwrap();
+    let pos = data
+        .windows(framed.len())
+        .position(|w| w == framed.as_slice())
+        .expect("embedded log present");
+    fs.write_raw(&wal, data[..pos + framed.len() + 10].to_vec());
+    let db = Db::open("/db", mem_opts(&fs)).expect("a torn tail is dropped, not an error");
+    assert_only_first_survived(&db);
+}
+
+/// A flipped length field in a *synced* record of the last block, claiming bytes past the end
+/// of the file, is corruption when complete, valid records follow it (policy 2 of
+/// `wal/log.rs`): the open reports it, or every synced record reads back — the records after
+/// the damage are never dropped silently as a torn tail.
+#[test]
+fn torn_tail_policy_does_not_hide_synced_records_after_a_corrupt_length() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    put_sync(&db, b"a", b"1");
+    put_sync(&db, b"b", b"2");
+    put_sync(&db, b"c", b"3");
+    drop(db);
+    let wal = newest_wal(&fs, "/db");
+    let mut data = fs.read_raw(&wal).unwrap();
+    assert!(data.len() > 30 && data.len() < 1000, "one small block");
+    // The first record starts at 0: header = crc(4) len(2) type(1). Claim a length that still
+    // fits the block but runs past the end of the file.
+    let claimed = (data.len() + 100) as u16;
+    data[4..6].copy_from_slice(&claimed.to_le_bytes());
+    fs.write_raw(&wal, data);
+    match Db::open("/db", mem_opts(&fs)) {
+        Err(e) => {
+            // Corruption in the middle reported: the policy works.
+            assert!(matches!(e, sluice::Error::Corruption { .. }), "{e:?}");
+        }
+        Ok(db) => {
+            let got: Vec<_> = [&b"a"[..], b"b", b"c"]
+                .iter()
+                .map(|k| db.get(k).unwrap())
+                .collect();
+            assert_eq!(
+                got,
+                vec![
+                    Some(b"1".to_vec()),
+                    Some(b"2".to_vec()),
+                    Some(b"3".to_vec())
+                ],
+                "synced records b and c (complete and valid, after the damaged one) were \
+                 dropped as a torn tail without any error"
+            );
+        }
+    }
+}
+
+/// Opens a Db whose WAL ends in a record (a put of `second`) whose first page lost its rewrite
+/// (zeros from the end of the synced first record to the page end), the rest surviving; the
+/// value embeds a log-framed record when `embed`.
+fn open_after_lost_header_page(embed: bool) -> (MemFs, sluice::Result<Db>) {
+    // A log-framed record: the WAL of another Db.
+    let other = MemFs::new();
+    let db = Db::open("/o", mem_opts(&other)).unwrap();
+    put_sync(&db, b"inner", &[7u8; 300]);
+    drop(db);
+    let framed = other.read_raw(&newest_wal(&other, "/o")).unwrap();
+
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    put_sync(&db, b"first", b"1");
+    let wal = newest_wal(&fs, "/db");
+    let synced_len = fs.read_raw(&wal).unwrap().len();
+    let mut value = vec![0u8; 6000];
+    if embed {
+        value.extend_from_slice(&framed);
+    } else {
+        value.extend(std::iter::repeat_n(0x5a, framed.len()));
+    }
+    value.extend_from_slice(&[0u8; 2000]);
+    put_sync(&db, b"second", &value);
+    drop(db);
+    let mut data = fs.read_raw(&wal).unwrap();
+    assert!(data.len() > 4096 + framed.len());
+    for b in &mut data[synced_len..4096] {
+        *b = 0;
+    }
+    fs.write_raw(&wal, data);
+    let r = Db::open("/db", mem_opts(&fs));
+    (fs, r)
+}
+
+/// A crash that lost only the rewrite of the page holding the last record's header (that page
+/// keeps its synced content: the first record, then zeros), while the later pages of its
+/// payload reached the disk, is a torn tail — also when the payload embeds a log-framed record,
+/// which the probe for valid records after the damage must not take for one (it lies inside
+/// the lost record itself).
+#[test]
+fn zero_filled_header_page_before_log_framed_payload_is_a_torn_tail() {
+    // Control: the same damage without log-framed bytes in the value is a torn tail.
+    let (_fs, r) = open_after_lost_header_page(false);
+    let db = r.expect("control: plain payload");
+    assert_only_first_survived(&db);
+    drop(db);
+    // With the embedded log, the probe must not take it for a record after the damage.
+    let (_fs, r) = open_after_lost_header_page(true);
+    let db =
+        r.expect("a record whose header never reached the disk is a torn tail, not corruption");
+    assert_only_first_survived(&db);
+}
+
+/// An ingest that survives a crash never survives without the writes acknowledged before it:
+/// the WAL is synced before the ingest's edit.
+#[test]
+fn an_ingest_never_survives_a_crash_without_the_writes_before_it() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    db.put(b"a", b"unsynced-but-acknowledged").unwrap();
+    let f = external_sst(&fs, "x.sst", &[("x", "1")], &[]);
+    db.ingest(&[f], &IngestOptions::default()).unwrap();
+    let image = fs.crashed_copy(None);
+    let db2 = Db::open("/db", mem_opts(&image)).unwrap();
+    assert_eq!(db2.get(b"x").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        db2.get(b"a").unwrap().as_deref(),
+        Some(&b"unsynced-but-acknowledged"[..]),
+        "the ingest survived without a write acknowledged before it"
+    );
+}
+
+/// With `link_files`, an ingest fsyncs the linked file before the MANIFEST edit names it (the
+/// caller may never have synced it; RocksDB's ingestion job does the same): after a power loss
+/// that follows the ingest, its keys read back.
+#[test]
+fn linked_ingest_syncs_the_file_before_the_manifest_names_it() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    put_sync(&db, b"a", b"1");
+    // The caller wrote the file (e.g. RocksDB's SstFileWriter without sync) but did not fsync.
+    let src = Path::new("/src/x.sst");
+    let mut f = fs.create(src).unwrap();
+    f.write_all(&sst_bytes(&[("x", "1"), ("y", "2")], &[]))
+        .unwrap();
+    drop(f);
+    db.ingest(
+        &[src],
+        &IngestOptions {
+            link_files: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // The ingest returned: it is durable. Power loss now.
+    let image = fs.crashed_copy(None);
+    drop(db);
+    let db2 = Db::open("/db", mem_opts(&image)).unwrap();
+    assert_eq!(db2.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    let x = db2.get(b"x");
+    assert!(
+        matches!(&x, Ok(Some(v)) if v == b"1"),
+        "acknowledged ingest lost or unreadable after power loss: {x:?}"
+    );
+}
+
+/// A failed MANIFEST sync does not mean the edit is not on disk (it was handed to the OS before
+/// the sync failed): the failed ingest keeps the table the edit names, and the next open reads
+/// the Db. RocksDB never deletes a file an edit that may be durable names.
+#[test]
+fn failed_manifest_sync_in_ingest_never_deletes_the_table_the_edit_names() {
+    let fs = MemFs::new();
+    let db = Arc::new(Db::open("/db", mem_opts(&fs)).unwrap());
+    put_sync(&db, b"a", b"1");
+    fs.write_raw(Path::new("/src/x.sst"), sst_bytes(&[("x", "1")], &[]));
+    fs.hold_syncs_matching("MANIFEST");
+    let ingester = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.ingest(&["/src/x.sst"], &IngestOptions::default()))
+    };
+    fail_held_syncs(&fs);
+    let r = ingester.join().unwrap();
+    assert!(r.is_err(), "the MANIFEST sync failed");
+    drop(Arc::try_unwrap(db).unwrap());
+    fs.set_faults(FaultConfig::default());
+    // Restart (the process exits on the error; the kernel still writes the page back).
+    let db2 = Db::open("/db", mem_opts(&fs)).unwrap();
+    assert_eq!(db2.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    let x = db2.get(b"x");
+    assert!(
+        matches!(&x, Ok(Some(_)) | Ok(None)),
+        "the MANIFEST names a table the failed ingest deleted: {x:?}"
+    );
+}
+
+/// The same in the flush path, with acknowledged synced writes: after a failed sync of the
+/// flush's edit (its new table, `log_number` past the WAL), neither the flush nor the cleanup
+/// after the background job deletes the table, so the writes survive the restart.
+#[test]
+fn failed_manifest_sync_in_flush_never_loses_synced_writes() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    for i in 0..100u32 {
+        put_sync(&db, format!("k{i:03}").as_bytes(), b"synced");
+    }
+    fs.hold_syncs_matching("MANIFEST");
+    let flusher = {
+        let fs = fs.clone();
+        std::thread::spawn(move || fail_held_syncs(&fs))
+    };
+    assert!(db.flush().is_err(), "the MANIFEST sync failed");
+    flusher.join().unwrap();
+    // Let the background worker run its post-job cleanup.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(db);
+    fs.set_faults(FaultConfig::default());
+    let db2 = Db::open("/db", mem_opts(&fs)).unwrap();
+    let got = db2.get(b"k050");
+    assert!(
+        matches!(&got, Ok(Some(v)) if v == b"synced"),
+        "a synced, acknowledged write is lost after a failed MANIFEST sync: {got:?}"
+    );
 }

@@ -1,4 +1,6 @@
-//! Ingestion: placement golden files, non-blocking writes during an ingest, atomicity.
+//! Ingestion: placement golden files, non-blocking writes during an ingest, atomicity (also of
+//! small files applied as a batch), copies by default, `ingest_behind` beside a running
+//! compaction, admission by L0's health.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,7 +11,10 @@ use sluice::ingest_target_level;
 use sluice::key::{make_internal_key, ValueKind};
 use sluice::sst::table_builder::TableIdentity;
 use sluice::version::{FileMeta, Version, VersionEdit};
-use sluice::{Db, IngestOptions, Options, TableBuilder, TableOptions};
+use sluice::{Db, Error, IngestOptions, Options, TableBuilder, TableOptions};
+
+mod common;
+use common::{external_sst, mem_opts as opts, sst_bytes, tiny_opts};
 
 fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
     let mut b = TableBuilder::new(
@@ -31,13 +36,6 @@ fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
     let p = Path::new("/src").join(name);
     fs.write_raw(&p, b.finish().unwrap().0);
     p
-}
-
-fn opts(fs: &MemFs) -> Options {
-    Options {
-        fs: Arc::new(fs.clone()),
-        ..Options::default()
-    }
 }
 
 /// `version` lines: `L<level> <number>:<lo>-<hi> [data=<k1>,<k2>...]`; `ingest lo hi` prints
@@ -528,4 +526,186 @@ fn ingest_admission_never_waits_for_a_compaction_that_is_not_due() {
         .expect("the ingest never returned")
         .unwrap();
     assert_eq!(db.get(b"k003").unwrap().as_deref(), Some(&b"y"[..]));
+}
+
+/// An `ingest_behind` into a range a running compaction writes into the bottom level waits for
+/// it, or refuses with a reason: its version edit never fails (which would leave the Db in the
+/// read-only error state).
+#[test]
+fn ingest_behind_during_a_compaction_into_the_bottom_level_keeps_the_db_writable() {
+    for round in 0..3 {
+        let fs = MemFs::new();
+        // No automatic compactions: the data stays in L0 until the manual compaction.
+        let opts = Options {
+            l0_compaction_trigger: 50,
+            l0_slowdown_writes_trigger: 60,
+            l0_stop_writes_trigger: 70,
+            ..tiny_opts(&fs)
+        };
+        let db = Arc::new(Db::open("/db", opts).unwrap());
+        let v = vec![b'v'; 64];
+        for i in 0..400 {
+            db.put(format!("k{i:04}").as_bytes(), &v).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+        // Keys between the existing ones: the compaction's output range covers them.
+        let puts: Vec<(String, String)> = (0..50)
+            .map(|i| (format!("k{:04}-behind{round}", i * 7), "behind".to_string()))
+            .collect();
+        let refs: Vec<(&str, &str)> = puts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let f = external_sst(&fs, &format!("behind{round}.sst"), &refs, &[]);
+        // Hold the compaction at its output's sync, so it is running during the ingest.
+        fs.hold_syncs_matching(".sst");
+        let compactor = {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || db.compact_range(None, None))
+        };
+        while fs.waiting_syncs() == 0 {
+            std::thread::yield_now();
+        }
+        let ingester = {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                db.ingest(
+                    &[f],
+                    &IngestOptions {
+                        ingest_behind: true,
+                        link_files: true,
+                        ..Default::default()
+                    },
+                )
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        fs.release_syncs();
+        let r = ingester.join().unwrap();
+        let c = compactor.join().unwrap();
+        assert!(c.is_ok(), "round {round}: compaction failed: {c:?}");
+        if let Err(e) = &r {
+            // Refusing is allowed only with a clear reason, never by breaking the Db.
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        }
+        assert!(db.metrics().background_error.is_none(), "round {round}");
+        db.put(b"after", b"ok").unwrap();
+        let want: Option<&[u8]> = if r.is_ok() { Some(b"behind") } else { None };
+        assert_eq!(db.get(puts[0].0.as_bytes()).unwrap().as_deref(), want);
+    }
+}
+
+/// With `small_file_threshold`, a failing ingest leaves nothing visible, and with
+/// `allow_overlap` a small file stays newer than the big one before it.
+#[test]
+fn small_file_ingests_are_all_or_nothing_and_later_files_newer() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    let small = external_sst(&fs, "small.sst", &[("s", "1")], &[]);
+    let missing = PathBuf::from("/src/missing.sst");
+    let opts = IngestOptions {
+        small_file_threshold: 1 << 20,
+        ..Default::default()
+    };
+    assert!(db.ingest(&[small.clone(), missing], &opts).is_err());
+    assert_eq!(
+        db.get(b"s").unwrap(),
+        None,
+        "a failed ingest left a file visible"
+    );
+
+    // A big file followed by a small file with the same key: the later (small) one wins.
+    let mut big_keys: Vec<(String, String)> = (0..2000)
+        .map(|i| (format!("b{i:05}"), "big".to_string()))
+        .collect();
+    big_keys.push(("z".into(), "big".into()));
+    let refs: Vec<(&str, &str)> = big_keys
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let big = external_sst(&fs, "big.sst", &refs, &[]);
+    let later = external_sst(&fs, "later.sst", &[("z", "small-later")], &[]);
+    let big_size = fs.read_raw(&big).unwrap().len() as u64;
+    let opts = IngestOptions {
+        small_file_threshold: big_size / 2,
+        allow_overlap: true,
+        ..Default::default()
+    };
+    db.ingest(&[big, later], &opts).unwrap();
+    assert_eq!(db.get(b"z").unwrap().as_deref(), Some(&b"small-later"[..]));
+}
+
+/// Ingest copies by default, so rewriting the source later cannot change the Db; a linked
+/// table whose size no longer matches the MANIFEST is reported as corruption when opened.
+#[test]
+fn ingest_copies_by_default_and_reports_a_table_whose_size_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("m.sst");
+    let write_src = |value: &[u8], n: usize| {
+        let _ = std::fs::remove_file(&src);
+        let mut w = sluice::SstWriter::create(&src, TableOptions::default()).unwrap();
+        for i in 0..n {
+            w.put(format!("m{i:04}").as_bytes(), value).unwrap();
+        }
+        w.finish().unwrap();
+    };
+    write_src(b"first", 10);
+    let db_dir = dir.path().join("db");
+    let db = Db::open(&db_dir, Options::default()).unwrap();
+    db.ingest(&[&src], &IngestOptions::default()).unwrap();
+    // The user rewrites the file in place (same inode if it were linked).
+    let f = std::fs::OpenOptions::new().write(true).open(&src).unwrap();
+    f.set_len(0).unwrap();
+    drop(f);
+    assert_eq!(db.get(b"m0000").unwrap().as_deref(), Some(&b"first"[..]));
+    drop(db);
+
+    // Linking stays available on request; a table whose size changed is then reported.
+    write_src(b"second", 10);
+    let db = Db::open(&db_dir, Options::default()).unwrap();
+    let placed = db
+        .ingest(
+            &[&src],
+            &IngestOptions {
+                link_files: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    drop(db);
+    let table = db_dir.join(format!("{:06}.sst", placed[0].number));
+    let mut data = std::fs::read(&table).unwrap();
+    data.extend_from_slice(b"garbage");
+    std::fs::write(&src, &data).unwrap(); // through the link
+    let db = Db::open(&db_dir, Options::default()).unwrap();
+    match db.get(b"m0000") {
+        Err(Error::Corruption { reason, .. }) => assert!(reason.contains("size"), "{reason}"),
+        other => panic!("expected a size mismatch, got {other:?}"),
+    }
+}
+
+/// The small-file (write batch) path honours `fail_if_not_bottommost`: a file the table path
+/// refuses (it overlaps existing data, so it would go to L0) is refused as a batch too.
+#[test]
+fn small_file_path_honours_fail_if_not_bottommost() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    db.put(b"x", b"old").unwrap();
+    db.flush().unwrap();
+    fs.write_raw(Path::new("/src/x.sst"), sst_bytes(&[("x", "new")], &[]));
+    let strict = IngestOptions {
+        fail_if_not_bottommost: true,
+        ..Default::default()
+    };
+    assert!(
+        db.ingest(&["/src/x.sst"], &strict).is_err(),
+        "the table path refuses"
+    );
+    let small = IngestOptions {
+        small_file_threshold: 1 << 20,
+        ..strict
+    };
+    let r = db.ingest(&["/src/x.sst"], &small);
+    assert!(
+        r.is_err(),
+        "the small-file path accepted what fail_if_not_bottommost forbids: {r:?}"
+    );
 }

@@ -1,8 +1,12 @@
 //! The engine's folders form layers (ARCHITECTURE.md): a folder may use only folders drawn
 //! below it. This test reads every `crate::<folder>` path in `src/` and fails on an arrow that
-//! runs back up, and on a source file grown past the size a newcomer can read in one sitting.
+//! runs back up, on a source file grown past the size a newcomer can read in one sitting, and
+//! on test code outside the one place tests in `src/` go. The checker (`layers/mod.rs`) is
+//! shared with the stress harness's layering test.
 
-use std::path::Path;
+mod layers;
+
+use layers::Layering;
 
 /// Bottom to top.
 const LAYERS: &[&str] = &[
@@ -20,91 +24,8 @@ const LAYERS: &[&str] = &[
 /// Longest engine source file, in lines (tests excluded).
 const MAX_LINES: usize = 800;
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
+fn engine() -> Layering {
+    Layering::of(env!("CARGO_MANIFEST_DIR"), LAYERS, MAX_LINES)
 }
 
-fn rank(folder: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| *l == folder)
-}
-
-#[test]
-fn no_folder_uses_a_folder_above_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let mut back_edges = Vec::new();
-    for f in &files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let Some(from) = rel
-            .components()
-            .next()
-            .and_then(|c| c.as_os_str().to_str())
-            .and_then(rank)
-        else {
-            continue; // lib.rs: the public face, above everything
-        };
-        let text = std::fs::read_to_string(f).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let mut rest = line;
-            while let Some(at) = rest.find("crate::") {
-                rest = &rest[at + "crate::".len()..];
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if let Some(to) = rank(&name) {
-                    if to > from {
-                        back_edges.push(format!(
-                            "{}:{}: {} uses {}",
-                            rel.display(),
-                            i + 1,
-                            LAYERS[from],
-                            name
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    assert!(
-        back_edges.is_empty(),
-        "arrows that run back up:\n{}",
-        back_edges.join("\n")
-    );
-}
-
-#[test]
-fn the_layer_list_names_every_folder() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    for e in std::fs::read_dir(&src).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            let name = p.file_name().unwrap().to_str().unwrap().to_string();
-            assert!(rank(&name).is_some(), "folder {name} is in no layer");
-        }
-    }
-}
-
-#[test]
-fn no_engine_file_is_too_long_to_read() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let long: Vec<String> = files
-        .iter()
-        .filter(|f| !f.ends_with("tests.rs"))
-        .filter_map(|f| {
-            let n = std::fs::read_to_string(f).unwrap().lines().count();
-            (n > MAX_LINES).then(|| format!("{}: {n} lines", f.display()))
-        })
-        .collect();
-    assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:?}");
-}
+layers::layering_tests!(engine());

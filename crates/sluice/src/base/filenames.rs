@@ -2,8 +2,9 @@
 //!
 //! Numbered files share one counter (`next_file_number`): tables `NNNNNN.sst`, WALs
 //! `NNNNNN.log`, `MANIFEST-NNNNNN` and its `OPTIONS-NNNNNN`; `CURRENT` names the MANIFEST and
-//! is replaced through `CURRENT.NNNNNN.tmp`. A number is never reused (invariant 9 of
-//! DESIGN.md): recovery allocates above every number found on disk ([`number_in_name`]).
+//! is replaced through `CURRENT.NNNNNN.tmp`. A number is never given to two files: recovery
+//! allocates above every number found on disk ([`number_in_name`]), and an open Db hands each
+//! number out once (`db/file_book.rs`).
 
 use std::path::{Path, PathBuf};
 

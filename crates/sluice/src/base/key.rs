@@ -189,6 +189,14 @@ mod tests {
         assert!(parse_internal_key(b"short").is_none());
     }
 
+    /// Corrupt-input bounds: a key shorter than its trailer never panics in the key helpers.
+    #[test]
+    fn short_internal_keys_do_not_panic() {
+        assert_eq!(parse_internal_key(b"abc"), None);
+        assert_eq!(user_key(b"abc"), b"");
+        assert_eq!(trailer(b"abc"), 0);
+    }
+
     proptest! {
         #[test]
         fn separator_is_between(a: Vec<u8>, b: Vec<u8>) {

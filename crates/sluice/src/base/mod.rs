@@ -1,7 +1,8 @@
 //! The base layer every other folder builds on, importing from none of them: internal keys,
-//! varint coding, the error type, the iterator protocol, range tombstones, CRC masking and the
-//! names of files in a Db directory (Pebble's `internal/base`).
+//! varint coding, the error type, the iterator protocol and its bounds, range tombstones, CRC
+//! masking and the names of files in a Db directory (Pebble's `internal/base`).
 
+pub mod bounds;
 pub mod coding;
 pub mod crc;
 pub mod error;

@@ -16,4 +16,4 @@ pub struct RunningOutput {
 }
 
 #[cfg(test)]
-mod golden;
+mod golden_tests;

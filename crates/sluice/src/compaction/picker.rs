@@ -12,6 +12,7 @@
 //!    >= 1 wins.
 //! 3. From Ln the file with the smallest overlap ratio (bytes it would rewrite in Ln+1 per
 //!    byte moved) is chosen; with no overlap it is a *trivial move* (no rewrite).
+//!    The choice says which: [`CompactionChoice::Move`], `Merge` or `IntraL0`.
 //! 4. A file already being compacted is never picked again, and a compaction never writes into
 //!    a key range another running compaction writes.
 
@@ -26,7 +27,7 @@ use crate::version::{FileMeta, Version, NUM_LEVELS};
 /// The knobs the picker reads.
 #[derive(Debug, Clone)]
 pub struct PickerOptions {
-    /// L0 file count that triggers a compaction.
+    /// L0 sublevel count (not file count) at which L0 scores 1 and is compacted.
     pub l0_compaction_trigger: usize,
     /// Target size of the base level, bytes.
     pub max_bytes_for_level_base: u64,
@@ -34,27 +35,74 @@ pub struct PickerOptions {
     pub level_multiplier: u64,
 }
 
-/// What to compact.
+/// What to compact: a typed plan, whole when the picker returns it (lsm-tree's
+/// `compaction::Choice`). The score that picked it is the level's, [`level_scores`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompactionChoice {
-    /// Source level.
-    pub level: usize,
-    /// Destination level.
-    pub output_level: usize,
-    /// Files from `level`.
-    pub inputs: Vec<Arc<FileMeta>>,
-    /// Overlapping files from `output_level`.
-    pub output_inputs: Vec<Arc<FileMeta>>,
-    /// Move the single input file without rewriting it.
-    pub trivial_move: bool,
-    /// The score that triggered the pick.
-    pub score_x100: u64,
+pub enum CompactionChoice {
+    /// One file of `level` goes down to `level + 1` as it is: no file there overlaps it, so
+    /// nothing is rewritten (a *trivial move*).
+    Move {
+        /// Source level (never 0: L0 files may overlap each other).
+        level: usize,
+        /// The file moved.
+        file: Arc<FileMeta>,
+    },
+    /// Files of `level` merged with the files of `output_level` they overlap into new tables
+    /// of `output_level`.
+    Merge {
+        /// Source level.
+        level: usize,
+        /// Destination level.
+        output_level: usize,
+        /// Files from `level`.
+        inputs: Vec<Arc<FileMeta>>,
+        /// Overlapping files from `output_level`.
+        output_inputs: Vec<Arc<FileMeta>>,
+    },
+    /// L0 files merged into one L0 file, when the base level is busy where they lie.
+    IntraL0 {
+        /// Files from L0.
+        inputs: Vec<Arc<FileMeta>>,
+    },
 }
 
 impl CompactionChoice {
+    /// Source level.
+    pub fn level(&self) -> usize {
+        match self {
+            CompactionChoice::Move { level, .. } | CompactionChoice::Merge { level, .. } => *level,
+            CompactionChoice::IntraL0 { .. } => 0,
+        }
+    }
+
+    /// Destination level.
+    pub fn output_level(&self) -> usize {
+        match self {
+            CompactionChoice::Move { level, .. } => level + 1,
+            CompactionChoice::Merge { output_level, .. } => *output_level,
+            CompactionChoice::IntraL0 { .. } => 0,
+        }
+    }
+
+    /// Files from the source level.
+    pub fn inputs(&self) -> &[Arc<FileMeta>] {
+        match self {
+            CompactionChoice::Move { file, .. } => std::slice::from_ref(file),
+            CompactionChoice::Merge { inputs, .. } | CompactionChoice::IntraL0 { inputs } => inputs,
+        }
+    }
+
+    /// Files from the destination level (none for a move or an intra-L0 compaction).
+    pub fn output_inputs(&self) -> &[Arc<FileMeta>] {
+        match self {
+            CompactionChoice::Merge { output_inputs, .. } => output_inputs,
+            CompactionChoice::Move { .. } | CompactionChoice::IntraL0 { .. } => &[],
+        }
+    }
+
     /// Every input file.
     pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
-        self.inputs.iter().chain(self.output_inputs.iter())
+        self.inputs().iter().chain(self.output_inputs())
     }
 }
 
@@ -70,7 +118,7 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
     // Up a level while this one's target is above `max_bytes_for_level_base`, so the base
     // level's target ends in (base / multiplier, base] (RocksDB's rule). Staying at the last
     // level until it held multiplier × base bytes made every L0 compaction of a random-key
-    // load rewrite the whole bottom level: 6.7× write amplification at 10M pairs.
+    // load rewrite the whole bottom level (BENCHMARKS.md, notes from earlier measurements).
     while base > 1 && size > o.max_bytes_for_level_base {
         size /= mult;
         base -= 1;
@@ -79,8 +127,7 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
     // No level from the base down is targeted under `max_bytes_for_level_base` (RocksDB's
     // `level_max_bytes_[i] = max(level_size, base_bytes_max)`): with the last level at 3× the
     // base size, a base level held to a tenth of it made every byte moved down rewrite ~10×
-    // its size of the last level — write amplification 5.5–6.2 at 10M pairs against
-    // RocksDB's 3.3, whose base level holds 256 MiB over an 833 MiB last level.
+    // its size of the last level, where RocksDB's rule keeps it near 3.
     for t in targets.iter_mut().take(last).skip(base) {
         *t = (*t).max(o.max_bytes_for_level_base);
     }
@@ -204,15 +251,18 @@ pub fn pick_compaction_with(
         };
         // Defence in depth for L0→Lbase (its picks already avoid running L0→Lbase ranges;
         // `pick_level` checks its own choices).
-        let choice = choice.filter(|c| {
-            c.level != 0
-                || c.output_level == 0
-                || c.span()
-                    .is_none_or(|(lo, hi)| !conflicts(l0.running_outputs, c.output_level, lo, hi))
+        let choice = choice.filter(|c| match c {
+            CompactionChoice::Merge {
+                level: 0,
+                output_level,
+                ..
+            } => c
+                .span()
+                .is_none_or(|(lo, hi)| !conflicts(l0.running_outputs, *output_level, lo, hi)),
+            _ => true,
         });
-        if let Some(mut c) = choice {
-            c.score_x100 = scores[level];
-            return Some(c);
+        if choice.is_some() {
+            return choice;
         }
     }
     None
@@ -256,24 +306,17 @@ fn pick_l0(
                     c = before;
                 }
             }
-            return Some(CompactionChoice {
+            return Some(CompactionChoice::Merge {
                 level: 0,
                 output_level: base,
                 inputs: c.files.clone(),
                 output_inputs,
-                trivial_move: false,
-                score_x100: 0,
             });
         }
     }
     let c = sub.pick_intra_l0_compaction(earliest_unflushed_seqno, &opts)?;
-    Some(CompactionChoice {
-        level: 0,
-        output_level: 0,
+    Some(CompactionChoice::IntraL0 {
         inputs: c.files.clone(),
-        output_inputs: Vec::new(),
-        trivial_move: false,
-        score_x100: 0,
     })
 }
 
@@ -295,14 +338,18 @@ fn pick_level(
         let overlap_bytes: u64 = next.iter().map(|n| n.size).sum();
         let ratio = u128::from(overlap_bytes) * 1024 / u128::from(f.size.max(1));
         if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
-            let trivial = next.is_empty();
-            let c = CompactionChoice {
-                level,
-                output_level: level + 1,
-                inputs: vec![Arc::clone(f)],
-                output_inputs: next,
-                trivial_move: trivial,
-                score_x100: 0,
+            let c = if next.is_empty() {
+                CompactionChoice::Move {
+                    level,
+                    file: Arc::clone(f),
+                }
+            } else {
+                CompactionChoice::Merge {
+                    level,
+                    output_level: level + 1,
+                    inputs: vec![Arc::clone(f)],
+                    output_inputs: next,
+                }
             };
             if c.span()
                 .is_some_and(|(lo, hi)| conflicts(running, level + 1, lo, hi))
@@ -348,7 +395,7 @@ mod tests {
         let (_, base) = level_targets(&v, &opts());
         assert_eq!(base, 6);
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
-        assert_eq!((c.level, c.output_level, c.inputs.len()), (0, 6, 4));
+        assert_eq!((c.level(), c.output_level(), c.inputs().len()), (0, 6, 4));
         assert!(pick_compaction(&v, &opts(), &[1].into_iter().collect()).is_none());
     }
 
@@ -387,7 +434,7 @@ mod tests {
         let (_, base) = level_targets(&v, &opts());
         assert_eq!(base, 5);
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
-        assert_eq!((c.level, c.output_level), (0, 5));
+        assert_eq!((c.level(), c.output_level()), (0, 5));
     }
 
     #[test]
@@ -404,7 +451,7 @@ mod tests {
         files.push((5, wide));
         let v = version(files);
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
-        assert_eq!((c.level, c.output_level), (0, 5));
+        assert_eq!((c.level(), c.output_level()), (0, 5));
         let lo = c.all_inputs().map(|f| f.smallest_user()).min().unwrap();
         let hi = c.all_inputs().map(|f| f.largest_user()).max().unwrap();
         let overlapped: Vec<u64> = v
@@ -412,12 +459,12 @@ mod tests {
             .iter()
             .map(|f| f.number)
             .collect();
-        let taken: Vec<u64> = c.output_inputs.iter().map(|f| f.number).collect();
+        let taken: Vec<u64> = c.output_inputs().iter().map(|f| f.number).collect();
         assert_eq!(
             overlapped,
             taken,
             "inputs {:?}",
-            c.inputs.iter().map(|f| f.number).collect::<Vec<_>>()
+            c.inputs().iter().map(|f| f.number).collect::<Vec<_>>()
         );
     }
 
@@ -492,17 +539,17 @@ mod tests {
                 };
                 let Some(c) = pick_compaction_with(&v, &ctx, &o, &busy) else { break };
                 let sp = span(&c);
-                if c.output_level > 0 {
-                    let touched: Vec<u64> = v.levels[c.output_level]
+                if c.output_level() > 0 {
+                    let touched: Vec<u64> = v.levels[c.output_level()]
                         .iter()
                         .filter(|f| f.overlaps(Some(&sp.0), Some(&sp.1)))
                         .filter(|f| !(sp.2 && f.smallest_user() == sp.1.as_slice()))
                         .map(|f| f.number)
                         .collect();
-                    let taken: Vec<u64> = c.output_inputs.iter().map(|f| f.number).collect();
+                    let taken: Vec<u64> = c.output_inputs().iter().map(|f| f.number).collect();
                     proptest::prop_assert_eq!(touched, taken);
                     for (level, other) in &spans {
-                        if *level != c.output_level {
+                        if *level != c.output_level() {
                             continue;
                         }
                         let apart = |a: &Span, b: &Span| {
@@ -514,15 +561,15 @@ mod tests {
                 for f in c.all_inputs() {
                     proptest::prop_assert!(busy.insert(f.number), "file {} picked twice", f.number);
                 }
-                if c.level == 0 {
+                if c.level() == 0 {
                     running.push(RunningL0Compaction {
-                        smallest: c.inputs.iter().map(|f| f.smallest_user()).min().unwrap().to_vec(),
-                        largest: c.inputs.iter().map(|f| f.largest_user()).max().unwrap().to_vec(),
-                        intra_l0: c.output_level == 0,
-                        files: c.inputs.iter().map(|f| f.number).collect(),
+                        smallest: c.inputs().iter().map(|f| f.smallest_user()).min().unwrap().to_vec(),
+                        largest: c.inputs().iter().map(|f| f.largest_user()).max().unwrap().to_vec(),
+                        intra_l0: c.output_level() == 0,
+                        files: c.inputs().iter().map(|f| f.number).collect(),
                     });
                 }
-                spans.push((c.output_level, sp));
+                spans.push((c.output_level(), sp));
             }
         }
     }
@@ -532,7 +579,7 @@ mod tests {
         // Ingests that each overlap the one before land in L6, L5, … L1 (one file per level):
         // the base level is then L1, but every level above the one the sizes call for must
         // score ≥ 1 so that the data moves down instead of each L0 compaction cascading
-        // through five levels (l0-ingest-random: write amplification 8.7).
+        // through five levels.
         let v = version(
             (1..NUM_LEVELS)
                 .map(|l| (l, f(l as u64, "a", "z", 600)))
@@ -547,7 +594,7 @@ mod tests {
             assert!(*score >= 100, "L{l} score {score} (targets {targets:?})");
         }
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
-        assert_eq!(c.level, 1);
+        assert_eq!(c.level(), 1);
     }
 
     #[test]
@@ -571,7 +618,7 @@ mod tests {
         assert!(pick_compaction_with(&v, &ctx, &opts(), &HashSet::new()).is_none());
         // With nothing running it is a trivial move.
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
-        assert!(c.trivial_move && c.level == 4);
+        assert!(matches!(c, CompactionChoice::Move { level: 4, .. }));
     }
 
     #[test]
@@ -582,8 +629,8 @@ mod tests {
             (6, f(3, "a", "b", 50_000)),
         ]);
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
-        assert_eq!(c.level, 5);
-        assert_eq!(c.inputs[0].number, 2);
-        assert!(c.trivial_move);
+        assert_eq!(c.level(), 5);
+        assert_eq!(c.inputs()[0].number, 2);
+        assert!(matches!(c, CompactionChoice::Move { .. }));
     }
 }

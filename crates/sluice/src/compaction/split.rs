@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use crate::sst::table_iter::IterBounds;
+use crate::base::bounds::IterBounds;
 use crate::version::FileMeta;
 
 /// The key ranges a compaction with `inputs` (level, file) writing to `output_level` is split

@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compaction::picker::{self, CompactionChoice};
+use crate::compaction::picker::CompactionChoice;
 
-use super::*;
+use super::flushable::Flushable;
+use super::Inner;
 
 pub(super) enum Job {
     Flush(Flushable),
@@ -25,14 +26,11 @@ impl Inner {
                         return;
                     }
                     if s.background_error.is_none() {
-                        if !s.flush_running && !s.imm.is_empty() {
-                            s.flush_running = true;
+                        if !s.jobs.flush_running() && !s.imm.is_empty() {
+                            s.jobs.start_flush();
                             break Job::Flush(s.imm[0].clone());
                         }
-                        if !s.manual_compaction
-                            && s.ingests_installing == 0
-                            && s.compactions_running + 1 < self.opts.max_background_jobs.max(2)
-                        {
+                        if s.jobs.may_pick_compaction(self.opts.max_background_jobs) {
                             let earliest_unflushed_seqno = s
                                 .imm
                                 .iter()
@@ -43,26 +41,15 @@ impl Inner {
                                 ])
                                 .min()
                                 .unwrap_or(u64::MAX);
-                            let ctx = picker::L0Context {
-                                sublevels: &s.l0,
-                                running: &s.running_l0,
+                            // Inputs busy and output range taken in this critical section.
+                            let st = &mut *s;
+                            let picked = st.jobs.pick_compaction(
+                                &st.version,
+                                &st.l0,
                                 earliest_unflushed_seqno,
-                                running_outputs: &s.compaction_output_ranges,
-                            };
-                            if let Some(c) = picker::pick_compaction_with(
-                                &s.version,
-                                &ctx,
                                 &picker_opts,
-                                &s.compacting_files,
-                            ) {
-                                for f in c.all_inputs() {
-                                    s.compacting_files.insert(f.number);
-                                }
-                                s.compaction_output_ranges.push(running_output(&c));
-                                if let Some(r) = running_l0(&c) {
-                                    s.running_l0.push(r);
-                                }
-                                s.compactions_running += 1;
+                            );
+                            if let Some(c) = picked {
                                 break Job::Compact(c);
                             }
                         }
@@ -76,19 +63,8 @@ impl Inner {
             };
             let mut s = self.state.lock();
             match &job {
-                Job::Flush(_) => s.flush_running = false,
-                Job::Compact(c) => {
-                    s.compactions_running -= 1;
-                    remove_running_output(&mut s.compaction_output_ranges, &running_output(c));
-                    if let Some(r) = running_l0(c) {
-                        if let Some(i) = s.running_l0.iter().position(|x| *x == r) {
-                            s.running_l0.remove(i);
-                        }
-                    }
-                    for f in c.all_inputs() {
-                        s.compacting_files.remove(&f.number);
-                    }
-                }
+                Job::Flush(_) => s.jobs.finish_flush(),
+                Job::Compact(c) => s.jobs.finish_compaction(c),
             }
             if let Err(e) = result {
                 s.background_error.get_or_insert(e.to_string());
@@ -102,13 +78,7 @@ impl Inner {
 
     /// A file-number allocator that also protects the numbers from obsolete-file deletion.
     pub(super) fn allocate_numbers(&self) -> impl FnMut() -> u64 + '_ {
-        move || {
-            let mut s = self.state.lock();
-            let x = s.next_file_number;
-            s.next_file_number += 1;
-            s.uninstalled_files.insert(x);
-            x
-        }
+        move || self.state.lock().files.new_table_number()
     }
 
     /// The seqnos a flush or compaction starting now must keep readable: every live snapshot,

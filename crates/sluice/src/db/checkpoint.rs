@@ -2,14 +2,17 @@
 //! hard-linked (copied across file systems) and a fresh MANIFEST describing exactly them.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use crate::base::error::{Error, Result};
 use crate::base::filenames::{manifest_name, table_file_name};
-use crate::version::{VersionEdit, MANIFEST_FORMAT_VERSION};
+use crate::version::{Version, VersionEdit, MANIFEST_FORMAT_VERSION};
 use crate::wal::log::LogWriter;
 
 use super::open::{set_current, write_options_file};
-use super::*;
+use super::{Db, Inner};
 
 /// What [`Db::checkpoint`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +76,7 @@ impl Inner {
             let s = self.state.lock();
             if s.mem.is_empty() && s.imm.is_empty() {
                 let version = Arc::clone(&s.version);
-                let next = s.next_file_number;
+                let next = s.files.next_file_number();
                 // The read horizon, loaded in the same `state` critical section as the version
                 // (invariant 1): every seqno at or below it is in the memtables (empty) or
                 // the version. Not `last_sequence`: a write group can hold seqnos above the

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::filenames::table_file_name;
 use crate::base::range_tombstone::RangeTombstone;
@@ -14,21 +15,18 @@ use crate::compaction::split::subcompaction_ranges;
 use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
 use crate::read::merging::{BoxIter, MergingIter};
-use crate::sst::table::IterBounds;
-use crate::version::l0_sublevels::RunningL0Compaction;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
-use super::*;
+use super::Inner;
 
 impl Inner {
     /// Compaction, step by step: trivial move or merge the inputs into new tables, then one
     /// durable edit that swaps inputs for outputs.
     pub(super) fn run_compaction(self: &Arc<Self>, c: &CompactionChoice) -> Result<()> {
-        if c.trivial_move {
-            let f = &c.inputs[0];
+        if let CompactionChoice::Move { level, file } = c {
             let edit = VersionEdit {
-                deleted: vec![(c.level, f.number)],
-                added: vec![(c.output_level, (**f).clone())],
+                deleted: vec![(*level, file.number)],
+                added: vec![(level + 1, (**file).clone())],
                 ..Default::default()
             };
             self.log_and_apply(edit, |_| {})?;
@@ -36,16 +34,16 @@ impl Inner {
             return Ok(());
         }
         let inputs: Vec<(usize, Arc<FileMeta>)> = c
-            .inputs
+            .inputs()
             .iter()
-            .map(|f| (c.level, Arc::clone(f)))
+            .map(|f| (c.level(), Arc::clone(f)))
             .chain(
-                c.output_inputs
+                c.output_inputs()
                     .iter()
-                    .map(|f| (c.output_level, Arc::clone(f))),
+                    .map(|f| (c.output_level(), Arc::clone(f))),
             )
             .collect();
-        self.compact_files(&inputs, c.output_level)
+        self.compact_files(&inputs, c.output_level())
     }
 
     /// A merge compaction, in steps: split the key space into subcompactions at input file
@@ -116,7 +114,7 @@ impl Inner {
             // Outputs of the ranges that finished are garbage now.
             let mut s = self.state.lock();
             for f in &outputs {
-                s.uninstalled_files.remove(&f.number);
+                s.files.release(f.number);
                 let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
             }
             return Err(e);
@@ -212,8 +210,8 @@ impl Inner {
                 self.log_and_apply(edit, |_| {})
             });
         let mut s = self.state.lock();
-        for n in &numbers {
-            s.uninstalled_files.remove(n);
+        for n in numbers {
+            s.files.release(n);
         }
         r
     }
@@ -225,15 +223,14 @@ impl Inner {
     ) -> Result<()> {
         // Stop automatic compactions and wait for running ones and for ingest installs.
         let mut s = self.state.lock();
-        while s.manual_compaction || s.compactions_running > 0 || s.ingests_installing > 0 {
+        while !s.jobs.may_start_manual() {
             self.done_cv.wait_for(&mut s, Duration::from_millis(50));
         }
-        s.manual_compaction = true;
         // Choose the inputs and register the output range in this critical section, so an
         // ingest reading the running outputs either sees it or installed before the version
         // the inputs come from.
         let (inputs, out) = manual_compaction_inputs(&s.version, start, end);
-        s.compaction_output_ranges.push(out.clone());
+        s.jobs.start_manual(out.clone());
         drop(s);
         let only_last = inputs.iter().all(|(l, _)| *l == NUM_LEVELS - 1) && inputs.len() <= 1;
         let r = if inputs.is_empty() || only_last {
@@ -242,8 +239,7 @@ impl Inner {
             self.compact_files(&inputs, NUM_LEVELS - 1)
         };
         let mut s = self.state.lock();
-        remove_running_output(&mut s.compaction_output_ranges, &out);
-        s.manual_compaction = false;
+        s.jobs.finish_manual(&out);
         if let Err(e) = &r {
             s.background_error.get_or_insert(e.to_string());
         }
@@ -301,35 +297,4 @@ pub(super) fn manual_compaction_inputs(
             .unwrap_or_default(),
     };
     (inputs, out)
-}
-
-/// Removes one registration of a finished compaction's output range.
-pub(super) fn remove_running_output(running: &mut Vec<RunningOutput>, done: &RunningOutput) {
-    if let Some(i) = running.iter().position(|r| r == done) {
-        running.remove(i);
-    }
-}
-
-pub(super) fn running_output(c: &CompactionChoice) -> RunningOutput {
-    let (lo, hi) = c.span().unwrap_or_default();
-    RunningOutput {
-        level: c.output_level,
-        lo: lo.to_vec(),
-        hi: hi.to_vec(),
-    }
-}
-
-/// A compaction out of L0 as the L0 picker tracks it (see `L0Context`).
-pub(super) fn running_l0(c: &CompactionChoice) -> Option<RunningL0Compaction> {
-    if c.level != 0 {
-        return None;
-    }
-    let smallest = c.inputs.iter().map(|f| f.smallest_user()).min()?.to_vec();
-    let largest = c.inputs.iter().map(|f| f.largest_user()).max()?.to_vec();
-    Some(RunningL0Compaction {
-        smallest,
-        largest,
-        intra_l0: c.output_level == 0,
-        files: c.inputs.iter().map(|f| f.number).collect(),
-    })
 }

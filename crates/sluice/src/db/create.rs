@@ -213,7 +213,9 @@ fn remove_leftovers(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> Result
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::path::Path;
+
+    use super::{DirContents, SHOWN_NAMES};
 
     fn entries(list: &[(&str, u64)]) -> Vec<(String, u64)> {
         list.iter().map(|(n, s)| (n.to_string(), *s)).collect()

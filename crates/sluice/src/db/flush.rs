@@ -5,15 +5,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use options::Options;
-
 use crate::base::error::{Error, Result};
 use crate::compaction::job::{merge_to_tables, DropPolicy, OutputSpec};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::version::{FileMeta, VersionEdit};
 
-use super::*;
+use super::flushable::Flushable;
+use super::{Inner, Options};
 
 /// Writes a memtable to L0 table(s), cut at `split_keys` (L0's flush split keys, so no new L0
 /// file is wide); returns their metadata. Syncs files and the directory.
@@ -64,7 +63,7 @@ impl Inner {
         self.leave_queue_barrier(&me);
         r?;
         let mut s = self.state.lock();
-        while !s.imm.is_empty() || s.flush_running {
+        while !s.imm.is_empty() || s.jobs.flush_running() {
             if let Some(e) = self.read_only_error(&s) {
                 return Err(e);
             }
@@ -147,11 +146,11 @@ impl Inner {
             if s.imm.first().is_some_and(|m| m.same(entry)) {
                 s.imm.remove(0);
             }
-            s.log_number = next_log;
+            s.files.set_log_number(next_log);
         });
         let mut s = self.state.lock();
         for n in numbers {
-            s.uninstalled_files.remove(&n);
+            s.files.release(n);
         }
         r
     }
@@ -187,10 +186,10 @@ pub(super) fn flush_split_keys_with_base(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::flush_split_keys_with_base;
     use crate::compaction::picker::PickerOptions;
     use crate::version::l0_sublevels::L0Sublevels;
-    use crate::version::Version;
+    use crate::version::{FileMeta, Version, VersionEdit};
 
     fn file(n: u64, lo: &str, hi: &str) -> FileMeta {
         FileMeta::for_test(n, lo.as_bytes(), hi.as_bytes(), 1 << 20, n)

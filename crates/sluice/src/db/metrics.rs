@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::compaction::picker::{self};
 use crate::version::NUM_LEVELS;
 
-use super::*;
+use super::Inner;
 
 /// Per-level shape.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

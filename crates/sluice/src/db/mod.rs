@@ -1,13 +1,18 @@
 //! The database: write path, read path, flush, compaction, recovery.
 //!
 //! Threads and locks:
+//! * `ingest_order`: held by an ingest from its latch to its install or queueing, so ingests
+//!   apply one at a time.
 //! * `queue` (group commit): writers enqueue; the front writer is the *leader*, which writes
 //!   the whole group to the WAL and memtable while the others wait. Only the leader touches
 //!   the WAL and inserts into the active memtable.
-//! * `state`: memtables, the current version, counters, busy files. Held briefly; never
-//!   across table I/O. Readers lock it only to clone `Arc`s of their sources.
 //! * `manifest`: serializes version edits. Held while an edit is written and synced, so the
 //!   order of edits in the MANIFEST is the order versions are installed.
+//! * `snapshots`: the registry of live snapshots (a job reads it with the read horizon).
+//! * `state` (`State`): memtables, the current version and its derived facts, the running
+//!   jobs (`jobs.rs`) and the file book (`file_book.rs`). Held briefly; never across table
+//!   I/O. Readers lock it only to clone `Arc`s of their sources.
+//! * `wal`: the active WAL's writer (appends by the leader; syncs, switches).
 //! * Background workers run flushes and compactions without holding `state`.
 //! * Lock order: `ingest_order` → `queue` → `manifest` → `snapshots` → `state` → `wal`;
 //!   never the reverse.
@@ -33,9 +38,11 @@ mod background;
 mod checkpoint;
 mod compact;
 mod create;
+mod file_book;
 mod flush;
 mod flushable;
 mod ingest;
+mod jobs;
 mod metrics;
 mod obsolete;
 mod open;
@@ -45,7 +52,7 @@ mod table_cache;
 mod version_set;
 mod write;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -60,9 +67,9 @@ pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
 
-use compact::{remove_running_output, running_l0, running_output};
-use flush::flush_memtable;
+use file_book::FileBook;
 use flushable::Flushable;
+use jobs::Jobs;
 use metrics::Counters;
 use obsolete::ReadPin;
 use read::View;
@@ -72,7 +79,6 @@ use write::WriteQueue;
 
 use crate::base::error::{Error, Result};
 use crate::compaction::picker::{self, PickerOptions};
-use crate::compaction::RunningOutput;
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::read::db_iter::DbIterator;
@@ -122,7 +128,10 @@ impl Drop for Snapshot {
     }
 }
 
-/// Everything guarded by the `state` lock. Held briefly, never across I/O.
+/// Everything guarded by the `state` lock. Held briefly, never across I/O. The sources of
+/// reads and their derived facts sit here; what runs and what it holds busy is [`Jobs`]
+/// (`jobs.rs`), file numbers and which tables must stay on disk the [`FileBook`]
+/// (`file_book.rs`), each changed only through its own methods.
 struct State {
     /// The active memtable: only the write leader inserts into it.
     mem: Arc<MemTable>,
@@ -132,46 +141,21 @@ struct State {
     imm: Vec<Flushable>,
     /// The current version. Replaced only by `log_and_apply`, after its edit is durable.
     version: Arc<Version>,
-    /// The current version's L0 sublevels, rebuilt with every version (derived, never stored:
-    /// DESIGN.md invariant 2).
+    /// The current version's L0 sublevels, rebuilt with every version by `set_version`
+    /// (derived from the version, never stored in the MANIFEST).
     l0: Arc<L0Sublevels>,
-    /// Estimated bytes compaction is behind in the current version (see `Options`).
+    /// Estimated bytes compaction is behind in the current version (see `Options`), also
+    /// rebuilt by `set_version`.
     pending_compaction_bytes: u64,
-    /// Every version handed out; a table any of them holds stays on disk (invariant 7).
-    live_versions: Vec<Weak<Version>>,
-    /// Every flushable ingest handed out (a snapshot's view may hold one after its tables were
-    /// installed and compacted away): their tables stay on disk too.
-    live_ingested: Vec<Weak<flushable::IngestedTables>>,
-    /// The next file number; numbers are never reused (DESIGN.md invariant 9).
-    next_file_number: u64,
-    /// WALs below this number are flushed and may be deleted (invariant 3).
-    log_number: u64,
-    /// Input files of running compactions: never picked twice.
-    compacting_files: HashSet<u64>,
-    /// Running compactions out of L0 (several may run at once on disjoint key ranges).
-    running_l0: Vec<crate::version::l0_sublevels::RunningL0Compaction>,
-    /// Numbers of files being written or linked whose edit is not installed yet: the
-    /// obsolete-file scan never deletes them.
-    uninstalled_files: HashSet<u64>,
-    /// Key ranges and output levels of running compactions: an ingest never lands in one
-    /// (its placement treats the range as occupied, see `ingest_target_level`).
-    compaction_output_ranges: Vec<RunningOutput>,
-    /// A flush is running (one at a time, oldest memtable first).
-    flush_running: bool,
-    /// Automatic compactions running.
-    compactions_running: usize,
-    /// A manual compaction runs: no automatic compaction is picked.
-    manual_compaction: bool,
-    /// Ingests between reading the version and installing their edit; no compaction is
-    /// picked meanwhile (it could write into an ingested range, see `ingest_begin_install`).
-    ingests_installing: usize,
-    /// Tables removed from the current version that an older, still-read version may hold.
-    obsolete_tables: Vec<u64>,
+    /// Writes skipped the WAL since the last flush: closing flushes them.
+    unlogged_writes: bool,
     /// Set by the first failed background write or sync: the Db is read-only from then on
     /// (invariant 5).
     background_error: Option<String>,
-    /// Writes skipped the WAL since the last flush: closing flushes them.
-    unlogged_writes: bool,
+    /// The flush, compactions and ingest installs running, and what they hold busy.
+    jobs: Jobs,
+    /// File numbers, uninstalled files, obsolete tables and the live versions holding them.
+    files: FileBook,
 }
 
 struct Inner {
@@ -365,10 +349,11 @@ impl Db {
             if let Some(e) = &s.background_error {
                 return Err(Error::Poisoned(e.clone()));
             }
-            let idle = !s.flush_running
+            let idle = !s.jobs.flush_running()
                 && s.imm.is_empty()
-                && s.compactions_running == 0
-                && picker::pick_compaction(&s.version, &picker_opts, &s.compacting_files).is_none();
+                && s.jobs.compactions_running() == 0
+                && picker::pick_compaction(&s.version, &picker_opts, s.jobs.compacting_files())
+                    .is_none();
             if idle {
                 // Settled: delete what the last jobs left to readers that are gone by now.
                 drop(s);
@@ -437,12 +422,6 @@ impl Inner {
         }
         s.background_error.clone().map(Error::Poisoned)
     }
-
-    // ---------------------------------------------------------------- write path
-
-    // ---------------------------------------------------------------- read path
-
-    // ---------------------------------------------------------------- background work
 }
 
 /// The picker's knobs from the options.

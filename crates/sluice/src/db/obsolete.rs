@@ -1,13 +1,13 @@
 //! Obsolete files: a table leaves the directory when no live version holds it (invariant 7),
 //! WALs after a durable edit above them (invariant 3), old MANIFESTs and OPTIONS files at once.
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use crate::base::filenames::{classify, table_file_name, FileKind};
+use crate::version::Version;
 
-use super::*;
+use super::Inner;
 
 /// Held by every reader of a view (snapshot, iterator, point read), holding its own reference
 /// to the view's version and dropped after every other one the reader holds. A reader that
@@ -46,20 +46,6 @@ impl Drop for ReadPin {
     }
 }
 
-/// Every table a live version or a live flushable ingest holds.
-fn live_tables(s: &mut State) -> HashSet<u64> {
-    s.live_versions.retain(|w| w.strong_count() > 0);
-    s.live_ingested.retain(|w| w.strong_count() > 0);
-    let mut live: HashSet<u64> = s.version.file_numbers().collect();
-    for v in s.live_versions.iter().filter_map(Weak::upgrade) {
-        live.extend(v.file_numbers());
-    }
-    for t in s.live_ingested.iter().filter_map(Weak::upgrade) {
-        live.extend(t.files.iter().map(|f| f.number));
-    }
-    live
-}
-
 impl Inner {
     /// A pin owning a reader's reference to `version` (see [`ReadPin`]).
     pub(super) fn pin(self: &Arc<Self>, version: Arc<Version>) -> ReadPin {
@@ -75,14 +61,12 @@ impl Inner {
             let mut s = self.state.lock();
             // After a failed MANIFEST write the edit may be on disk anyway: nothing it names
             // or removes is deleted until the next open reads what the MANIFEST holds.
-            if s.obsolete_tables.is_empty() || s.background_error.is_some() {
+            if !s.files.has_obsolete() || s.background_error.is_some() {
                 return;
             }
-            let live = live_tables(&mut s);
-            let (dead, still): (Vec<u64>, Vec<u64>) =
-                s.obsolete_tables.iter().partition(|n| !live.contains(n));
-            s.obsolete_tables = still;
-            if s.obsolete_tables.is_empty() {
+            let st = &mut *s;
+            let dead = st.files.take_dead(&st.version);
+            if !st.files.has_obsolete() {
                 self.obsolete_pending.store(false, Ordering::Release);
             }
             dead
@@ -106,11 +90,12 @@ impl Inner {
             if s.background_error.is_some() {
                 return; // see purge_obsolete_tables
             }
-            let mut live = live_tables(&mut s);
-            live.extend(s.uninstalled_files.iter().copied());
-            let min_wal = s.imm.first().map_or(s.mem.wal_number, |m| m.wal_number());
+            let st = &mut *s;
+            let live = st.files.needed_tables(&st.version);
+            let min_wal = st.imm.first().map_or(st.mem.wal_number, |m| m.wal_number());
             // Files numbered from here on were allocated after this live set was taken.
-            (live, s.log_number.min(min_wal), s.next_file_number)
+            let number_limit = st.files.next_file_number();
+            (live, st.files.log_number().min(min_wal), number_limit)
         };
         let Ok(names) = self.fs.list(&self.dir) else {
             return;

@@ -1,28 +1,36 @@
 //! Opening a Db: recovery as numbered steps (see [`Db::open`]).
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
-
-pub use options::Options;
 
 use crate::base::error::{Error, Result};
 use crate::base::filenames::{
     classify, current_tmp_name, manifest_name, number_in_name, options_file_name, table_file_name,
     wal_name, FileKind,
 };
+use crate::compaction::picker;
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::sst::cache::BlockCache;
+use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
 use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::create::{lock_or_create, DirContents};
-use super::*;
+use super::file_book::FileBook;
+use super::flush::flush_memtable;
+use super::flushable::{Flushable, IngestedTables};
+use super::jobs::Jobs;
+use super::metrics::Counters;
+use super::table_cache::TableCache;
+use super::version_set::ManifestState;
+use super::write::WriteQueue;
+use super::{picker_options, Db, Inner, Options, State};
 
 impl Db {
     /// Opens (or creates) the database in `dir`. Recovery, step by step:
@@ -102,7 +110,7 @@ impl Db {
                     let mut files: Vec<Arc<FileMeta>> = files.into_iter().map(Arc::new).collect();
                     files.sort_by_key(|f| std::cmp::Reverse(f.largest_seqno));
                     let largest_seqno = files.first().map_or(0, |f| f.largest_seqno);
-                    Flushable::Ingested(Arc::new(super::flushable::IngestedTables {
+                    Flushable::Ingested(Arc::new(IngestedTables {
                         files,
                         wal_number: 0,
                         largest_seqno,
@@ -500,24 +508,13 @@ impl Inner {
                     &picker_opts,
                 ),
                 l0,
-                log_number: mem.wal_number,
+                files: FileBook::new(rec.next_file_number, mem.wal_number, &version),
                 mem,
                 imm,
-                live_versions: vec![Arc::downgrade(&version)],
-                live_ingested: Vec::new(),
                 version,
-                next_file_number: rec.next_file_number,
-                compacting_files: HashSet::new(),
-                running_l0: Vec::new(),
-                uninstalled_files: HashSet::new(),
-                compaction_output_ranges: Vec::new(),
-                flush_running: false,
-                compactions_running: 0,
-                manual_compaction: false,
-                ingests_installing: 0,
-                obsolete_tables: Vec::new(),
-                background_error: None,
                 unlogged_writes: false,
+                background_error: None,
+                jobs: Jobs::default(),
             }),
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),

@@ -20,7 +20,9 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Most memtables (active + immutable) held before writes stall. Default 2.
     pub max_write_buffer_number: usize,
-    /// L0 file count that triggers an L0 compaction. Default 4.
+    /// L0 *sublevel* count (L0's read amplification, not its file count: many narrow files
+    /// side by side are one sublevel) at which L0 is due for compaction: L0 scores
+    /// `sublevels / l0_compaction_trigger`. Default 4.
     pub l0_compaction_trigger: usize,
     /// L0 *sublevel* count (L0's read amplification) at which each write is delayed by 1 ms.
     /// Default 20.

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::Result;
 use crate::base::key::{self, ValueKind};
 use crate::base::range_tombstone::RangeTombstone;
@@ -12,10 +13,10 @@ use crate::read::db_iter::DbIterator;
 use crate::read::level::{file_iter, LevelIter};
 use crate::read::merging::{BoxIter, MergingIter};
 use crate::read::range_del::RangeDelAggregator;
-use crate::sst::table::IterBounds;
 use crate::version::{FileMeta, Version};
 
-use super::*;
+use super::flushable::Flushable;
+use super::{Inner, Snapshot};
 
 /// The sources a read consults.
 #[derive(Clone)]

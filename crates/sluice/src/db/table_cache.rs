@@ -14,7 +14,7 @@ use crate::read::level::TableOpener;
 use crate::sst::table::{Table, TableReadOptions};
 use crate::version::FileMeta;
 
-use super::*;
+use super::Inner;
 
 pub(super) type TableMap = BTreeMap<u64, (Arc<Table>, u64)>;
 

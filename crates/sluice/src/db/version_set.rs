@@ -9,7 +9,7 @@ use crate::base::filenames::manifest_name;
 use crate::version::VersionEdit;
 use crate::wal::log::LogWriter;
 
-use super::*;
+use super::{Inner, State};
 
 pub(super) struct ManifestState {
     pub(super) writer: LogWriter,
@@ -40,7 +40,7 @@ impl Inner {
             if let Some(e) = self.read_only_error(&s) {
                 return Err(e);
             }
-            edit.next_file_number = Some(s.next_file_number);
+            edit.next_file_number = Some(s.files.next_file_number());
             s.version
                 .apply(&edit)
                 .map_err(|e| Error::InvalidArgument(format!("bad version edit: {e}")))?
@@ -58,17 +58,11 @@ impl Inner {
         }
         let mut s = self.state.lock();
         let v = Arc::new(next_version);
-        s.live_versions.retain(|w| w.strong_count() > 0);
-        s.live_versions.push(Arc::downgrade(&v));
-        // A trivial move deletes and re-adds the same number: that table stays.
-        for (_, n) in &edit.deleted {
-            if !edit.added.iter().any(|(_, f)| f.number == *n) {
-                s.obsolete_tables.push(*n);
-            }
-        }
+        s.files.track_version(&v);
+        s.files.retire(&edit);
         self.set_version(&mut s, v);
         also(&mut s);
-        if !s.obsolete_tables.is_empty() {
+        if s.files.has_obsolete() {
             self.obsolete_pending.store(true, Ordering::Release);
         }
         drop(s);

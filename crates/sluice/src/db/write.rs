@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-pub use options::WriteOptions;
-
 use crate::base::error::{Error, Result};
 use crate::base::filenames::wal_name;
 use crate::base::key::ValueKind;
@@ -17,7 +15,8 @@ use crate::memtable::MemTable;
 use crate::wal::batch::WriteBatch;
 use crate::wal::log::LogWriter;
 
-use super::*;
+use super::flushable::Flushable;
+use super::{Inner, State, WriteOptions};
 
 /// Largest group a leader commits at once, in bytes.
 pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -218,8 +217,7 @@ impl Inner {
 
     /// Makes the active memtable immutable and starts a new WAL (leader or flush caller only).
     pub(super) fn switch_memtable(&self, s: &mut State) -> Result<()> {
-        let number = s.next_file_number;
-        s.next_file_number += 1;
+        let number = s.files.new_wal_number();
         let path = wal_name(&self.dir, number);
         let switch = || -> std::io::Result<LogWriter> {
             let mut wal = self.wal.lock();

@@ -85,8 +85,8 @@ pub enum Writeback {
     /// journal commit every 8 MiB, and the submission runs on the writer's thread at its
     /// priority. (RocksDB's `bytes_per_sync` uses `sync_file_range`, which neither `rustix` nor
     /// `nix` offers; DONTNEED also evicts the range's pages already written back, so a file
-    /// read soon after may come from disk again.) Slower to finish: measured, an import of 1M
-    /// rows 1.28 → 1.55 s.
+    /// read soon after may come from disk again.) Slower to finish than `SyncThread` (see
+    /// BENCHMARKS.md, notes from earlier measurements).
     Initiate,
 }
 

@@ -5,10 +5,12 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::Result;
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, compare_internal, MAX_SEQNO};
-use crate::sst::table::{IterBounds, Table, TableIter};
+use crate::sst::table::Table;
+use crate::sst::table_iter::TableIter;
 use crate::version::FileMeta;
 
 /// Opens the table of a file (through the table cache).

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::iterator::InternalIterator;
 use crate::base::key;
-use crate::sst::table::{IterBounds, Table, TableReadOptions};
+use crate::sst::table::{Table, TableReadOptions};
 
 /// Opens `bytes` as a table and exercises every read path, with checksums verified and then
 /// with them off (so that corrupt bytes reach every parser). Must never panic; returns the

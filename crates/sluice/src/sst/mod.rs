@@ -2,7 +2,7 @@
 //! 5 (6 on request) and read in versions 1 to 7 (RocksDB ≥ 8.6 writes 6 by default, ≥ 11
 //! writes 7).
 //!
-//! * [`format`]: handles, trailers, checksums, compression framing; [`footer`] the footer and
+//! * [`format`](mod@format): handles, trailers, checksums, compression framing; [`footer`] the footer and
 //!   the context-aware checksums of format_version ≥ 6.
 //! * [`block`]: prefix-compressed blocks with restart points.
 //! * [`filter`]: the Bloom and Ribbon filters; [`xxph3`] their key hash; [`table_filter`] a
@@ -31,4 +31,4 @@ pub mod xxph3;
 #[cfg(test)]
 mod rocksdb_tests;
 #[cfg(test)]
-mod tests;
+mod table_tests;

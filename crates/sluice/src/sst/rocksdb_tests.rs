@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::Error;
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
 use crate::fs::RandomAccessFile;
-use crate::sst::table::{IterBounds, Table, TableReadOptions};
+use crate::sst::table::{Table, TableReadOptions};
 
 /// (file, entries, has a filter)
 const FIXTURES: [(&str, usize, bool); 6] = [

@@ -6,7 +6,7 @@
 //! 1. Every block read is checked against its trailer checksum (unless the caller turned
 //!    verification off) before any byte of it is interpreted; from format_version 6 the
 //!    checksum includes the block's offset, and the footer has its own checksum.
-//! 2. A [`TableIter`] with bounds never returns a key outside `[lower, upper)` and never reads a
+//! 2. A [`TableIter`](crate::sst::table_iter::TableIter) with bounds never returns a key outside `[lower, upper)` and never reads a
 //!    data block that the index proves lies entirely at or past `upper`.
 //! 3. Nothing read from the file can make this module panic; bad bytes become
 //!    [`Error::Corruption`] with the file name and the offset of the offending block.
@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self};
@@ -33,7 +34,6 @@ use crate::sst::format::{
 use crate::sst::index_iter::{IndexIter, IndexLayout, Partitions};
 use crate::sst::properties::{TableProperties, PROPERTIES_META_KEY};
 use crate::sst::table_filter::TableFilter;
-pub use crate::sst::table_iter::{IterBounds, TableIter};
 
 /// Metaindex key of the range deletion block.
 pub const RANGE_DEL_META_KEY: &str = "rocksdb.range_del";
@@ -629,11 +629,6 @@ impl Table {
             return Ok(None);
         }
         Ok(Some((parsed.kind, it.value().to_vec(), parsed.seqno)))
-    }
-
-    /// An iterator over the whole table, restricted to user keys in `bounds`.
-    pub fn iter(self: &Arc<Self>, bounds: IterBounds) -> TableIter {
-        TableIter::new(Arc::clone(self), bounds)
     }
 
     /// Reads every block, verifying checksums, key order, that the filter admits every key, and

@@ -5,40 +5,13 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{clone_error, Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ParsedKey, TRAILER_LEN};
 use crate::sst::block::{BlockIter, KeyOrder};
 use crate::sst::index_iter::IndexIter;
 use crate::sst::table::Table;
-
-/// User-key bounds for an iterator: `lower` inclusive, `upper` exclusive.
-#[derive(Debug, Clone, Default)]
-pub struct IterBounds {
-    /// Smallest user key to return.
-    pub lower: Option<Vec<u8>>,
-    /// First user key not to return.
-    pub upper: Option<Vec<u8>>,
-}
-
-impl IterBounds {
-    /// The contiguous ranges that strictly increasing `cuts` divide the key space into: the
-    /// first unbounded below, the last unbounded above, each cut the upper bound of one range
-    /// and the lower bound of the next (so each user key falls in exactly one).
-    pub fn between_cuts(cuts: Vec<Vec<u8>>) -> Vec<IterBounds> {
-        let mut ranges = Vec::with_capacity(cuts.len() + 1);
-        let mut lower = None;
-        for c in cuts {
-            ranges.push(IterBounds {
-                lower: lower.take(),
-                upper: Some(c.clone()),
-            });
-            lower = Some(c);
-        }
-        ranges.push(IterBounds { lower, upper: None });
-        ranges
-    }
-}
 
 /// A two-level iterator: index block → data blocks, restricted to [`IterBounds`].
 ///
@@ -54,8 +27,15 @@ pub struct TableIter {
     blocks_read: u64,
 }
 
+impl Table {
+    /// An iterator over the whole table, restricted to user keys in `bounds`.
+    pub fn iter(self: &Arc<Self>, bounds: IterBounds) -> TableIter {
+        TableIter::new(Arc::clone(self), bounds)
+    }
+}
+
 impl TableIter {
-    pub(crate) fn new(table: Arc<Table>, bounds: IterBounds) -> Self {
+    fn new(table: Arc<Table>, bounds: IterBounds) -> Self {
         let index = table.index_iter();
         TableIter {
             table,

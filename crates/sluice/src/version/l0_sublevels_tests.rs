@@ -36,7 +36,9 @@ fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64, excl: bool) -> Fil
     f
 }
 
-fn parse_version(input: &str) -> Version {
+/// A version from golden-file lines `L<level> <number>:<lo>-<hi> [size=B] [seq=S] [excl]`
+/// (the `version` directive of every golden file, `compaction/golden_tests.rs` too).
+pub(crate) fn parse_version(input: &str) -> Version {
     let mut edit = VersionEdit::default();
     for line in input.lines().filter(|l| !l.trim().is_empty()) {
         let parts: Vec<&str> = line.split_whitespace().collect();

@@ -14,7 +14,7 @@
 pub mod l0_pick;
 pub mod l0_sublevels;
 #[cfg(test)]
-mod l0_sublevels_tests;
+pub(crate) mod l0_sublevels_tests;
 pub mod render;
 
 use std::sync::Arc;

@@ -2,11 +2,66 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sluice::fs::{FileSystem, MemFs};
 use sluice::key::{make_internal_key, ValueKind};
 use sluice::sst::table_builder::TableIdentity;
-use sluice::{TableBuilder, TableOptions};
+use sluice::{Db, Options, ReadOptions, Snapshot, TableBuilder, TableOptions, WriteOptions};
+
+/// Default options on `fs`.
+pub fn mem_opts(fs: &MemFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    }
+}
+
+/// Tiny sizes on `fs`: memtables, tables and levels fill within a few hundred writes, so
+/// flushes and compactions keep running.
+pub fn tiny_opts(fs: &MemFs) -> Options {
+    Options {
+        write_buffer_size: 4 << 10,
+        l0_compaction_trigger: 2,
+        max_bytes_for_level_base: 16 << 10,
+        target_file_size: 4 << 10,
+        block_size: 256,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    }
+}
+
+/// A synced write.
+pub fn sync() -> WriteOptions {
+    WriteOptions {
+        sync: true,
+        disable_wal: false,
+    }
+}
+
+/// The value of `key` as of `snap`.
+pub fn get_at(db: &Db, snap: &Snapshot, key: &[u8]) -> Option<Vec<u8>> {
+    let opts = ReadOptions {
+        snapshot: Some(snap),
+        ..Default::default()
+    };
+    db.get_opt(key, &opts).unwrap()
+}
+
+/// Bytes of the table files in the real directory `dir`.
+pub fn table_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// Bytes of the tables the current version holds.
+pub fn live_bytes(db: &Db) -> u64 {
+    db.metrics().levels.iter().map(|l| l.bytes).sum()
+}
 
 /// An external SST on `fs` at `/src/<name>` (seqno 0, durable) with `puts` (key, value) and
 /// range deletions `[start, end)`.

@@ -2,15 +2,14 @@
 
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
-use crate::sst::table::IterBounds;
 use crate::wal::batch::WriteBatch;
 
 use super::super::{Inner, WriteOptions};
-
-use super::*;
+use super::{IngestedFile, Prepared};
 
 impl Inner {
     /// Applies small files as one synced write batch: atomic, and later files newer (their

@@ -5,19 +5,18 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
 use crate::compaction::RunningOutput;
 use crate::memtable::MemTable;
-use crate::sst::table::IterBounds;
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
 use super::super::flushable::{Flushable, IngestedTables};
-
+use super::super::version_set::ManifestState;
 use super::super::Inner;
-
-use super::*;
+use super::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile, Prepared};
 
 impl Inner {
     /// True if the active memtable or an entry of the immutable queue (memtable or flushable
@@ -116,7 +115,7 @@ impl Inner {
                 wal_number,
                 largest_seqno,
             });
-            s.live_ingested.push(Arc::downgrade(&ingested));
+            s.files.track_ingested(&ingested);
             s.imm.push(Flushable::Ingested(ingested));
         }
         self.visible_seq.fetch_max(largest_seqno, Ordering::AcqRel);
@@ -284,7 +283,7 @@ impl Inner {
             }
             let bottom = NUM_LEVELS - 1;
             let blocked = opts.ingest_behind
-                && s.compaction_output_ranges.iter().any(|r| {
+                && s.jobs.running_outputs().iter().any(|r| {
                     r.level == bottom
                         && files.iter().any(|f| {
                             r.lo.as_slice() <= f.largest.as_slice()
@@ -292,8 +291,8 @@ impl Inner {
                         })
                 });
             if !blocked {
-                s.ingests_installing += 1;
-                let snapshot = (Arc::clone(&s.version), s.compaction_output_ranges.clone());
+                s.jobs.start_ingest_install();
+                let snapshot = (Arc::clone(&s.version), s.jobs.running_outputs().to_vec());
                 drop(s);
                 return Ok(InstallSlot {
                     manifest: m,
@@ -338,7 +337,7 @@ impl Inner {
 /// What an ingest installs against: the manifest lock, the version and running compactions
 /// read with it, and the registration that keeps compactions from being picked meanwhile.
 pub(super) struct InstallSlot<'a> {
-    manifest: parking_lot::MutexGuard<'a, super::super::ManifestState>,
+    manifest: parking_lot::MutexGuard<'a, ManifestState>,
     version: Arc<Version>,
     running: Vec<RunningOutput>,
     _guard: InstallGuard<'a>,
@@ -352,7 +351,7 @@ struct InstallGuard<'a> {
 impl Drop for InstallGuard<'_> {
     fn drop(&mut self) {
         let mut s = self.inner.state.lock();
-        s.ingests_installing -= 1;
+        s.jobs.finish_ingest_install();
         drop(s);
         self.inner.bg_cv.notify_all();
         self.inner.done_cv.notify_all();

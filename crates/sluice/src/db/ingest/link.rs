@@ -6,8 +6,7 @@ use crate::base::error::{Error, Result};
 use crate::base::filenames::table_file_name;
 
 use super::super::Inner;
-
-use super::*;
+use super::{IngestOptions, Prepared};
 
 impl Inner {
     /// Step 2: link or copy each file into the DB directory. On error nothing is left behind.
@@ -15,13 +14,7 @@ impl Inner {
         let mut linked: Vec<PathBuf> = Vec::new();
         let r = (|| -> Result<()> {
             for f in files.iter_mut() {
-                let number = {
-                    let mut s = self.state.lock();
-                    let n = s.next_file_number;
-                    s.next_file_number += 1;
-                    s.uninstalled_files.insert(n);
-                    n
-                };
+                let number = self.state.lock().files.new_table_number();
                 f.number = number;
                 let dst = table_file_name(&self.dir, number);
                 if opts.link_files {

@@ -124,8 +124,8 @@ pub struct IngestedFile {
 pub(crate) struct Prepared {
     source: PathBuf,
     /// The open table, kept only for a file under `small_file_threshold` (the write-batch
-    /// path reads it); a big file's index and filter are not held while the others open
-    /// (an import of 4 GB ingests ~60 files: ~1 MiB each).
+    /// path reads it); a big file's index and filter are not held while the others open,
+    /// so an ingest of many big files never holds every index at once.
     table: Option<Arc<Table>>,
     smallest: Vec<u8>,
     largest: Vec<u8>,
@@ -140,7 +140,7 @@ impl Inner {
     fn release_pending(&self, files: &[Prepared]) {
         let mut s = self.state.lock();
         for f in files {
-            s.uninstalled_files.remove(&f.number);
+            s.files.release(f.number);
         }
     }
 

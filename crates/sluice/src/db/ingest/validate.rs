@@ -3,14 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key;
-use crate::sst::table::{IterBounds, Table, TableReadOptions};
+use crate::sst::table::{Table, TableReadOptions};
 
 use super::super::Inner;
-
-use super::*;
+use super::{IngestOptions, Prepared};
 
 /// A file's user-key span.
 struct KeySpan {

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
+use crate::base::bounds::IterBounds;
 use crate::base::error::Error;
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, make_internal_key, ValueKind, MAX_SEQNO};
 use crate::fs::RandomAccessFile;
 use crate::sst::cache::BlockCache;
 use crate::sst::format::{ChecksumType, CompressionType};
-use crate::sst::table::{IterBounds, Table, TableReadOptions};
+use crate::sst::table::{Table, TableReadOptions};
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 
 type Model = BTreeMap<(Vec<u8>, std::cmp::Reverse<u64>), (ValueKind, Vec<u8>)>;

@@ -14,35 +14,18 @@ use std::collections::HashSet;
 use crate::base::key::{make_internal_key, parse_internal_key, ValueKind, MAX_SEQNO};
 use crate::base::range_tombstone::RangeTombstone;
 use crate::compaction::job::{DropPolicy, DropRules};
-use crate::compaction::picker::{level_scores, level_targets, pick_compaction, PickerOptions};
+use crate::compaction::picker::{
+    level_scores, level_targets, pick_compaction, CompactionChoice, PickerOptions,
+};
 use crate::version::l0_sublevels::L0Sublevels;
-use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
+use crate::version::l0_sublevels_tests::parse_version;
+use crate::version::{FileMeta, Version, NUM_LEVELS};
 
 fn arg<'a>(tc: &'a datadriven::TestCase, name: &str) -> Option<&'a str> {
     tc.args
         .get(name)
         .and_then(|v| v.first())
         .map(String::as_str)
-}
-
-fn parse_version(input: &str) -> Version {
-    let mut edit = VersionEdit::default();
-    for line in input.lines().filter(|l| !l.trim().is_empty()) {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        let level: usize = parts[0][1..].parse().expect("level");
-        let (num, range) = parts[1].split_once(':').expect("number:range");
-        let (lo, hi) = range.split_once('-').expect("lo-hi");
-        let number: u64 = num.parse().expect("number");
-        let size = parts
-            .iter()
-            .find_map(|p| p.strip_prefix("size="))
-            .map_or(100, |s| s.parse().expect("size"));
-        edit.added.push((
-            level,
-            FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), size, number),
-        ));
-    }
-    Version::default().apply(&edit).expect("valid version")
 }
 
 fn picker_options(tc: &datadriven::TestCase) -> PickerOptions {
@@ -78,20 +61,22 @@ fn compaction_picker_golden() {
                         .get("busy")
                         .map(|v| v.iter().map(|n| n.parse().unwrap()).collect())
                         .unwrap_or_default();
-                    match pick_compaction(&version, &picker_options(tc), &busy) {
+                    let o = picker_options(tc);
+                    let scores = level_scores(&version, &L0Sublevels::from_version(&version), &o);
+                    match pick_compaction(&version, &o, &busy) {
                         None => "no compaction\n".into(),
                         Some(c) => format!(
                             "L{} -> L{}: inputs {} outputs {}{} score {}\n",
-                            c.level,
-                            c.output_level,
-                            numbers(&c.inputs),
-                            numbers(&c.output_inputs),
-                            if c.trivial_move {
+                            c.level(),
+                            c.output_level(),
+                            numbers(c.inputs()),
+                            numbers(c.output_inputs()),
+                            if matches!(c, CompactionChoice::Move { .. }) {
                                 " (trivial move)"
                             } else {
                                 ""
                             },
-                            c.score_x100
+                            scores[c.level()]
                         ),
                     }
                 }

@@ -1,0 +1,208 @@
+//! Reads: point reads (checks 1 and 2 of the workload) and bounded scans in either direction,
+//! with an optional change of direction (check 3).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rand::Rng;
+use sluice::ReadOptions;
+
+use crate::keys::{show, Key};
+
+use super::Worker;
+
+impl Worker {
+    pub(super) fn gets(&mut self) {
+        let n = if self.rng.gen_bool(0.2) {
+            self.rng.gen_range(2..=8)
+        } else {
+            1
+        };
+        for _ in 0..n {
+            let zn = self.ctx.oracle.z_next.load(Ordering::SeqCst);
+            let key = if zn > 0 && self.rng.gen_bool(0.1) {
+                Key::Z(self.rng.gen_range(0..zn.min(self.ctx.oracle.zcap())))
+            } else {
+                Key::K(self.pick())
+            };
+            let idx = self.ctx.oracle.idx(key).expect("key in space");
+            let lower = self.ctx.oracle.committed(idx);
+            let r = self.ctx.db.get(&key.bytes());
+            let upper = self.ctx.oracle.pending(idx);
+            match r {
+                Ok(v) => {
+                    if !self.verify("get", key, lower, upper, v.as_deref(), true) {
+                        return;
+                    }
+                }
+                Err(e) => self.on_error("get", Some(key), &e),
+            }
+        }
+    }
+
+    /// A bounded scan of `[lo, hi)`, forward or backward, from an end or a seek, with an
+    /// optional change of direction (check 3).
+    pub(super) fn iterate(&mut self) {
+        let n = self.keys();
+        let len = self.rng.gen_range(1..=200).min(n);
+        let lo = self.rng.gen_range(0..=n - len);
+        let hi = lo + len;
+        let o = Arc::clone(&self.ctx.oracle);
+        let lowers: Vec<u64> = (lo..hi).map(|i| o.committed(i as usize)).collect();
+        let opts = ReadOptions {
+            snapshot: None,
+            lower_bound: Some(Key::K(lo).bytes()),
+            upper_bound: Some(Key::K(hi).bytes()),
+        };
+        let mut it = match self.ctx.db.iter(opts) {
+            Ok(it) => it,
+            Err(e) => return self.on_error("iter", None, &e),
+        };
+        let mode = self.rng.gen_range(0..4);
+        let target = self.rng.gen_range(lo.saturating_sub(3)..(hi + 3).min(n));
+        let forward = mode < 2;
+        // The first key the scan may return, in its direction.
+        let first = match mode {
+            0 => {
+                it.seek_to_first();
+                lo as i64
+            }
+            1 => {
+                it.seek(&Key::K(target).bytes());
+                target.max(lo) as i64
+            }
+            2 => {
+                it.seek_to_last();
+                hi as i64 - 1
+            }
+            _ => {
+                it.seek_for_prev(&Key::K(target).bytes());
+                (target as i64).min(hi as i64 - 1)
+            }
+        };
+        let what = [
+            "iter seek_to_first+next",
+            "iter seek+next",
+            "iter seek_to_last+prev",
+            "iter seek_for_prev+prev",
+        ][mode];
+        let steps = self.rng.gen_range(1..=len as usize + 1);
+        let mut got: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        while it.valid() && got.len() < steps {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            if got.len() < steps {
+                if forward {
+                    it.next();
+                } else {
+                    it.prev();
+                }
+            }
+        }
+        let exhausted = !it.valid();
+        // Change of direction: the entries already returned, in reverse, identical.
+        if !exhausted && got.len() > 1 && self.rng.gen_bool(0.4) {
+            let back = self.rng.gen_range(1..got.len());
+            for j in 1..=back {
+                if forward {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+                let want = &got[got.len() - 1 - j];
+                let ok =
+                    it.valid() && it.key() == want.0.as_slice() && it.value() == want.1.as_slice();
+                if !ok {
+                    let read = if it.valid() {
+                        format!("{} = {}", show(it.key()), show(it.value()))
+                    } else {
+                        "end of iteration".into()
+                    };
+                    self.report(
+                        &format!("{what}, then {} step(s) back", j),
+                        Key::parse(&want.0),
+                        read,
+                        format!(
+                            "changing direction should revisit {} = {}",
+                            show(&want.0),
+                            show(&want.1)
+                        ),
+                    );
+                    return;
+                }
+            }
+        }
+        if let Err(e) = it.status() {
+            return self.on_error(what, None, &e);
+        }
+        drop(it);
+        let uppers: Vec<u64> = (lo..hi).map(|i| o.pending(i as usize)).collect();
+        // Checks 1–3 on every returned entry.
+        let mut prev: Option<i64> = None;
+        let mut returned = std::collections::HashSet::new();
+        for (k, v) in &got {
+            let i = match Key::parse(k) {
+                Some(Key::K(i)) if i >= lo && i < hi => i,
+                _ => {
+                    self.report(
+                        what,
+                        Key::parse(k),
+                        format!("{} = {}", show(k), show(v)),
+                        format!("key outside the bounds [{}, {})", Key::K(lo), Key::K(hi)),
+                    );
+                    return;
+                }
+            };
+            let ii = i as i64;
+            if let Some(p) = prev {
+                if (forward && ii <= p) || (!forward && ii >= p) {
+                    self.report(
+                        what,
+                        Some(Key::K(i)),
+                        show(k),
+                        format!("out of order after {}", Key::K(p as u32)),
+                    );
+                    return;
+                }
+            } else if (forward && ii < first) || (!forward && ii > first) {
+                self.report(
+                    what,
+                    Some(Key::K(i)),
+                    show(k),
+                    format!("first key returned is before the seek position {first}"),
+                );
+                return;
+            }
+            prev = Some(ii);
+            returned.insert(i);
+            let j = (i - lo) as usize;
+            if !self.verify(what, Key::K(i), lowers[j], uppers[j], Some(v), true) {
+                return;
+            }
+        }
+        // Keys inside the scanned interval that were not returned must be allowed absent.
+        let (from, to) = match (forward, exhausted, prev) {
+            (true, true, _) => (first, hi as i64 - 1),
+            (true, false, Some(p)) => (first, p),
+            (false, true, _) => (lo as i64, first),
+            (false, false, Some(p)) => (p, first),
+            (_, false, None) => return,
+        };
+        for ii in from.max(lo as i64)..=to.min(hi as i64 - 1) {
+            let i = ii as u32;
+            if returned.contains(&i) {
+                continue;
+            }
+            let j = (i - lo) as usize;
+            if !self.verify(
+                &format!("{what} (key skipped)"),
+                Key::K(i),
+                lowers[j],
+                uppers[j],
+                None,
+                true,
+            ) {
+                return;
+            }
+        }
+    }
+}

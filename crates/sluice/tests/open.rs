@@ -1,0 +1,142 @@
+//! Opening an existing Db: recovery never hands out a number a file on disk has, an open killed
+//! midway leaves a Db the next open and the tools read, and a read-only open writes nothing.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sluice::fs::{FileSystem, MemFs};
+use sluice::{Db, IngestOptions, Options, WriteBatch};
+
+mod common;
+use common::{external_sst, mem_opts, sync};
+
+/// Every file in `/db` with its bytes, by name.
+fn files_in_db(fs: &MemFs) -> Vec<(String, Vec<u8>)> {
+    let mut names = fs.list(Path::new("/db")).unwrap();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let data = fs.read_raw(&Path::new("/db").join(&n)).unwrap();
+            (n, data)
+        })
+        .collect()
+}
+
+/// A crash after an ingest linked its file but before its MANIFEST edit: recovery never hands
+/// that file's number out again, and never truncates the file (it may be a link to the user's
+/// file).
+#[test]
+fn recovery_never_reuses_the_number_of_a_linked_file() {
+    let fs = MemFs::new();
+    let db = Arc::new(Db::open("/db", mem_opts(&fs)).unwrap());
+    db.write(
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"a", b"synced");
+            b
+        },
+        sync(),
+    )
+    .unwrap();
+    let src = external_sst(&fs, "user.sst", &[("x", "1"), ("y", "2")], &[]);
+    let before = fs.read_raw(&src).unwrap();
+    // Block the ingest at its MANIFEST sync: the link is durable, the edit is not.
+    fs.hold_syncs_matching("MANIFEST");
+    let ingester = {
+        let (db, src) = (Arc::clone(&db), src.clone());
+        std::thread::spawn(move || {
+            let opts = IngestOptions {
+                link_files: true,
+                ..Default::default()
+            };
+            let _ = db.ingest(&[src], &opts);
+        })
+    };
+    while fs.waiting_syncs() == 0 {
+        std::thread::yield_now();
+    }
+    let image = fs.crashed_copy(None);
+    fs.release_syncs();
+    ingester.join().unwrap();
+    let db2 = Db::open("/db", mem_opts(&image)).unwrap();
+    assert_eq!(db2.get(b"a").unwrap().as_deref(), Some(&b"synced"[..]));
+    assert_eq!(db2.get(b"x").unwrap(), None, "the ingest was not durable");
+    assert_eq!(image.read_raw(&src).unwrap(), before, "user file changed");
+    drop(db2);
+    // And the image reopens again.
+    let db3 = Db::open("/db", mem_opts(&image)).unwrap();
+    assert_eq!(db3.get(b"a").unwrap().as_deref(), Some(&b"synced"[..]));
+}
+
+/// An open killed after pointing `CURRENT` at its new MANIFEST never leaves that MANIFEST
+/// without its OPTIONS file, which `Options::load_latest` — and so every tool and import —
+/// needs: the OPTIONS file is written first. A Db with no OPTIONS file at all loads the
+/// caller's options.
+#[test]
+fn crash_while_opening_never_leaves_current_without_its_options_file() {
+    let fs = MemFs::new();
+    let mut opts = mem_opts(&fs);
+    opts.write_buffer_size = 3 << 20;
+    let db = Db::open("/db", opts.clone()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    drop(db);
+    // The next open fails where it creates its OPTIONS file, then the machine loses power.
+    fs.set_faults(sluice::fs::FaultConfig {
+        fail_create_containing: Some("OPTIONS".into()),
+        ..Default::default()
+    });
+    assert!(Db::open("/db", opts.clone()).is_err());
+    fs.set_faults(Default::default());
+    fs.crash(None);
+    let loaded = Options::load_latest(Path::new("/db"), mem_opts(&fs)).unwrap();
+    assert_eq!(loaded.write_buffer_size, 3 << 20);
+    let db = Db::open("/db", loaded).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    // A Db with no OPTIONS file at all (an older version's crash in its first open): the
+    // caller's options, as `Db::open` would use them — not a refusal.
+    for name in fs.list(Path::new("/db")).unwrap() {
+        if name.starts_with("OPTIONS-") {
+            fs.remove(&Path::new("/db").join(name)).unwrap();
+        }
+    }
+    let loaded = Options::load_latest(Path::new("/db"), mem_opts(&fs)).unwrap();
+    assert_eq!(loaded.write_buffer_size, mem_opts(&fs).write_buffer_size);
+}
+
+/// A read-only open writes nothing (no flush of the WAL, no new MANIFEST/OPTIONS/WAL, no
+/// deletion) and sees the unflushed writes; the persisted options load back, so a tool's open
+/// keeps the Db's compression instead of resetting it.
+#[test]
+fn read_only_open_writes_nothing_and_options_load_back() {
+    let fs = MemFs::new();
+    let opts = Options {
+        compression_per_level: [sluice::CompressionType::Zstd; 7],
+        write_buffer_size: 1 << 20,
+        ..mem_opts(&fs)
+    };
+    let db = Db::open("/db", opts).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.flush().unwrap();
+    db.put(b"b", b"2").unwrap(); // only in the WAL
+    let before = files_in_db(&fs);
+    let ro = Db::open_read_only("/db", mem_opts(&fs)).unwrap();
+    assert_eq!(ro.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(ro.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert!(ro.put(b"c", b"3").is_err());
+    assert!(ro.flush().is_err());
+    assert!(ro.compact_range(None, None).is_err());
+    drop(ro);
+    let after = files_in_db(&fs);
+    assert_eq!(before, after, "a read-only open changed the directory");
+    let loaded = Options::load_latest(Path::new("/db"), mem_opts(&fs)).unwrap();
+    assert_eq!(
+        loaded.compression_per_level,
+        [sluice::CompressionType::Zstd; 7]
+    );
+    assert_eq!(loaded.write_buffer_size, 1 << 20);
+    drop(db);
+    assert!(Db::open_read_only("/nothing-here", mem_opts(&fs)).is_err());
+}
