@@ -2,11 +2,12 @@
 //! them (`sluice verify`, `sluice stats`): found, sized and attributed, never removed — the
 //! next import into the Db removes a dead process's ([`crate::remove_leftovers`]), and a
 //! process interrupted by SIGINT/SIGTERM removes its own
-//! ([`crate::pipeline::remove_tmp_dirs_for_exit`]).
+//! ([`crate::remove_tmp_dirs_for_exit`]).
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::TMP_PREFIX;
+/// Name prefix of import temporary directories.
+pub const TMP_PREFIX: &str = "sluice-import-";
 
 /// A `sluice-import-*` directory found in a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

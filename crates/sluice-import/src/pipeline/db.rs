@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use sluice::Db;
 
+use crate::tmp_dirs::TMP_PREFIX;
 use crate::ImportError;
 
 /// Live temporary directories of this process (never removed as leftovers).
@@ -16,9 +17,6 @@ pub(crate) fn live_dirs() -> &'static Mutex<HashSet<PathBuf>> {
     static LIVE: std::sync::OnceLock<Mutex<HashSet<PathBuf>>> = std::sync::OnceLock::new();
     LIVE.get_or_init(|| Mutex::new(HashSet::new()))
 }
-
-/// Name prefix of import temporary directories.
-pub const TMP_PREFIX: &str = "sluice-import-";
 
 /// Set (under `live_dirs`' lock) by [`remove_tmp_dirs_for_exit`]: no temporary directory is
 /// made afterwards.

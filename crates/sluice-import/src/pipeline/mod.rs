@@ -54,7 +54,8 @@ use crate::progress::{Counters, Phase, Reporter};
 use crate::schema::{parse_schema, TableDef};
 use crate::ImportError;
 
-pub use db::{open_db, open_db_read_only, remove_leftovers, remove_tmp_dirs_for_exit, TMP_PREFIX};
+pub use crate::tmp_dirs::TMP_PREFIX;
+pub use db::{open_db, open_db_read_only, remove_leftovers, remove_tmp_dirs_for_exit};
 pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
 
 /// An import: a schema, input files and options; [`Import::run`] loads them into a Db.

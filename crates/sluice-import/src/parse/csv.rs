@@ -1,0 +1,171 @@
+//! CSV records (RFC 4180, via `csv_core`) with their quoting, for the NULL rules.
+
+use crate::input::count_line_ends;
+use crate::types::Value;
+
+use super::{expected_fields, reject, src_pos, Chunk, ChunkOutput, Encoder, ParseConfig, Written};
+
+/// Bytes that end a CSV record (csv-core takes CR, LF and CRLF).
+pub(super) fn is_terminator(c: u8) -> bool {
+    c == b'\r' || c == b'\n'
+}
+
+/// Whether field `f` of a CSV record was quoted: `raw` is the record as written, whose quoting
+/// the chunker has checked (RFC 4180 strict: a quote opens only at a field start and a
+/// closing quote is followed by a delimiter or the record end).
+pub(super) fn field_quoted(raw: &[u8], f: usize, delimiter: u8, quote: u8) -> bool {
+    let mut i = 0;
+    for _ in 0..f {
+        if raw.get(i) == Some(&quote) {
+            // Past the closing quote: a quote not followed by another.
+            i += 1;
+            loop {
+                match memchr::memchr(quote, &raw[i.min(raw.len())..]) {
+                    Some(p) if raw.get(i + p + 1) == Some(&quote) => i += p + 2,
+                    Some(p) => {
+                        i += p + 1;
+                        break;
+                    }
+                    None => return false,
+                }
+            }
+        }
+        match memchr::memchr(delimiter, &raw[i.min(raw.len())..]) {
+            Some(p) => i += p + 1,
+            None => return false,
+        }
+    }
+    raw.get(i) == Some(&quote)
+}
+
+/// CSV records via `csv_core` (the csv crate's record parser), so that a field's quoting can
+/// be looked up where the NULL rules need it: only for an empty field of a TEXT/BYTES column
+/// and for a field equal to the `--null` string, by [`field_quoted`] on the record's text.
+pub(super) fn parse_csv(
+    cfg: &ParseConfig,
+    chunk: &Chunk,
+    enc: &mut Encoder<'_>,
+    out: &mut ChunkOutput,
+) {
+    let mut rdr = csv_core::ReaderBuilder::new()
+        .delimiter(cfg.delimiter)
+        .quote(cfg.quote.unwrap_or(b'"'))
+        .quoting(cfg.quote.is_some())
+        .double_quote(true)
+        .build();
+    let data = &chunk.data[..];
+    let ncols = cfg.table.columns.len();
+    let one_field = chunk.map.fields.len() == 1;
+    // Unescaped fields of one record and their ends; grown on demand.
+    let mut buf = vec![0u8; data.len().clamp(1, 1 << 16)];
+    let mut ends = vec![0usize; chunk.map.fields.len().max(1) + 1];
+    let mut pos = 0usize;
+    let mut line = chunk.first_line;
+    loop {
+        // Terminators before a record: the LF of the previous record's CRLF, and empty lines.
+        while let Some(&c) = data.get(pos).filter(|c| is_terminator(**c)) {
+            let prev = if pos == 0 { b'\n' } else { data[pos - 1] };
+            let empty_line = c == b'\r' || prev != b'\r';
+            if empty_line && one_field {
+                let raw = &data[pos..=pos];
+                let result = (|| {
+                    let col = chunk.map.fields[0];
+                    if cfg.table.columns[col].not_null {
+                        return Ok(());
+                    }
+                    let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+                    values[col] = enc.field(col, b"", Written::Bare)?;
+                    enc.emit(
+                        &mut values,
+                        chunk.offset + pos as u64,
+                        src_pos(chunk.file, line),
+                        out,
+                    )
+                })();
+                if let Err(e) = result {
+                    out.rejects.push(reject(cfg, chunk, line, e, raw));
+                }
+            }
+            if empty_line {
+                // CR, LF and CRLF each end one line (a CRLF at its CR).
+                line += 1;
+            }
+            pos += 1;
+        }
+        if pos >= data.len() {
+            break;
+        }
+        let (rec_start, rec_line) = (pos, line);
+        let (mut nout, mut nend) = (0, 0);
+        let complete = loop {
+            let input = &data[pos..];
+            let (res, nin, o, e) = rdr.read_record(input, &mut buf[nout..], &mut ends[nend..]);
+            line += count_line_ends(data, pos, pos + nin);
+            pos += nin;
+            nout += o;
+            nend += e;
+            match res {
+                csv_core::ReadRecordResult::Record => break true,
+                csv_core::ReadRecordResult::End => break false,
+                // Out of input mid-record: the next call, with empty input, ends the record.
+                csv_core::ReadRecordResult::InputEmpty => {}
+                csv_core::ReadRecordResult::OutputFull => {
+                    let n = buf.len();
+                    buf.resize(n * 2, 0);
+                }
+                csv_core::ReadRecordResult::OutputEndsFull => {
+                    let n = ends.len();
+                    ends.resize(n * 2, 0);
+                }
+            }
+        };
+        if !complete {
+            break; // csv-core saw no record (cannot happen after the terminators above)
+        }
+        let raw = &data[rec_start..pos];
+        let src = src_pos(chunk.file, rec_line);
+        let result = (|| {
+            if nend != chunk.map.fields.len() {
+                return Err(expected_fields(&chunk.map, nend));
+            }
+            let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+            let mut start = 0;
+            for (f, &end) in ends[..nend].iter().enumerate() {
+                let col = chunk.map.fields[f];
+                let field = &buf[start..end];
+                start = end;
+                let text = cfg.table.columns[col].ty.is_text();
+                let ambiguous = (field.is_empty() && text) || cfg.null.as_deref() == Some(field);
+                let quoted = ambiguous
+                    && cfg
+                        .quote
+                        .is_some_and(|q| field_quoted(raw, f, cfg.delimiter, q));
+                let how = if quoted {
+                    Written::Quoted
+                } else {
+                    Written::Bare
+                };
+                values[col] = enc.field(col, field, how)?;
+            }
+            enc.emit(&mut values, chunk.offset + rec_start as u64, src, out)
+        })();
+        if let Err(e) = result {
+            out.rejects.push(reject(cfg, chunk, rec_line, e, raw));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_quoted_skips_quoted_delimiters_and_doubled_quotes() {
+        let raw = b"a,\"b,\"\"c\"\"\",,\"\",NA,\"x\"\"\"\r\n";
+        let q: Vec<bool> = (0..7).map(|f| field_quoted(raw, f, b',', b'"')).collect();
+        assert_eq!(q, [false, true, false, true, false, true, false]);
+        assert!(field_quoted(b"\"\"", 0, b',', b'"'));
+        assert!(!field_quoted(b"", 0, b',', b'"'));
+        assert!(field_quoted(b"x;\"a;b\";\"\"", 2, b';', b'"'));
+    }
+}
