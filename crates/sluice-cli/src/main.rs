@@ -1,6 +1,8 @@
 //! `sluice`: the command-line tool for Sluice databases and SST files.
 
+mod args;
 mod db_cmd;
+mod db_dir;
 mod import_cmd;
 mod ops_cmd;
 mod sst_cmd;
@@ -11,7 +13,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use db_cmd::{DbArg, KvEnc, OutArgs};
+use args::{DbArg, KvEnc};
+use db_cmd::OutArgs;
 
 const AFTER_HELP: &str = "\
 Keys and values: text by default. Command-line keys and values are taken as given; output
@@ -259,7 +262,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> db_cmd::CmdResult {
+fn run(command: Command) -> args::CmdResult {
     match command {
         Command::Sst(c) => sst_cmd::run(c),
         Command::Put {
@@ -280,7 +283,7 @@ fn run(command: Command) -> db_cmd::CmdResult {
             null,
         } => match (pk, key) {
             (Some(pk), _) => {
-                db_cmd::check_db_dir(&db.db, false)?;
+                db_dir::check_db_dir(&db.db, false)?;
                 import_cmd::get(db.db, table, pk, format, null)
             }
             (None, Some(key)) => db_cmd::get(db, enc, key, raw, out),
@@ -295,7 +298,7 @@ fn run(command: Command) -> db_cmd::CmdResult {
         } => db_cmd::delete_range(db, enc, start, end),
         Command::Load(a) => db_cmd::load(a),
         Command::Scan { raw, table } if table.table.is_some() => {
-            db_cmd::check_db_dir(&raw.db.db, false)?;
+            db_dir::check_db_dir(&raw.db.db, false)?;
             import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit, raw.count)
         }
         Command::Scan { raw, .. } => db_cmd::scan(raw),
@@ -315,11 +318,11 @@ fn run(command: Command) -> db_cmd::CmdResult {
         Command::Checkpoint { db, dir } => ops_cmd::checkpoint(db, dir),
         Command::Verify { db } => ops_cmd::verify(db),
         Command::Import(a) => {
-            db_cmd::check_db_dir(a.db(), true)?;
+            db_dir::check_db_dir(a.db(), true)?;
             import_cmd::import(a)
         }
         Command::Tables { db } => {
-            db_cmd::check_db_dir(&db, false)?;
+            db_dir::check_db_dir(&db, false)?;
             import_cmd::tables(db)
         }
         Command::Stats { db, json } => db_cmd::stats(db, json),

@@ -9,7 +9,8 @@ use sluice::version::l0_sublevels::L0Sublevels;
 use sluice::version::{FileMeta, Version};
 use sluice::{InternalIterator, IterBounds, Table, TableReadOptions};
 
-use crate::db_cmd::{open_read_only, open_writable, CmdResult, DbArg, KvEnc};
+use crate::args::{CmdResult, DbArg, KvEnc};
+use crate::db_dir::{open_read_only, open_writable, tmp_dir_lines};
 use crate::text::Enc;
 
 /// `sluice flush`: the memtable (and any WAL left by a crash) into L0 tables.
@@ -181,7 +182,7 @@ pub fn verify(a: DbArg) -> CmdResult {
     let (problems, entries, bytes, tables) = verify_version(&a.db, &v);
     // Not damage (no exit status of its own), but space an operator wants to know about.
     let notes = || {
-        for line in crate::db_cmd::tmp_dir_lines(&a.db) {
+        for line in tmp_dir_lines(&a.db) {
             println!("note: {line}");
         }
     };
