@@ -4,6 +4,7 @@ mod args;
 mod db_cmd;
 mod db_dir;
 mod import_cmd;
+mod inspect;
 mod ops_cmd;
 mod sst_cmd;
 mod text;
@@ -208,10 +209,10 @@ enum Command {
     },
     /// Inspect the MANIFEST.
     #[command(subcommand)]
-    Manifest(db_cmd::ManifestCommand),
+    Manifest(inspect::manifest::ManifestCommand),
     /// Inspect a WAL file.
     #[command(subcommand)]
-    Wal(db_cmd::WalCommand),
+    Wal(inspect::wal::WalCommand),
 }
 
 /// True if `e` is, or wraps, a write to a closed pipe (`sluice scan | head`).
@@ -325,10 +326,10 @@ fn run(command: Command) -> args::CmdResult {
             db_dir::check_db_dir(&db, false)?;
             import_cmd::tables(db)
         }
-        Command::Stats { db, json } => db_cmd::stats(db, json),
-        Command::Lsm { db, width } => db_cmd::lsm(db, width),
-        Command::Manifest(db_cmd::ManifestCommand::Dump { db, json }) => {
-            db_cmd::manifest_dump(db, json)
+        Command::Stats { db, json } => inspect::stats::run(db, json),
+        Command::Lsm { db, width } => inspect::lsm::run(db, width),
+        Command::Manifest(inspect::manifest::ManifestCommand::Dump { db, json }) => {
+            inspect::manifest::dump(db, json)
         }
         Command::Ingest {
             db,
@@ -337,6 +338,6 @@ fn run(command: Command) -> args::CmdResult {
             ingest_behind,
             link,
         } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
-        Command::Wal(db_cmd::WalCommand::Dump { file, enc }) => db_cmd::wal_dump(file, enc),
+        Command::Wal(inspect::wal::WalCommand::Dump { file, enc }) => inspect::wal::dump(file, enc),
     }
 }
