@@ -1,10 +1,10 @@
 //! `sluice`: the command-line tool for Sluice databases and SST files.
 
 mod args;
-mod db_cmd;
 mod db_dir;
 mod import_cmd;
 mod inspect;
+mod kv_cmd;
 mod ops_cmd;
 mod sst_cmd;
 mod text;
@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use args::{DbArg, KvEnc};
-use db_cmd::OutArgs;
+use kv_cmd::OutArgs;
 
 const AFTER_HELP: &str = "\
 Keys and values: text by default. Command-line keys and values are taken as given; output
@@ -111,11 +111,11 @@ enum Command {
         end: String,
     },
     /// Write `KEY<TAB>VALUE` lines (or JSON lines) from stdin in large batches.
-    Load(db_cmd::LoadArgs),
+    Load(kv_cmd::LoadArgs),
     /// Print keys and values in order (or their count), or with --table a table's rows.
     Scan {
         #[command(flatten)]
-        raw: db_cmd::ScanArgs,
+        raw: kv_cmd::ScanArgs,
         #[command(flatten)]
         table: import_cmd::TableScanArgs,
     },
@@ -271,7 +271,7 @@ fn run(command: Command) -> args::CmdResult {
             enc,
             key,
             value,
-        } => db_cmd::put(db, enc, key, value),
+        } => kv_cmd::put(db, enc, key, value),
         Command::Get {
             db,
             enc,
@@ -287,28 +287,28 @@ fn run(command: Command) -> args::CmdResult {
                 db_dir::check_db_dir(&db.db, false)?;
                 import_cmd::get(db.db, table, pk, format, null)
             }
-            (None, Some(key)) => db_cmd::get(db, enc, key, raw, out),
+            (None, Some(key)) => kv_cmd::get(db, enc, key, raw, out),
             (None, None) => Err("give a KEY, or --pk for a table row".into()),
         },
-        Command::Delete { db, enc, key } => db_cmd::delete(db, enc, key),
+        Command::Delete { db, enc, key } => kv_cmd::delete(db, enc, key),
         Command::DeleteRange {
             db,
             enc,
             start,
             end,
-        } => db_cmd::delete_range(db, enc, start, end),
-        Command::Load(a) => db_cmd::load(a),
+        } => kv_cmd::delete_range(db, enc, start, end),
+        Command::Load(a) => kv_cmd::load(a),
         Command::Scan { raw, table } if table.table.is_some() => {
             db_dir::check_db_dir(&raw.db.db, false)?;
             import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit, raw.count)
         }
-        Command::Scan { raw, .. } => db_cmd::scan(raw),
+        Command::Scan { raw, .. } => kv_cmd::scan(raw),
         Command::ApproxSize {
             db,
             enc,
             start,
             end,
-        } => db_cmd::approx_size(db, enc, start, end),
+        } => kv_cmd::approx_size(db, enc, start, end),
         Command::Flush { db } => ops_cmd::flush(db),
         Command::Compact {
             db,
@@ -337,7 +337,7 @@ fn run(command: Command) -> args::CmdResult {
             allow_overlap,
             ingest_behind,
             link,
-        } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
+        } => ops_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
         Command::Wal(inspect::wal::WalCommand::Dump { file, enc }) => inspect::wal::dump(file, enc),
     }
 }

@@ -1,4 +1,5 @@
-//! Operator commands: flush, compact, checkpoint, verify.
+//! Operator commands, on the Db's tables as a whole rather than key by key: flush, compact,
+//! ingest (external SST files in, atomically), checkpoint, verify.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,6 +61,41 @@ pub fn compact(a: DbArg, enc: KvEnc, start: Option<String>, end: Option<String>)
         "after:  {}",
         if after.is_empty() { "empty" } else { &after }
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice ingest`.
+pub fn ingest(
+    db_dir: PathBuf,
+    files: Vec<PathBuf>,
+    allow_overlap: bool,
+    ingest_behind: bool,
+    link: bool,
+) -> CmdResult {
+    let db = open_writable(&db_dir, true)?;
+    let opts = sluice::IngestOptions {
+        allow_overlap,
+        ingest_behind,
+        link_files: link,
+        ..Default::default()
+    };
+    let ingested = db.ingest(&files, &opts).map_err(|e| {
+        // The library's option names, said as this command's flags.
+        e.to_string()
+            .replace("set allow_overlap", "pass --allow-overlap")
+            .replace("ingest_behind", "--ingest-behind")
+    })?;
+    for f in ingested {
+        let level = f.level.map_or("memtable".to_string(), |l| format!("L{l}"));
+        println!(
+            "{}\t{}\tseqno {}\t{} entries",
+            f.source.display(),
+            level,
+            f.seqno,
+            f.entries
+        );
+    }
+    db.close()?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,8 +1,9 @@
-//! Database commands: put, get, delete, delete-range, load, scan, approx-size, ingest.
-//! Inspection (stats, lsm, manifest dump, wal dump) is in `inspect/`.
+//! Key/value commands: put, get, delete, delete-range, load, scan, approx-size — a Db's data
+//! key by key, as text, hex or JSON lines (their table forms, `--pk` and `--table`, are in
+//! `import_cmd`). Whole tables come and go through `ops_cmd` (ingest, flush, compact);
+//! `inspect/` shows how the Db is laid out.
 
 use std::io::{BufRead, BufWriter, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -318,41 +319,6 @@ pub fn approx_size(a: DbArg, enc: KvEnc, start: Option<String>, end: Option<Stri
     let end = end.map(|s| enc.keys().arg(&s, "--end")).transpose()?;
     let db = open_read_only(&a.db)?;
     println!("{}", db.approximate_size(start.as_deref(), end.as_deref())?);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `sluice ingest`.
-pub fn ingest(
-    db_dir: PathBuf,
-    files: Vec<PathBuf>,
-    allow_overlap: bool,
-    ingest_behind: bool,
-    link: bool,
-) -> CmdResult {
-    let db = open_writable(&db_dir, true)?;
-    let opts = sluice::IngestOptions {
-        allow_overlap,
-        ingest_behind,
-        link_files: link,
-        ..Default::default()
-    };
-    let ingested = db.ingest(&files, &opts).map_err(|e| {
-        // The library's option names, said as this command's flags.
-        e.to_string()
-            .replace("set allow_overlap", "pass --allow-overlap")
-            .replace("ingest_behind", "--ingest-behind")
-    })?;
-    for f in ingested {
-        let level = f.level.map_or("memtable".to_string(), |l| format!("L{l}"));
-        println!(
-            "{}\t{}\tseqno {}\t{} entries",
-            f.source.display(),
-            level,
-            f.seqno,
-            f.entries
-        );
-    }
-    db.close()?;
     Ok(ExitCode::SUCCESS)
 }
 
