@@ -1,4 +1,10 @@
 //! `sluice`: the command-line tool for Sluice databases and SST files.
+//!
+//! This file parses the command line and hands each command to its room, by what it does:
+//! `kv_cmd` (key by key), `ops_cmd` (whole tables), `inspect/` (read-only views), `sst_cmd`
+//! (SST files), `import_cmd` (tables of rows). Below them, shared by all: `db_dir` (opening a
+//! Db directory), `args` (common flags), `text` (bytes as text, hex, JSON). The layers and
+//! which file holds which command: ARCHITECTURE.md, "The CLI"; `tests/layering.rs` keeps them.
 
 mod args;
 mod db_dir;
