@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sluice::{Db, ReadOptions, WriteBatch, WriteOptions};
+use sluice_import::keycode::prefix_successor;
 
 use crate::args::{CmdResult, DbArg, KvEnc};
 use crate::db_dir::{open_read_only, open_writable};
@@ -253,17 +254,6 @@ pub struct ScanArgs {
     out: OutArgs,
 }
 
-fn prefix_end(p: &[u8]) -> Option<Vec<u8>> {
-    let mut e = p.to_vec();
-    while let Some(last) = e.pop() {
-        if last < 0xff {
-            e.push(last + 1);
-            return Some(e);
-        }
-    }
-    None
-}
-
 /// `sluice scan`: `KEY<TAB>VALUE` lines, JSON lines, or a count.
 pub fn scan(a: ScanArgs) -> CmdResult {
     let keys = a.enc.keys();
@@ -272,7 +262,7 @@ pub fn scan(a: ScanArgs) -> CmdResult {
     let mut upper = arg(&a.end, "--end")?;
     if let Some(p) = arg(&a.prefix, "--prefix")? {
         lower = Some(lower.map_or(p.clone(), |l| l.max(p.clone())));
-        if let Some(pe) = prefix_end(&p) {
+        if let Some(pe) = prefix_successor(&p) {
             upper = Some(upper.map_or(pe.clone(), |u| u.min(pe)));
         }
     }
