@@ -12,7 +12,7 @@ use sluice_import::{
     OutputFormat, ProgressMode, TableReader,
 };
 
-type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
+use crate::args::CmdResult;
 
 /// Input formats on the command line.
 #[derive(Clone, Copy, ValueEnum)]
@@ -214,7 +214,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
     })?;
     clean_up_on_signals()?;
     let db = open_db(&a.db, true).map_err(|e| match e {
-        sluice_import::ImportError::Db(e) => crate::db_cmd::lock_message(&a.db, e),
+        sluice_import::ImportError::Db(e) => crate::db_dir::lock_message(&a.db, e),
         other => other.into(),
     })?;
     let s = match import.run(&db) {

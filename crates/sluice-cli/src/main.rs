@@ -1,7 +1,16 @@
 //! `sluice`: the command-line tool for Sluice databases and SST files.
+//!
+//! This file parses the command line and hands each command to its room, by what it does:
+//! `kv_cmd` (key by key), `ops_cmd` (whole tables), `inspect/` (read-only views), `sst_cmd`
+//! (SST files), `import_cmd` (tables of rows). Below them, shared by all: `db_dir` (opening a
+//! Db directory), `args` (common flags), `text` (bytes as text, hex, JSON). The layers and
+//! which file holds which command: ARCHITECTURE.md, "The CLI"; `tests/layering.rs` keeps them.
 
-mod db_cmd;
+mod args;
+mod db_dir;
 mod import_cmd;
+mod inspect;
+mod kv_cmd;
 mod ops_cmd;
 mod sst_cmd;
 mod text;
@@ -11,7 +20,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use db_cmd::{DbArg, KvEnc, OutArgs};
+use args::{DbArg, KvEnc};
+use kv_cmd::OutArgs;
 
 const AFTER_HELP: &str = "\
 Keys and values: text by default. Command-line keys and values are taken as given; output
@@ -107,11 +117,11 @@ enum Command {
         end: String,
     },
     /// Write `KEY<TAB>VALUE` lines (or JSON lines) from stdin in large batches.
-    Load(db_cmd::LoadArgs),
+    Load(kv_cmd::LoadArgs),
     /// Print keys and values in order (or their count), or with --table a table's rows.
     Scan {
         #[command(flatten)]
-        raw: db_cmd::ScanArgs,
+        raw: kv_cmd::ScanArgs,
         #[command(flatten)]
         table: import_cmd::TableScanArgs,
     },
@@ -205,10 +215,10 @@ enum Command {
     },
     /// Inspect the MANIFEST.
     #[command(subcommand)]
-    Manifest(db_cmd::ManifestCommand),
+    Manifest(inspect::manifest::ManifestCommand),
     /// Inspect a WAL file.
     #[command(subcommand)]
-    Wal(db_cmd::WalCommand),
+    Wal(inspect::wal::WalCommand),
 }
 
 /// True if `e` is, or wraps, a write to a closed pipe (`sluice scan | head`).
@@ -259,7 +269,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> db_cmd::CmdResult {
+fn run(command: Command) -> args::CmdResult {
     match command {
         Command::Sst(c) => sst_cmd::run(c),
         Command::Put {
@@ -267,7 +277,7 @@ fn run(command: Command) -> db_cmd::CmdResult {
             enc,
             key,
             value,
-        } => db_cmd::put(db, enc, key, value),
+        } => kv_cmd::put(db, enc, key, value),
         Command::Get {
             db,
             enc,
@@ -280,31 +290,31 @@ fn run(command: Command) -> db_cmd::CmdResult {
             null,
         } => match (pk, key) {
             (Some(pk), _) => {
-                db_cmd::check_db_dir(&db.db, false)?;
+                db_dir::check_db_dir(&db.db, false)?;
                 import_cmd::get(db.db, table, pk, format, null)
             }
-            (None, Some(key)) => db_cmd::get(db, enc, key, raw, out),
+            (None, Some(key)) => kv_cmd::get(db, enc, key, raw, out),
             (None, None) => Err("give a KEY, or --pk for a table row".into()),
         },
-        Command::Delete { db, enc, key } => db_cmd::delete(db, enc, key),
+        Command::Delete { db, enc, key } => kv_cmd::delete(db, enc, key),
         Command::DeleteRange {
             db,
             enc,
             start,
             end,
-        } => db_cmd::delete_range(db, enc, start, end),
-        Command::Load(a) => db_cmd::load(a),
+        } => kv_cmd::delete_range(db, enc, start, end),
+        Command::Load(a) => kv_cmd::load(a),
         Command::Scan { raw, table } if table.table.is_some() => {
-            db_cmd::check_db_dir(&raw.db.db, false)?;
+            db_dir::check_db_dir(&raw.db.db, false)?;
             import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit, raw.count)
         }
-        Command::Scan { raw, .. } => db_cmd::scan(raw),
+        Command::Scan { raw, .. } => kv_cmd::scan(raw),
         Command::ApproxSize {
             db,
             enc,
             start,
             end,
-        } => db_cmd::approx_size(db, enc, start, end),
+        } => kv_cmd::approx_size(db, enc, start, end),
         Command::Flush { db } => ops_cmd::flush(db),
         Command::Compact {
             db,
@@ -315,17 +325,17 @@ fn run(command: Command) -> db_cmd::CmdResult {
         Command::Checkpoint { db, dir } => ops_cmd::checkpoint(db, dir),
         Command::Verify { db } => ops_cmd::verify(db),
         Command::Import(a) => {
-            db_cmd::check_db_dir(a.db(), true)?;
+            db_dir::check_db_dir(a.db(), true)?;
             import_cmd::import(a)
         }
         Command::Tables { db } => {
-            db_cmd::check_db_dir(&db, false)?;
+            db_dir::check_db_dir(&db, false)?;
             import_cmd::tables(db)
         }
-        Command::Stats { db, json } => db_cmd::stats(db, json),
-        Command::Lsm { db, width } => db_cmd::lsm(db, width),
-        Command::Manifest(db_cmd::ManifestCommand::Dump { db, json }) => {
-            db_cmd::manifest_dump(db, json)
+        Command::Stats { db, json } => inspect::stats::run(db, json),
+        Command::Lsm { db, width } => inspect::lsm::run(db, width),
+        Command::Manifest(inspect::manifest::ManifestCommand::Dump { db, json }) => {
+            inspect::manifest::dump(db, json)
         }
         Command::Ingest {
             db,
@@ -333,7 +343,7 @@ fn run(command: Command) -> db_cmd::CmdResult {
             allow_overlap,
             ingest_behind,
             link,
-        } => db_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
-        Command::Wal(db_cmd::WalCommand::Dump { file, enc }) => db_cmd::wal_dump(file, enc),
+        } => ops_cmd::ingest(db, files, allow_overlap, ingest_behind, link),
+        Command::Wal(inspect::wal::WalCommand::Dump { file, enc }) => inspect::wal::dump(file, enc),
     }
 }

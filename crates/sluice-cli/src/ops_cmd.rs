@@ -1,4 +1,5 @@
-//! Operator commands: flush, compact, checkpoint, verify.
+//! Operator commands, on the Db's tables as a whole rather than key by key: flush, compact,
+//! ingest (external SST files in, atomically), checkpoint, verify.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +10,8 @@ use sluice::version::l0_sublevels::L0Sublevels;
 use sluice::version::{FileMeta, Version};
 use sluice::{InternalIterator, IterBounds, Table, TableReadOptions};
 
-use crate::db_cmd::{open_read_only, open_writable, CmdResult, DbArg, KvEnc};
+use crate::args::{CmdResult, DbArg, KvEnc};
+use crate::db_dir::{open_read_only, open_writable, tmp_dir_lines};
 use crate::text::Enc;
 
 /// `sluice flush`: the memtable (and any WAL left by a crash) into L0 tables.
@@ -59,6 +61,41 @@ pub fn compact(a: DbArg, enc: KvEnc, start: Option<String>, end: Option<String>)
         "after:  {}",
         if after.is_empty() { "empty" } else { &after }
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice ingest`.
+pub fn ingest(
+    db_dir: PathBuf,
+    files: Vec<PathBuf>,
+    allow_overlap: bool,
+    ingest_behind: bool,
+    link: bool,
+) -> CmdResult {
+    let db = open_writable(&db_dir, true)?;
+    let opts = sluice::IngestOptions {
+        allow_overlap,
+        ingest_behind,
+        link_files: link,
+        ..Default::default()
+    };
+    let ingested = db.ingest(&files, &opts).map_err(|e| {
+        // The library's option names, said as this command's flags.
+        e.to_string()
+            .replace("set allow_overlap", "pass --allow-overlap")
+            .replace("ingest_behind", "--ingest-behind")
+    })?;
+    for f in ingested {
+        let level = f.level.map_or("memtable".to_string(), |l| format!("L{l}"));
+        println!(
+            "{}\t{}\tseqno {}\t{} entries",
+            f.source.display(),
+            level,
+            f.seqno,
+            f.entries
+        );
+    }
+    db.close()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -181,7 +218,7 @@ pub fn verify(a: DbArg) -> CmdResult {
     let (problems, entries, bytes, tables) = verify_version(&a.db, &v);
     // Not damage (no exit status of its own), but space an operator wants to know about.
     let notes = || {
-        for line in crate::db_cmd::tmp_dir_lines(&a.db) {
+        for line in tmp_dir_lines(&a.db) {
             println!("note: {line}");
         }
     };

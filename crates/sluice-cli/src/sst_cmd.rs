@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
+use crate::args::CmdResult;
 use crate::text::{json_field, Enc};
 use sluice::key::{parse_internal_key, ValueKind};
 use sluice::sst::properties::TableProperties;
@@ -14,8 +15,6 @@ use sluice::{
     ChecksumType, CompressionType, InternalIterator, IterBounds, SstWriter, Table, TableOptions,
     TableReadOptions,
 };
-
-type CmdResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 /// Subcommands of `sluice sst`.
 #[derive(Subcommand)]

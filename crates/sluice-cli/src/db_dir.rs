@@ -1,0 +1,146 @@
+//! The Db directory as every command meets it: checked before it is opened (precise messages
+//! for a missing, foreign or half-created directory), opened read-only or as its one writer
+//! with its own persisted options, a held LOCK said in an operator's terms, and the import
+//! temporary directories that may lie in it. Uses no other room of the CLI.
+
+use std::path::Path;
+
+use sluice::{Db, Options};
+
+/// Why `dir` cannot be opened as an existing Db, if it cannot: missing, a file, empty, a Db
+/// whose creation has not finished, or a directory of other files ([`sluice::DirContents`]).
+/// With `create`, only a file or a directory of other files is refused (a Db is never created
+/// among someone else's files): a missing or empty directory, or one holding only an
+/// interrupted creation's leftovers, is where the engine creates the Db — under the Db's
+/// LOCK, so a racing creator makes this open fail with "locked by another process".
+pub(crate) fn check_db_dir(dir: &Path, create: bool) -> Result<(), String> {
+    use sluice::DirContents;
+    let contents = DirContents::inspect(&sluice::fs::RealFs, dir).map_err(|e| e.to_string())?;
+    let Some(why) = contents.why_not_a_db(dir) else {
+        return Ok(());
+    };
+    let creatable = matches!(
+        contents,
+        DirContents::Missing | DirContents::Empty | DirContents::Unfinished(_)
+    );
+    if create && creatable {
+        return Ok(());
+    }
+    Err(format!(
+        "--db {why}{}",
+        if create {
+            "; a new database is only created in a missing or empty directory"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// The Db's own persisted options (so a tool never resets e.g. its compression), or the
+/// defaults for a Db that has none yet.
+fn db_options(dir: &Path, create: bool) -> Result<Options, Box<dyn std::error::Error>> {
+    check_db_dir(dir, create)?;
+    let base = Options {
+        create_if_missing: create,
+        ..Options::default()
+    };
+    if !dir.join("CURRENT").exists() {
+        return Ok(base);
+    }
+    Ok(Options::load_latest(dir, base)?)
+}
+
+/// Opens a Db for writing (creating it if `create`), with its persisted options. Takes the
+/// directory's LOCK: one writer at a time.
+pub(crate) fn open_writable(dir: &Path, create: bool) -> Result<Db, Box<dyn std::error::Error>> {
+    let opts = db_options(dir, create)?;
+    Db::open(dir, opts).map_err(|e| lock_message(dir, e))
+}
+
+/// A LOCK held by another process, said in an operator's terms.
+pub(crate) fn lock_message(dir: &Path, e: sluice::Error) -> Box<dyn std::error::Error> {
+    if let sluice::Error::Io { source, .. } = &e {
+        if source.kind() == std::io::ErrorKind::WouldBlock {
+            return format!(
+                "{} is locked by another process (it holds the LOCK file: the Db is open for \
+                 writing by another process, or being created); read commands (get, scan, stats, \
+                 lsm, verify, …) work beside it; write commands fail until it closes",
+                dir.display()
+            )
+            .into();
+        }
+    }
+    e.into()
+}
+
+/// Opens an existing Db read-only: nothing is flushed, written or deleted, no lock is taken,
+/// so it works beside a writer (which may delete a table under it: rerun then).
+pub(crate) fn open_read_only(dir: &Path) -> Result<Db, Box<dyn std::error::Error>> {
+    Ok(Db::open_read_only(dir, db_options(dir, false)?)?)
+}
+
+/// The `sluice-import-*` directories in the Db directory (where imports keep their files
+/// unless `--tmp-dir` says otherwise), one line each. A read command removes nothing: it
+/// says whose each is, and that the next import removes a killed one's.
+pub(crate) fn tmp_dir_lines(dir: &Path) -> Vec<String> {
+    sluice_import::find_tmp_dirs(dir)
+        .iter()
+        .map(|t| format!("import temporary directory {}", t.describe()))
+        .collect()
+}
+
+/// [`tmp_dir_lines`] as JSON objects.
+pub(crate) fn tmp_dirs_json(dir: &Path) -> Vec<serde_json::Value> {
+    sluice_import::find_tmp_dirs(dir)
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "path": t.path.display().to_string(),
+                "bytes": t.bytes,
+                "pid": t.pid,
+                "process_running": t.process_running,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_dir_messages_are_precise() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        assert!(check_db_dir(&missing, false)
+            .unwrap_err()
+            .contains("does not exist"));
+        assert!(check_db_dir(&missing, true).is_ok());
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(check_db_dir(&file, false)
+            .unwrap_err()
+            .contains("is a file, not a database directory"));
+        assert!(check_db_dir(&file, true).is_err());
+        let other = dir.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        assert!(check_db_dir(&other, true).is_ok(), "an empty directory");
+        std::fs::write(other.join("notes.txt"), b"x").unwrap();
+        let e = check_db_dir(&other, true).unwrap_err();
+        assert!(
+            e.contains("not a Sluice database") && e.contains("notes.txt"),
+            "{e}"
+        );
+        assert!(check_db_dir(&other, false).is_err());
+        // What a creation killed before CURRENT leaves: a new Db to a writer, and to a reader
+        // a creation that has not finished (not "not a Sluice database").
+        let killed = dir.path().join("killed");
+        std::fs::create_dir(&killed).unwrap();
+        for name in ["000002.log", "LOCK", "MANIFEST-000003"] {
+            std::fs::write(killed.join(name), b"").unwrap();
+        }
+        assert!(check_db_dir(&killed, true).is_ok());
+        let e = check_db_dir(&killed, false).unwrap_err();
+        assert!(e.contains("creation has not finished"), "{e}");
+    }
+}
