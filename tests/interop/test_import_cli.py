@@ -213,3 +213,27 @@ def test_values_starting_with_a_hyphen_are_values(sluice, tmp):
     assert [json.loads(l)["b"] for l in out.decode().splitlines()] == [-2]
     out = sluice("scan", "--db", db, "--table", "t", "--start=-10,-1", "--end", "0", "--count").stdout
     assert json.loads(out) == {"rows": 3}
+
+
+def test_a_pipe_is_an_input_file(sluice, tmp):
+    """`sluice import ... <(zcat f.csv.gz)` and named pipes: read as a stream (issue 20)."""
+    import os
+    import threading
+
+    fifo = tmp / "in.csv"
+    os.mkfifo(fifo)
+    data = PENGUINS.read_bytes()
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    out = sluice("import", "--db", tmp / "db", "--schema", SCHEMA, "--header", "--null", "NA", "--json", fifo)
+    t.join()
+    assert json.loads(out.stdout)["rows"] == 344
+    assert json.loads(sluice("scan", "--db", tmp / "db", "--table", "penguins", "--count").stdout) == {"rows": 344}
+    (tmp / "dir").mkdir()
+    r = sluice("import", "--db", tmp / "db2", "--schema", SCHEMA, tmp / "dir", check=False)
+    assert r.returncode == 2 and b"is a directory" in r.stderr
