@@ -62,6 +62,8 @@ pub use base::iterator::InternalIterator;
 pub use base::range_tombstone::RangeTombstone;
 pub use base::{error, key};
 pub use compaction::RunningOutput;
+#[doc(hidden)]
+pub use db::fuzz;
 pub use db::{
     ingest_target_level, CheckpointInfo, Db, DirContents, IngestOptions, IngestPlan, IngestedFile,
     LevelMetrics, Metrics, Options, ReadOptions, Snapshot, WriteOptions,

@@ -41,6 +41,8 @@ mod create;
 mod file_book;
 mod flush;
 mod flushable;
+#[doc(hidden)]
+pub mod fuzz;
 mod ingest;
 mod jobs;
 mod metrics;

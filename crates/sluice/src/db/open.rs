@@ -137,7 +137,11 @@ impl Db {
         })
     }
 
-    fn recover_manifest(fs: &dyn FileSystem, dir: &Path, _opts: &Options) -> Result<Recovery> {
+    pub(super) fn recover_manifest(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        _opts: &Options,
+    ) -> Result<Recovery> {
         let current = dir.join("CURRENT");
         let mut rec = Recovery {
             version: Version::default(),
@@ -206,7 +210,11 @@ impl Db {
     /// ordinary writes, split at each flushable ingest's record into the ingested tables.
     /// Records at or below the flushed seqno are already in tables and skipped (a memtable
     /// rotated for an ingest shares its WAL with the next one).
-    fn replay_wals(fs: &dyn FileSystem, dir: &Path, rec: &mut Recovery) -> Result<Vec<Recovered>> {
+    pub(super) fn replay_wals(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        rec: &mut Recovery,
+    ) -> Result<Vec<Recovered>> {
         let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
         let mut wals: Vec<u64> = names
             .iter()
@@ -266,7 +274,7 @@ impl Db {
 
     /// Step 4: recovered memtables become L0 tables; recovered ingested tables are checked to
     /// be on disk as their WAL record describes them and join L0 as they are.
-    fn flush_recovered(
+    pub(super) fn flush_recovered(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,

@@ -215,80 +215,94 @@ impl Options {
                 }
             }
         }
-        let text = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            Error::corruption(&path, e.valid_up_to() as u64, "OPTIONS file is not UTF-8")
+        })?;
         let mut o = base;
-        o.apply_options_file(&String::from_utf8_lossy(&text))
-            .map_err(|e| Error::corruption(&path, 0, e))?;
-        o.validate()?;
+        o.apply_options_file(text)
+            .map_err(|(offset, e)| Error::corruption(&path, offset, e))?;
+        // Values out of range are the file's fault here, not the caller's.
+        o.validate().map_err(|e| match e {
+            Error::InvalidArgument(m) => Error::corruption(&path, 0, m),
+            e => e,
+        })?;
         Ok(o)
     }
 
     /// Sets every field an OPTIONS file names; unknown names are ignored (a newer writer).
-    fn apply_options_file(&mut self, text: &str) -> std::result::Result<(), String> {
+    /// Errors are the bad line's byte offset and a reason.
+    fn apply_options_file(&mut self, text: &str) -> std::result::Result<(), (u64, String)> {
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            self.apply_options_line(line.trim())
+                .map_err(|e| (offset as u64, e))?;
+            offset += line.len();
+        }
+        Ok(())
+    }
+
+    fn apply_options_line(&mut self, line: &str) -> std::result::Result<(), String> {
         fn num<T: std::str::FromStr>(k: &str, v: &str) -> std::result::Result<T, String> {
             v.parse().map_err(|_| format!("{k}: bad value {v:?}"))
         }
-        for line in text.lines().map(str::trim) {
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+        if line.is_empty() || line.starts_with('#') {
+            return Ok(());
+        }
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {line:?} is not key=value"))?;
+        match k {
+            "write_buffer_size" => self.write_buffer_size = num(k, v)?,
+            "max_write_buffer_number" => self.max_write_buffer_number = num(k, v)?,
+            "l0_compaction_trigger" => self.l0_compaction_trigger = num(k, v)?,
+            "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = num(k, v)?,
+            "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = num(k, v)?,
+            "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(k, v)?,
+            "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(k, v)?,
+            "target_file_size" => self.target_file_size = num(k, v)?,
+            "max_background_jobs" => self.max_background_jobs = num(k, v)?,
+            "max_subcompactions" => self.max_subcompactions = num(k, v)?,
+            "soft_pending_compaction_bytes_limit" => {
+                self.soft_pending_compaction_bytes_limit = num(k, v)?
             }
-            let (k, v) = line
-                .split_once('=')
-                .ok_or_else(|| format!("line {line:?} is not key=value"))?;
-            match k {
-                "write_buffer_size" => self.write_buffer_size = num(k, v)?,
-                "max_write_buffer_number" => self.max_write_buffer_number = num(k, v)?,
-                "l0_compaction_trigger" => self.l0_compaction_trigger = num(k, v)?,
-                "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = num(k, v)?,
-                "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = num(k, v)?,
-                "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(k, v)?,
-                "max_bytes_for_level_multiplier" => {
-                    self.max_bytes_for_level_multiplier = num(k, v)?
-                }
-                "target_file_size" => self.target_file_size = num(k, v)?,
-                "max_background_jobs" => self.max_background_jobs = num(k, v)?,
-                "max_subcompactions" => self.max_subcompactions = num(k, v)?,
-                "soft_pending_compaction_bytes_limit" => {
-                    self.soft_pending_compaction_bytes_limit = num(k, v)?
-                }
-                "hard_pending_compaction_bytes_limit" => {
-                    self.hard_pending_compaction_bytes_limit = num(k, v)?
-                }
-                "flush_split_bytes" => self.flush_split_bytes = num(k, v)?,
-                "max_open_files" => self.max_open_files = num(k, v)?,
-                "block_cache_bytes" => self.block_cache_bytes = num(k, v)?,
-                "block_size" => self.block_size = num(k, v)?,
-                "block_restart_interval" => self.block_restart_interval = num(k, v)?,
-                "verify_checksums" => self.verify_checksums = num(k, v)?,
-                "max_manifest_file_size" => self.max_manifest_file_size = num(k, v)?,
-                "checksum" => {
-                    self.checksum = crate::sst::format::ChecksumType::from_name(v)
-                        .ok_or_else(|| format!("{k}: unknown checksum {v:?}"))?
-                }
-                "compression_per_level" => {
-                    for (i, c) in v.split(',').enumerate().take(NUM_LEVELS) {
-                        self.compression_per_level[i] = [
-                            CompressionType::None,
-                            CompressionType::Snappy,
-                            CompressionType::Lz4,
-                            CompressionType::Zstd,
-                        ]
-                        .into_iter()
-                        .find(|t| t.rocksdb_name() == c)
-                        .or_else(|| CompressionType::from_name(c))
-                        .ok_or_else(|| format!("{k}: unknown compression {c:?}"))?;
-                    }
-                }
-                "bloom_bits_per_level" => {
-                    for (i, b) in v.split(',').enumerate().take(NUM_LEVELS) {
-                        self.bloom_bits_per_level[i] = match b {
-                            "none" => None,
-                            b => Some(num(k, b)?),
-                        };
-                    }
-                }
-                _ => {}
+            "hard_pending_compaction_bytes_limit" => {
+                self.hard_pending_compaction_bytes_limit = num(k, v)?
             }
+            "flush_split_bytes" => self.flush_split_bytes = num(k, v)?,
+            "max_open_files" => self.max_open_files = num(k, v)?,
+            "block_cache_bytes" => self.block_cache_bytes = num(k, v)?,
+            "block_size" => self.block_size = num(k, v)?,
+            "block_restart_interval" => self.block_restart_interval = num(k, v)?,
+            "verify_checksums" => self.verify_checksums = num(k, v)?,
+            "max_manifest_file_size" => self.max_manifest_file_size = num(k, v)?,
+            "checksum" => {
+                self.checksum = crate::sst::format::ChecksumType::from_name(v)
+                    .ok_or_else(|| format!("{k}: unknown checksum {v:?}"))?
+            }
+            "compression_per_level" => {
+                for (i, c) in v.split(',').enumerate().take(NUM_LEVELS) {
+                    self.compression_per_level[i] = [
+                        CompressionType::None,
+                        CompressionType::Snappy,
+                        CompressionType::Lz4,
+                        CompressionType::Zstd,
+                    ]
+                    .into_iter()
+                    .find(|t| t.rocksdb_name() == c)
+                    .or_else(|| CompressionType::from_name(c))
+                    .ok_or_else(|| format!("{k}: unknown compression {c:?}"))?;
+                }
+            }
+            "bloom_bits_per_level" => {
+                for (i, b) in v.split(',').enumerate().take(NUM_LEVELS) {
+                    self.bloom_bits_per_level[i] = match b {
+                        "none" => None,
+                        b => Some(num(k, b)?),
+                    };
+                }
+            }
+            _ => {}
         }
         Ok(())
     }

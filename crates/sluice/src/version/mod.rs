@@ -189,12 +189,8 @@ impl VersionEdit {
                 TAG_NEXT_FILE => {
                     e.next_file_number = Some(r.varint64().ok_or("truncated next file number")?)
                 }
-                TAG_LAST_SEQ => {
-                    e.last_sequence = Some(r.varint64().ok_or("truncated last sequence")?)
-                }
-                TAG_FLUSHED_SEQ => {
-                    e.flushed_seqno = Some(r.varint64().ok_or("truncated flushed seqno")?)
-                }
+                TAG_LAST_SEQ => e.last_sequence = Some(seqno(&mut r, "last sequence")?),
+                TAG_FLUSHED_SEQ => e.flushed_seqno = Some(seqno(&mut r, "flushed seqno")?),
                 TAG_DELETED => {
                     let level = r.varint32().ok_or("truncated deleted-file level")? as usize;
                     let number = r.varint64().ok_or("truncated deleted-file number")?;
@@ -218,9 +214,12 @@ impl VersionEdit {
                     if smallest.len() < key::TRAILER_LEN || largest.len() < key::TRAILER_LEN {
                         return Err("new file with a malformed boundary key".into());
                     }
-                    let smallest_seqno = r.varint64().ok_or("truncated smallest seqno")?;
-                    let largest_seqno = r.varint64().ok_or("truncated largest seqno")?;
-                    let global_seqno = r.varint64().ok_or("truncated global seqno")?;
+                    if number > MAX_FILE_NUMBER {
+                        return Err(format!("new file number {number} is out of range"));
+                    }
+                    let smallest_seqno = seqno(&mut r, "smallest seqno")?;
+                    let largest_seqno = seqno(&mut r, "largest seqno")?;
+                    let global_seqno = seqno(&mut r, "global seqno")?;
                     let range_dels = r.varint64().ok_or("truncated range deletion count")?;
                     e.added.push((
                         level,
@@ -243,6 +242,19 @@ impl VersionEdit {
     }
 }
 
+/// The largest file number an edit may name: numbers above it are corruption (the next file
+/// number after it must still fit, and no Db allocates that many).
+pub const MAX_FILE_NUMBER: u64 = u64::MAX >> 8;
+
+/// Reads a seqno, which must fit an internal key's trailer.
+fn seqno(r: &mut Reader<'_>, what: &str) -> Result<u64, String> {
+    let s = r.varint64().ok_or_else(|| format!("truncated {what}"))?;
+    if s > MAX_SEQNO {
+        return Err(format!("{what} {s} is past the largest seqno {MAX_SEQNO}"));
+    }
+    Ok(s)
+}
+
 /// An immutable set of files per level.
 #[derive(Debug, Clone, Default)]
 pub struct Version {
@@ -263,7 +275,16 @@ impl Version {
                 ));
             }
         }
+        // A number names one file: adding one the version still holds (a replayed or
+        // duplicated record) would list it twice. Deletions come first, so a move is fine.
+        let mut numbers: std::collections::HashSet<u64> = v.file_numbers().collect();
         for (level, f) in &edit.added {
+            if !numbers.insert(f.number) {
+                return Err(format!(
+                    "edit adds file {} to L{level}, which the version already holds",
+                    f.number
+                ));
+            }
             v.levels[*level].push(Arc::new(f.clone()));
         }
         v.levels[0].sort_by(|a, b| {
@@ -378,6 +399,72 @@ mod tests {
         e.added.push((0, meta(2, "a", "f", 5)));
         let v = v.apply(&e).unwrap();
         assert_eq!(v.levels[0][0].number, 2, "newest L0 file first");
+    }
+
+    /// Found by the seeded mutation test (`tests/fuzz_seeded.rs`): a MANIFEST whose record
+    /// adding a file to L0 appeared twice replayed into an L0 listing the file twice, and
+    /// building its sublevels tripped their invariant check ("files 29 and 29 out of age
+    /// order").
+    #[test]
+    fn replaying_an_added_file_again_is_rejected() {
+        let mut e = VersionEdit::default();
+        e.added.push((0, meta(29, "a", "f", 1)));
+        let v = Version::default().apply(&e).unwrap();
+        let err = v.apply(&e).unwrap_err();
+        assert!(err.contains("already holds"), "{err}");
+        let mut both = e.clone();
+        both.added.push((3, meta(29, "x", "z", 1)));
+        assert!(Version::default().apply(&both).is_err());
+        // A move deletes first, then adds the same number a level down.
+        let mv = VersionEdit {
+            deleted: vec![(0, 29)],
+            added: vec![(1, meta(29, "a", "f", 1))],
+            ..VersionEdit::default()
+        };
+        assert_eq!(v.apply(&mv).unwrap().levels[1][0].number, 29);
+    }
+
+    /// Seqnos past `MAX_SEQNO` do not fit a key trailer and file numbers near `u64::MAX`
+    /// overflow the next number: both are corruption, not values to replay.
+    #[test]
+    fn out_of_range_seqnos_and_file_numbers_are_rejected() {
+        let mut f = meta(9, "a", "m", 5);
+        f.largest_seqno = MAX_SEQNO + 1;
+        let e = VersionEdit {
+            added: vec![(2, f)],
+            ..VersionEdit::default()
+        };
+        assert!(VersionEdit::decode(&e.encode())
+            .unwrap_err()
+            .contains("largest seqno"));
+        let e = VersionEdit {
+            last_sequence: Some(u64::MAX),
+            ..VersionEdit::default()
+        };
+        assert!(VersionEdit::decode(&e.encode()).is_err());
+        let e = VersionEdit {
+            added: vec![(2, meta(u64::MAX, "a", "m", 5))],
+            ..VersionEdit::default()
+        };
+        assert!(VersionEdit::decode(&e.encode())
+            .unwrap_err()
+            .contains("out of range"));
+    }
+
+    /// A key length claiming 4 GiB allocates nothing: the decoder reports the missing bytes.
+    #[test]
+    fn huge_key_length_is_an_error_not_an_allocation() {
+        let mut b = Vec::new();
+        put_varint32(&mut b, TAG_ADDED);
+        put_varint32(&mut b, 1);
+        put_varint64(&mut b, 9);
+        put_varint64(&mut b, 100);
+        put_varint32(&mut b, u32::MAX);
+        b.extend_from_slice(b"short");
+        assert_eq!(
+            VersionEdit::decode(&b).unwrap_err(),
+            "truncated smallest key"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! tables are read at `seqno` onwards. Readers that predate it reject the count.
 
 use crate::base::coding::{decode_fixed32, decode_fixed64, put_varint32, Reader};
-use crate::base::key::ValueKind;
+use crate::base::key::{ValueKind, MAX_SEQNO};
 
 const HEADER: usize = 12;
 const INGEST_MARKER: u32 = u32::MAX;
@@ -162,6 +162,13 @@ impl WriteBatch {
                 b.count()
             ));
         }
+        // Entries take seqnos `seqno..seqno + n`; each must fit an internal key's trailer.
+        if n > 0 && b.seqno() > MAX_SEQNO - u64::from(n - 1) {
+            return Err(format!(
+                "write batch seqnos {}+{n} run past the largest seqno {MAX_SEQNO}",
+                b.seqno()
+            ));
+        }
         Ok(b)
     }
 
@@ -230,5 +237,35 @@ mod tests {
         let mut bad = rep.clone();
         bad[8] = 2;
         assert!(WriteBatch::from_rep(bad).is_err());
+    }
+
+    /// Found by the seeded mutation test (`tests/fuzz_seeded.rs`): a WAL record whose seqno
+    /// field had its top byte flipped reached the memtable and tripped the trailer's
+    /// `seqno <= MAX_SEQNO` assertion during recovery.
+    #[test]
+    fn seqnos_past_the_largest_are_rejected() {
+        let mut b = WriteBatch::new();
+        b.put(b"k1", b"v");
+        b.put(b"k2", b"v");
+        b.set_seqno(MAX_SEQNO - 1);
+        assert!(WriteBatch::from_rep(b.rep().to_vec()).is_ok());
+        b.set_seqno(MAX_SEQNO);
+        let e = WriteBatch::from_rep(b.rep().to_vec()).unwrap_err();
+        assert!(e.contains("largest seqno"), "{e}");
+        b.set_seqno(u64::MAX);
+        assert!(WriteBatch::from_rep(b.rep().to_vec()).is_err());
+    }
+
+    /// A count or key length claiming gigabytes allocates nothing: the decoder walks the
+    /// bytes that are there and reports what is missing.
+    #[test]
+    fn huge_lengths_and_counts_are_errors_not_allocations() {
+        let mut rep = vec![0u8; HEADER];
+        rep[8..12].copy_from_slice(&u32::MAX.wrapping_sub(1).to_le_bytes());
+        rep.push(ValueKind::Value as u8);
+        rep.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]); // key length 4 GiB - 1
+        rep.extend_from_slice(b"short");
+        let e = WriteBatch::from_rep(rep).unwrap_err();
+        assert_eq!(e, "truncated key");
     }
 }

@@ -385,6 +385,29 @@ mod tests {
         }
     }
 
+    /// A fragment length claiming more than its block holds is damage found from the header
+    /// alone: the reader slices the bytes that are there and never sizes a buffer by it.
+    #[test]
+    fn huge_fragment_length_is_damage_not_an_allocation() {
+        let recs = vec![b"first".to_vec(), b"second".to_vec(), b"third".to_vec()];
+        let mut buf = write_log(&recs);
+        buf[4..6].copy_from_slice(&u16::MAX.to_le_bytes());
+        match read_all(&buf) {
+            Err(Error::Corruption { offset, reason, .. }) => {
+                assert_eq!(offset, 0);
+                assert!(reason.contains("crosses the block end"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // In the last record it is a torn tail.
+        let last = buf.len() - (HEADER_SIZE + 5);
+        let mut buf = write_log(&recs);
+        buf[last + 4..last + 6].copy_from_slice(&u16::MAX.to_le_bytes());
+        let (got, end) = read_all(&buf).unwrap();
+        assert_eq!(got, recs[..2]);
+        assert!(matches!(end, LogEnd::TornTail(o, _) if o == last as u64));
+    }
+
     #[test]
     fn damage_in_the_middle_is_corruption_with_offset() {
         let recs = sample()[..60].to_vec();
