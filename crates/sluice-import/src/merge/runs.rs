@@ -46,24 +46,32 @@ pub fn write_run(
 /// [`run_table_options`]), its index block, the table and iterator.
 pub const RUN_READ_COST: usize = 96 << 10;
 
-/// How many runs one merge may read at once: bounded by `memory` (bytes for read blocks)
-/// and by `open_files` (descriptors this merge may hold), with `threads` merges running
-/// side by side. At least 4.
-pub fn merge_fan_in(memory: usize, open_files: u64, threads: usize) -> usize {
-    let threads = threads.max(1);
-    let by_memory = memory / RUN_READ_COST / threads;
-    let by_files = usize::try_from(open_files).unwrap_or(usize::MAX) / threads;
-    by_memory.min(by_files).clamp(4, 4096)
+/// Fewest runs a merge reads at once: below this a multi-level merge makes little progress
+/// per pass.
+const MIN_FAN_IN: usize = 4;
+
+/// How many runs one merge may read at once, and on how many threads merges run: bounded by
+/// `memory` (bytes for read blocks) and by `open_files` (descriptors the merges may hold), with
+/// up to `threads` merges side by side. When descriptors are short, fewer threads merge rather
+/// than each reading fewer than [`MIN_FAN_IN`] runs; the fan-in is at least 2 (a pass must
+/// shrink the run count) even if that exceeds `open_files`.
+pub fn merge_fan_in(memory: usize, open_files: u64, threads: usize) -> (usize, usize) {
+    let files = usize::try_from(open_files).unwrap_or(usize::MAX);
+    let threads = threads.clamp(1, (files / MIN_FAN_IN).max(1));
+    let by_memory = (memory / RUN_READ_COST / threads).max(MIN_FAN_IN);
+    let by_files = (files / threads).max(2);
+    (by_memory.min(by_files).min(4096), threads)
 }
 
 /// File descriptors an import may hold open for reading runs: half of what the process's
-/// soft `RLIMIT_NOFILE` leaves after 64 (the Db, the final writers, the input, stdio).
+/// soft `RLIMIT_NOFILE` leaves after what else it holds (the Db, the final writers, the input,
+/// stdio: 64, or half the limit when it is lower).
 pub fn open_files_for_runs() -> u64 {
     #[cfg(unix)]
     {
         let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
         let soft = lim.current.unwrap_or(u64::MAX);
-        soft.saturating_sub(64) / 2
+        soft.saturating_sub(64.min(soft / 2)) / 2
     }
     #[cfg(not(unix))]
     {
@@ -145,4 +153,31 @@ pub fn reduce_runs(
         merged += take as u64;
     }
     Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fan_in_times_threads_stays_within_the_descriptors_when_they_are_short() {
+        for files in [0u64, 1, 7, 8, 10, 20, 48, 96, 1000] {
+            for threads in [1, 2, 3, 8, 16] {
+                let (fan_in, t) = merge_fan_in(64 << 20, files, threads);
+                assert!(t >= 1 && t <= threads, "{files} {threads}: {t}");
+                assert!(fan_in >= 2, "{files} {threads}: {fan_in}");
+                // Within the descriptors whenever they allow the minimum of 2 runs.
+                if files >= 2 {
+                    assert!(
+                        (fan_in * t) as u64 <= files.max(2 * t as u64),
+                        "{files} {threads}"
+                    );
+                }
+            }
+        }
+        // Plenty of descriptors: every thread merges, the memory sets the fan-in.
+        assert_eq!(merge_fan_in(96 << 20, 10_000, 4), (256, 4));
+        // Short of memory but not of files: at least MIN_FAN_IN.
+        assert_eq!(merge_fan_in(0, 10_000, 2), (MIN_FAN_IN, 2));
+    }
 }

@@ -56,19 +56,14 @@ impl Import {
                 ..self.final_options()
             });
             // Bounded fan-in: at most `fan_in` runs are read at once by each merge thread.
-            let fan_in = merge_fan_in(plan.merge_memory, open_files_for_runs(), self.opts.threads);
+            let (fan_in, merge_threads) =
+                merge_fan_in(plan.merge_memory, open_files_for_runs(), self.opts.threads);
             let tmp = &plan.tmp.path;
             let name = || {
                 let n = file_counter.fetch_add(1, Ordering::Relaxed);
                 tmp.join(format!("run-{slot}-{n:06}.sst"))
             };
-            let merged = reduce_runs(
-                &mut st.runs,
-                fan_in,
-                self.opts.threads,
-                &name,
-                self.writeback(),
-            )?;
+            let merged = reduce_runs(&mut st.runs, fan_in, merge_threads, &name, self.writeback())?;
             counters.runs_premerged.fetch_add(merged, Ordering::Relaxed);
             let bytes = st.mem_bytes as u64
                 + st.runs
@@ -81,12 +76,12 @@ impl Import {
             ctx.merging_deletions = Arc::new(DeletionSource::sorted(std::mem::take(
                 &mut ctx.deletions[slot],
             )));
-            let parallel = self.opts.threads > 1
+            let parallel = merge_threads > 1
                 && cell_opts.is_none()
                 && st.unique_cols.is_none()
                 && bytes >= self.opts.parallel_merge_min_bytes;
             st.finals = if parallel {
-                self.merge_parallel(plan, counters, ctx, st, slot, &file_counter)?
+                self.merge_parallel(plan, counters, ctx, st, &file_counter, merge_threads)?
             } else {
                 let mut sources: Vec<Box<dyn Source>> = Vec::new();
                 for (p, with_src) in &st.runs {
@@ -129,9 +124,10 @@ impl Import {
         counters: &Counters,
         ctx: &mut EmitCtx<'_>,
         st: &mut IndexState,
-        slot: usize,
         file_counter: &Arc<AtomicU64>,
+        threads: usize,
     ) -> Result<Vec<SstFileInfo>, ImportError> {
+        let slot = st.slot;
         let mem: Vec<Arc<Entries>> = std::mem::take(&mut st.mem)
             .into_iter()
             .map(Arc::new)
@@ -147,7 +143,7 @@ impl Import {
             samples.extend(t.index_separators()?);
         }
         let dels = Arc::clone(&ctx.merging_deletions);
-        let ranges = split_ranges(samples, self.opts.threads);
+        let ranges = split_ranges(samples, threads);
         let parts = ranges.len() as u64;
         let mut suppress: Vec<HashMap<Vec<u8>, u32>> = vec![HashMap::new(); ranges.len()];
         for (k, n) in std::mem::take(&mut ctx.suppress[slot]) {
