@@ -15,7 +15,8 @@ class SstWriter:
 
     ``table_options``: ``block_size`` (4096), ``restart_interval`` (16), ``compression``
     (``"none"``, ``"snappy"``, ``"lz4"``, ``"zstd"``), ``checksum`` (``"crc32c"``),
-    ``bloom_bits_per_key`` (10.0; None for no filter).
+    ``bloom_bits_per_key`` (10.0; None for no filter). ``put``, ``delete`` and
+    ``delete_range`` like RocksDB's ``SstFileWriter``.
 
     As a context manager it finishes the file on a clean exit and removes it when the block
     raises::
@@ -52,6 +53,12 @@ class SstWriter:
     def delete(self, key: bytes) -> None:
         """Adds a deletion of ``key``: once ingested it hides the key's older values."""
         self._w.delete(key)
+
+    def delete_range(self, start: bytes, end: bytes) -> None:
+        """Adds a deletion of every key in ``[start, end)``: once ingested it hides those
+        keys' older values. Any order relative to ``put``; a file may hold only these. They
+        count neither in ``entries`` nor in the smallest and largest key ``finish`` reports."""
+        self._w.delete_range(start, end)
 
     def finish(self) -> Dict[str, Any]:
         """Writes the file's index, filter and footer, fsyncs it and puts it at ``path``.

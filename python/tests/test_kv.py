@@ -204,6 +204,36 @@ def test_sst_writer_ingest_and_rocksdict(db, tmp_path):
         rdb.close()
 
 
+def test_sst_writer_delete_range_in_sluice_and_rocksdb(db, tmp_path):
+    keys = [b"a", b"b", b"c", b"d", b"e"]
+    for k in keys:
+        db.put(k, b"old")
+    db.flush()
+    rpath = str(tmp_path / "rocks")
+    rdb = rocksdict.Rdict(rpath, options=rocksdict.Options(raw_mode=True))
+    for k in keys:
+        rdb[k] = b"old"
+    rdb.flush()
+    sst = tmp_path / "del.sst"
+    with sluice.SstWriter(sst) as w:
+        w.delete(b"a")
+        w.put(b"e", b"new")
+        w.delete_range(b"b", b"d")  # range deletions in any order relative to the points
+    assert w.info["entries"] == 2
+    db.ingest([sst])
+    assert [db.get(k) for k in keys] == [None, None, None, b"old", b"new"]
+    try:
+        rdb.ingest_external_file([str(sst)])
+        assert [rdb.get(k) for k in keys] == [None, None, None, b"old", b"new"]
+    finally:
+        rdb.close()
+    only = tmp_path / "only.sst"
+    with sluice.SstWriter(only) as w:
+        w.delete_range(b"d", b"e")
+    db.ingest([only])
+    assert list(db.scan()) == [(b"e", b"new")]
+
+
 def test_sst_writer_removes_file_on_exception(tmp_path):
     sst = tmp_path / "x.sst"
     with pytest.raises(RuntimeError):

@@ -56,6 +56,11 @@ impl PySstWriter {
         self.with(py, |w| w.delete(key))
     }
 
+    /// Adds a deletion of every key in `[start, end)`, in any order relative to the points.
+    fn delete_range(&self, py: Python<'_>, start: &[u8], end: &[u8]) -> PyResult<()> {
+        self.with(py, |w| w.delete_range(start, end))
+    }
+
     /// Entries added so far.
     #[getter]
     fn entries(&self) -> u64 {
