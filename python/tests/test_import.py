@@ -122,6 +122,7 @@ def test_schema_error_line_column(db, tmp_path):
 def test_threads_while_import_runs(db):
     stop = threading.Event()
     errors = []
+    done = [0] * 8  # rounds per thread, to see them run while the import holds no GIL
 
     def worker(n):
         try:
@@ -135,6 +136,7 @@ def test_threads_while_import_runs(db):
                     assert len(got) == i + 1
                     assert got[-1] == (key, b"%d" % i)
                 i += 1
+                done[n] = i
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -144,7 +146,9 @@ def test_threads_while_import_runs(db):
     report = {}
 
     def do_import():
+        before = sum(done)
         report["r"] = db.import_files(SCHEMA, [CSV], header=True, null="NA", progress="off")
+        report["ops_during"] = sum(done) - before
 
     imp = threading.Thread(target=do_import)
     imp.start()
@@ -154,6 +158,7 @@ def test_threads_while_import_runs(db):
         t.join()
     assert not errors, errors
     assert report["r"].rows == 344
+    assert report["ops_during"] > 0
     assert db.table("penguins").get(344)["species"] == "Chinstrap"
     for n in range(8):
         assert db.get(b"w%d-%06d" % (n, 0)) == b"0"

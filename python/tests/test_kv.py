@@ -250,3 +250,39 @@ def test_sst_writer_removes_file_on_exception(tmp_path):
     w.finish()
     with pytest.raises(sluice.ClosedError):
         w.put(b"b", b"2")
+
+
+def test_close_while_threads_use_the_db(tmp_path):
+    import threading
+
+    db = sluice.open(tmp_path / "db")
+    for i in range(1000):
+        db.put(b"%04d" % i, b"v")
+    outcomes = []
+    busy = threading.Barrier(9)  # every thread has done a round before the close
+
+    def reader():
+        try:
+            rounds = 0
+            while True:
+                assert db.get(b"0007") == b"v"
+                assert len(list(db.scan(b"0100", b"0200"))) == 100
+                db.put(b"x", b"y")
+                rounds += 1
+                if rounds == 1:
+                    busy.wait()
+        except sluice.ClosedError:
+            outcomes.append("closed")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcomes.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads:
+        t.start()
+    busy.wait()
+    db.close()
+    for t in threads:
+        t.join()
+    assert outcomes == ["closed"] * 8
+    with sluice.open(tmp_path / "db") as again:  # closed cleanly: the lock is free
+        assert again.get(b"x") == b"y"
