@@ -31,11 +31,12 @@ def _key_text(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, _dt.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-        return v.isoformat(sep=" ")
-    if isinstance(v, (_dt.date, int, float, _decimal.Decimal, str)):
-        return v.isoformat() if isinstance(v, _dt.date) else str(v)
+        naive = v if v.tzinfo is None else v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return naive.isoformat(sep=" ")
+    if isinstance(v, _dt.date):
+        return v.isoformat()
+    if isinstance(v, (int, float, _decimal.Decimal, str)):
+        return str(v)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return "\\x" + bytes(v).hex()
     raise TypeError(f"a primary key value cannot be {type(v).__name__}")

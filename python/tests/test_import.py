@@ -62,6 +62,22 @@ def test_every_type(db, tmp_path):
     assert row["id"] == 2 and all(row[c] is None for c in ("f", "d", "b", "y", "day", "ts"))
 
 
+def test_get_by_typed_composite_key(db, tmp_path):
+    schema = """CREATE TABLE ev (day DATE, at TIMESTAMP, amount DECIMAL(8,2), flag BOOLEAN,
+        name TEXT, PRIMARY KEY (day, at, amount, flag));"""
+    (tmp_path / "ev.csv").write_text("2024-01-02,2024-01-02 03:04:05.5,10.25,false,x\n")
+    db.import_files(schema, [tmp_path / "ev.csv"], progress="off")
+    at = dt.datetime(2024, 1, 2, 3, 4, 5, 500000, tzinfo=dt.timezone.utc)
+    t = db.table("ev")
+    row = t.get(dt.date(2024, 1, 2), at, Decimal("10.25"), False)
+    assert row is not None and row["name"] == "x" and row["at"] == at
+    cet = dt.timezone(dt.timedelta(hours=1))
+    assert t.get(dt.date(2024, 1, 2), at.astimezone(cet), Decimal("10.25"), False) == row
+    assert t.get(dt.date(2024, 1, 2), at, Decimal("10.26"), False) is None
+    with pytest.raises(sluice.InvalidArgumentError):
+        t.get(dt.date(2024, 1, 2))  # one value for a four-column key
+
+
 def test_bad_row_names_file_line_column(db, tmp_path):
     f = tmp_path / "bad.csv"
     f.write_text("id,n\n1,2\n2,x\n")
