@@ -185,3 +185,53 @@ fn both_writeback_modes_write_the_same_table() {
     }
     assert_eq!(digests[0], digests[1]);
 }
+
+#[test]
+fn range_deletions_are_written_and_hide_older_keys_once_ingested() {
+    use sluice::{Db, IngestOptions, Options};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    for k in [&b"a"[..], b"b", b"c", b"d", b"e"] {
+        db.put(k, b"old").unwrap();
+    }
+    db.flush().unwrap();
+
+    // Points and a range deletion, in any order.
+    let path = dir.path().join("mixed.sst");
+    let mut w = SstWriter::create(&path, TableOptions::default()).unwrap();
+    w.delete_range(b"b", b"d").unwrap();
+    w.put(b"e", b"new").unwrap();
+    assert!(matches!(
+        w.delete_range(b"z", b"a"),
+        Err(Error::InvalidArgument(_))
+    ));
+    let info = w.finish().unwrap();
+    assert_eq!(info.entries, 1);
+    assert_eq!(info.properties.num_range_deletions, 1);
+    let t = Table::open_path(&path, &TableReadOptions::new()).unwrap();
+    assert_eq!(t.range_deletions().len(), 1);
+
+    // A file of range deletions only.
+    let only = dir.path().join("only.sst");
+    let mut w = SstWriter::create(&only, TableOptions::default()).unwrap();
+    w.delete_range(b"a", b"b").unwrap();
+    let info = w.finish().unwrap();
+    assert_eq!(info.entries, 0);
+
+    db.ingest(&[&path, &only], &IngestOptions::default())
+        .unwrap();
+    let got: Vec<_> = [&b"a"[..], b"b", b"c", b"d", b"e"]
+        .iter()
+        .map(|k| db.get(k).unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            None,
+            None,
+            None,
+            Some(b"old".to_vec()),
+            Some(b"new".to_vec())
+        ]
+    );
+}

@@ -49,6 +49,8 @@ pub struct SstWriter {
     smallest: Vec<u8>,
     key_buf: Vec<u8>,
     entries: u64,
+    /// Range deletions added (a file holding only those is not empty).
+    range_deletions: u64,
 }
 
 impl std::fmt::Debug for SstWriter {
@@ -119,6 +121,7 @@ impl SstWriter {
             smallest: Vec::new(),
             key_buf: Vec::with_capacity(64),
             entries: 0,
+            range_deletions: 0,
         })
     }
 
@@ -131,6 +134,20 @@ impl SstWriter {
     /// Adds a deletion of `key`. `key` must sort strictly after every key added before.
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
         self.add(key, &[], ValueKind::Deletion)
+    }
+
+    /// Adds a deletion of every key in `[start, end)` (RocksDB's `SstFileWriter::DeleteRange`):
+    /// once ingested it hides the older values of those keys. Range deletions may come in any
+    /// order, before, between or after the points; a file may hold only range deletions. They
+    /// do not count in [`SstFileInfo::entries`] nor widen its smallest and largest key (the
+    /// points'); the ingest reads their span from the file.
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
+        let Some(builder) = self.builder.as_mut() else {
+            return Err(Error::InvalidArgument("SstWriter already failed".into()));
+        };
+        builder.add_range_deletion(start, end, 0)?;
+        self.range_deletions += 1;
+        Ok(())
     }
 
     #[inline]
@@ -180,7 +197,7 @@ impl SstWriter {
             return Err(Error::InvalidArgument("SstWriter already failed".into()));
         };
         self.last_user_key = crate::base::key::user_key(builder.last_key()).to_vec();
-        if self.entries == 0 {
+        if self.entries == 0 && self.range_deletions == 0 {
             let _ = std::fs::remove_file(&self.tmp);
             return Err(Error::InvalidArgument(
                 "cannot finish an SST file with no entries".into(),

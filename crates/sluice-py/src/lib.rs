@@ -1,0 +1,26 @@
+//! `sluice._sluice`: the Python extension module of the `sluice` package.
+//!
+//! A thin layer: it converts Python values to the Rust crates' types and back, releases the
+//! GIL around every call that touches the disk or does real work, and maps every Rust error
+//! variant to one exception class of `sluice._errors`. The Pythonic surface (`sluice.open`,
+//! context managers, typed table rows) is the pure-Python package in `python/sluice/`.
+
+mod db;
+mod errors;
+mod options;
+mod sst;
+mod table;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<db::PyDb>()?;
+    m.add_class::<db::PySnapshot>()?;
+    m.add_class::<db::PyWriteBatch>()?;
+    m.add_class::<db::PyScan>()?;
+    m.add_class::<sst::PySstWriter>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
