@@ -11,7 +11,7 @@ VENV=target/py-venv
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-  'maturin>=1.7,<2' -r tests/requirements.txt
+  'maturin>=1.7,<2' mypy -r tests/requirements.txt
 rm -rf target/wheels/sluice-*.whl
 nice -n 10 "$VENV/bin/maturin" build --release --quiet --interpreter "$VENV/bin/python" \
   --out target/wheels

@@ -19,6 +19,8 @@ bench/run --quick --engines sluice,pebble
 echo "== Python package: wheel built into a fresh venv (target/py-venv), its tests (pytest)"
 scripts/build_python.sh
 target/py-venv/bin/python -m pytest -q python/tests
+echo "== the package's types: mypy --strict against the installed wheel (stubs and py.typed)"
+target/py-venv/bin/python -m mypy --strict -p sluice
 echo "== interop + CLI tests, bench settings check (pytest)"
 SLUICE_BIN="$PWD/target/release/sluice" SLUICE_BENCH_BIN="$PWD/target/release/sluice-bench" \
   ${PYTHON:-python3} -m pytest -q tests bench/test_params.py bench/test_import_online.py bench/test_harness.py
