@@ -7,9 +7,10 @@
 //! that many entries of the streamed files and positions.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use sluice::coding::{decode_varsigned64, put_varsigned64};
 use sluice::{InternalIterator, IterBounds, Table, TableReadOptions};
 
 /// One key in memory per this many entries.
@@ -31,6 +32,8 @@ pub struct PositionRecorder {
     count: u64,
     bytes: u64,
     last: u64,
+    /// One encoded position.
+    buf: Vec<u8>,
 }
 
 impl PositionRecorder {
@@ -44,6 +47,7 @@ impl PositionRecorder {
             count: 0,
             bytes: 0,
             last: 0,
+            buf: Vec::with_capacity(10),
         })
     }
 
@@ -56,23 +60,10 @@ impl PositionRecorder {
                 base: self.last,
             });
         }
-        let delta = src.wrapping_sub(self.last) as i64;
-        let mut z = ((delta << 1) ^ (delta >> 63)) as u64;
-        let mut buf = [0u8; 10];
-        let mut n = 0;
-        loop {
-            let b = (z & 0x7f) as u8;
-            z >>= 7;
-            if z == 0 {
-                buf[n] = b;
-                n += 1;
-                break;
-            }
-            buf[n] = b | 0x80;
-            n += 1;
-        }
-        self.out.write_all(&buf[..n])?;
-        self.bytes += n as u64;
+        self.buf.clear();
+        put_varsigned64(&mut self.buf, src.wrapping_sub(self.last) as i64);
+        self.out.write_all(&self.buf)?;
+        self.bytes += self.buf.len() as u64;
         self.last = src;
         self.count += 1;
         Ok(())
@@ -136,23 +127,16 @@ impl StreamedPositions {
     }
 
     fn read_position(&self, s: &Sample, steps: u64) -> Option<u64> {
-        let mut f = BufReader::new(File::open(&self.path).ok()?);
+        let mut f = File::open(&self.path).ok()?;
         f.seek(SeekFrom::Start(s.offset)).ok()?;
-        let mut pos = s.base;
-        let mut bytes = f.bytes();
+        // A position takes at most 10 bytes.
+        let mut bytes = Vec::new();
+        f.take((steps + 1) * 10).read_to_end(&mut bytes).ok()?;
+        let (mut pos, mut at) = (s.base, 0);
         for _ in 0..=steps {
-            let mut z = 0u64;
-            let mut shift = 0;
-            loop {
-                let b = bytes.next()?.ok()?;
-                z |= u64::from(b & 0x7f).checked_shl(shift)?;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
-            let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            let (delta, n) = decode_varsigned64(bytes.get(at..)?)?;
             pos = pos.wrapping_add(delta as u64);
+            at += n;
         }
         Some(pos)
     }

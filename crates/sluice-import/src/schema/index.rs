@@ -171,13 +171,7 @@ pub(super) fn create_index(
         ));
     }
     if using.is_some() {
-        return Err(refuse(
-            src,
-            at,
-            &["USING"],
-            "USING",
-            "every index is an ordered key range",
-        ));
+        return Err(refuse_using(src, at));
     }
     if !include.is_empty() {
         return Err(refuse(
@@ -251,4 +245,15 @@ pub(super) fn create_index(
     };
     let cols = resolve(t, &index_columns(src, columns)?, &format!("index {iname}"))?;
     add_index(t, iname, cols, *unique, iat)
+}
+
+/// `USING method` on an index or key: refused (every index is an ordered key range).
+pub(super) fn refuse_using(src: &Source, at: Pos) -> SchemaError {
+    refuse(
+        src,
+        at,
+        &["USING"],
+        "USING",
+        "every index is an ordered key range",
+    )
 }

@@ -8,7 +8,7 @@ use sqlparser::ast::{
 use crate::types::ColumnType;
 
 use super::column::{column_options, column_type, ColumnFacts, DeclaredIndex};
-use super::index::{add_index, index_columns, resolve};
+use super::index::{add_index, index_columns, refuse_using, resolve};
 use super::source::{err, ident_name, ident_pos, object_name, refuse, refuse_before, Pos, Source};
 use super::{ColumnDef, Layout, SchemaError, TableDef, ROWID_COLUMN};
 
@@ -571,13 +571,7 @@ pub(super) fn key_clauses(
         return Err(err(ident_pos(n), format!("an index name ({n}) on PRIMARY KEY is not supported (the primary key is the index `primary`)")));
     }
     if using {
-        return Err(refuse(
-            src,
-            at,
-            &["USING"],
-            "USING",
-            "every index is an ordered key range",
-        ));
+        return Err(refuse_using(src, at));
     }
     if let Some(o) = options.first() {
         let text = o.to_string();

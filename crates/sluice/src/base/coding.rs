@@ -43,8 +43,7 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Appends a signed value zig-zag encoded as a varint (RocksDB's `PutVarsignedint64`; the
-/// reader side is `decode_varsigned64`, the writer needs it only in tests).
-#[cfg(test)]
+/// reader side is `decode_varsigned64`).
 pub fn put_varsigned64(dst: &mut Vec<u8>, v: i64) {
     put_varint64(dst, ((v << 1) ^ (v >> 63)) as u64);
 }
