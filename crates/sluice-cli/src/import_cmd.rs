@@ -23,6 +23,8 @@ pub enum FormatArg {
     Tsv,
     /// One JSON object per line.
     Jsonl,
+    /// Apache Parquet (columns matched by name).
+    Parquet,
 }
 
 /// `--on-duplicate`.
@@ -62,9 +64,14 @@ pub struct ImportArgs {
     #[arg(long)]
     db: PathBuf,
     /// SQL file with CREATE TABLE / CREATE INDEX statements.
-    #[arg(long)]
-    schema: PathBuf,
-    /// Table to load (default: the schema's only table).
+    #[arg(long, required_unless_present = "primary_key")]
+    schema: Option<PathBuf>,
+    /// Without --schema: take the table's columns and types from the first (Parquet) file and
+    /// make these columns its primary key (comma-separated).
+    #[arg(long, conflicts_with = "schema", value_delimiter = ',')]
+    primary_key: Vec<String>,
+    /// Table to load (default: the schema's only table; without --schema, the first file's
+    /// name without its extension).
     #[arg(long)]
     table: Option<String>,
     /// Input format (default: from the file extension; .gz/.zst are decompressed).
@@ -137,6 +144,32 @@ fn one_byte(what: &str, s: &str) -> Result<u8, String> {
     }
 }
 
+/// `CREATE TABLE` from the first input's columns (it must be Parquet) and `--primary-key`.
+fn schema_from_input(a: &ImportArgs) -> Result<String, String> {
+    let first = a.files.first().ok_or("no input files")?;
+    let parquet = match a.format {
+        Some(f) => matches!(f, FormatArg::Parquet),
+        None => Format::from_path(first) == Format::Parquet,
+    };
+    if !parquet {
+        return Err(format!(
+            "{}: --primary-key without --schema takes the columns from a Parquet file; \
+             give --schema for CSV, TSV and JSON lines",
+            first.display()
+        ));
+    }
+    let name = match &a.table {
+        Some(t) => t.clone(),
+        None => first
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or_else(|| format!("{}: no file name to name the table by", first.display()))?,
+    };
+    let schema = sluice_import::arrow_io::parquet_schema(first).map_err(with_flag_names)?;
+    sluice_import::arrow_io::create_table_sql(&name, &schema, &a.primary_key)
+        .map_err(with_flag_names)
+}
+
 impl ImportArgs {
     /// The database directory.
     pub fn db(&self) -> &std::path::Path {
@@ -146,8 +179,13 @@ impl ImportArgs {
 
 /// `sluice import`.
 pub fn import(a: ImportArgs) -> CmdResult {
-    let schema =
-        std::fs::read_to_string(&a.schema).map_err(|e| format!("{}: {e}", a.schema.display()))?;
+    let (schema, schema_name) = match &a.schema {
+        Some(p) => (
+            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            p.display().to_string(),
+        ),
+        None => (schema_from_input(&a)?, "--primary-key".to_string()),
+    };
     let defaults = ImportOptions::default();
     let opts = ImportOptions {
         table: a.table,
@@ -155,6 +193,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
             FormatArg::Csv => Format::Csv,
             FormatArg::Tsv => Format::Tsv,
             FormatArg::Jsonl => Format::Jsonl,
+            FormatArg::Parquet => Format::Parquet,
         }),
         header: a.header,
         delimiter: a
@@ -198,18 +237,12 @@ pub fn import(a: ImportArgs) -> CmdResult {
     };
     let import = Import::new(&schema, a.files, opts).map_err(|e| match e {
         sluice_import::ImportError::Schema(s) if s.line > 0 && s.column > 0 => {
-            format!(
-                "{}:{}:{}: {}",
-                a.schema.display(),
-                s.line,
-                s.column,
-                s.message
-            )
+            format!("{}:{}:{}: {}", schema_name, s.line, s.column, s.message)
         }
         sluice_import::ImportError::Schema(s) if s.line > 0 => {
-            format!("{}:{}: {}", a.schema.display(), s.line, s.message)
+            format!("{}:{}: {}", schema_name, s.line, s.message)
         }
-        sluice_import::ImportError::Schema(s) => format!("{}: {}", a.schema.display(), s.message),
+        sluice_import::ImportError::Schema(s) => format!("{}: {}", schema_name, s.message),
         other => with_flag_names(other),
     })?;
     clean_up_on_signals()?;

@@ -60,6 +60,7 @@ pub fn exercise_readers(bytes: &[u8]) -> u64 {
                     first_line: raw.first_line,
                     offset: raw.file_offset,
                     map: Arc::clone(&map),
+                    batch: None,
                 },
             );
             rows += out.rows;

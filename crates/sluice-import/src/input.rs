@@ -26,13 +26,20 @@ pub enum Format {
     Tsv,
     /// One JSON object per line, keys are column names.
     Jsonl,
+    /// Apache Parquet: columns matched by name, row groups read as record batches.
+    Parquet,
+    /// Arrow record batches handed over in memory (never a file's format).
+    Arrow,
 }
 
 impl Format {
-    /// The format a file name implies (after stripping `.gz`/`.zst`): `.tsv`/`.tab` TSV,
-    /// `.jsonl`/`.ndjson`/`.json` JSON lines, anything else CSV.
+    /// The format a file name implies: `.parquet`/`.pq` Parquet; after stripping `.gz`/`.zst`,
+    /// `.tsv`/`.tab` TSV, `.jsonl`/`.ndjson`/`.json` JSON lines, anything else CSV.
     pub fn from_path(p: &Path) -> Format {
         let name = p.to_string_lossy().to_ascii_lowercase();
+        if name.ends_with(".parquet") || name.ends_with(".pq") {
+            return Format::Parquet;
+        }
         let name = name
             .strip_suffix(".gz")
             .or_else(|| name.strip_suffix(".zst"))

@@ -26,6 +26,7 @@
 //! # Ok::<(), sluice_import::ImportError>(())
 //! ```
 
+pub mod arrow_io;
 pub mod catalog;
 pub mod error;
 #[doc(hidden)]

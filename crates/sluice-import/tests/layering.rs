@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "schema",
     "error",
     "catalog",
+    "arrow_io",
     "input",
     "parse",
     "positions",

@@ -26,6 +26,7 @@
 //!   are converted from their text as written (never through a double), for every type; in a
 //!   TEXT column a number or boolean is stored as its text.
 
+mod arrow;
 mod csv;
 mod jsonl;
 mod tsv;
@@ -39,6 +40,7 @@ use crate::row::encode_row;
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
 use crate::types::{parse_value, Value};
 
+use arrow::parse_batch;
 use csv::parse_csv;
 use jsonl::parse_jsonl;
 use tsv::parse_tsv;
@@ -150,8 +152,20 @@ pub struct Chunk {
     pub first_line: u64,
     /// Offset of `data[0]` in all inputs together (for row ids).
     pub offset: u64,
-    /// Field → column map of its file.
+    /// Field → column map of its file (for a batch: batch column → table column).
     pub map: Arc<FieldMap>,
+    /// For Parquet and Arrow input: the rows, as a record batch (`data` is empty then, and
+    /// `first_line` is the 1-based row number of its first row).
+    pub batch: Option<ArrowBatch>,
+}
+
+/// A record batch of an Arrow or Parquet input, with its number for messages.
+#[derive(Debug)]
+pub struct ArrowBatch {
+    /// The rows.
+    pub rows: crate::arrow_io::RecordBatch,
+    /// Its number in its input (0-based: the batch of a stream, or of a Parquet file).
+    pub number: u64,
 }
 
 /// A bad record.
@@ -265,6 +279,9 @@ pub fn parse_chunk(cfg: &ParseConfig, chunk: Chunk) -> ChunkOutput {
         rows: 0,
         bytes: chunk.data.len() as u64,
     };
+    if let Some(b) = &chunk.batch {
+        out.bytes = b.rows.get_array_memory_size() as u64;
+    }
     // Rough presizing: keys + rows are about the size of the input.
     out.indexes[0]
         .arena
@@ -274,6 +291,7 @@ pub fn parse_chunk(cfg: &ParseConfig, chunk: Chunk) -> ChunkOutput {
         Format::Csv => parse_csv(cfg, &chunk, &mut enc, &mut out),
         Format::Tsv => parse_tsv(cfg, &chunk, &mut enc, &mut out),
         Format::Jsonl => parse_jsonl(cfg, &chunk, &mut enc, &mut out),
+        Format::Parquet | Format::Arrow => parse_batch(cfg, &chunk, &mut enc, &mut out),
     }
     for e in &mut out.indexes {
         e.sort();

@@ -76,7 +76,30 @@ pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDupl
 pub struct Import {
     tables: Vec<TableDef>,
     files: Vec<PathBuf>,
+    /// Record batches read after the files ([`Import::from_arrow`]), taken by the one run.
+    arrow: ArrowSource,
     opts: ImportOptions,
+}
+
+/// An Arrow stream waiting for its import's run, and the name its rows are placed in.
+struct ArrowSource {
+    stream: std::sync::Mutex<Option<crate::arrow_io::ArrowStream>>,
+    name: Option<String>,
+}
+
+impl std::fmt::Debug for ArrowSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrowSource")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for ArrowSource {
+    type Target = std::sync::Mutex<Option<crate::arrow_io::ArrowStream>>;
+    fn deref(&self) -> &Self::Target {
+        &self.stream
+    }
 }
 
 /// Steps 1-5 done ([`Import::stage`]): what step 6 needs. The plan holds the temporary
@@ -103,7 +126,41 @@ impl Import {
         files: Vec<PathBuf>,
         opts: ImportOptions,
     ) -> Result<Import, ImportError> {
+        if files.is_empty() {
+            return Err(ImportError::InvalidArgument("no input files".into()));
+        }
+        Self::with_sources(schema_sql, files, None, opts)
+    }
+
+    /// An import of the record batches of `stream` (columns matched to the table's by name,
+    /// converted with the schema's types: see [`crate::arrow_io::values`]). `name` is how
+    /// messages name the input (`arrow` if `None`); a row's place is its 1-based row number
+    /// in the stream, and a bad row's message also names its batch and row in the batch.
+    /// [`Import::run`] reads the stream once: a second run has no rows to import.
+    pub fn from_arrow(
+        schema_sql: &str,
+        stream: crate::arrow_io::ArrowStream,
+        name: Option<String>,
+        opts: ImportOptions,
+    ) -> Result<Import, ImportError> {
+        Self::with_sources(schema_sql, Vec::new(), Some((stream, name)), opts)
+    }
+
+    fn with_sources(
+        schema_sql: &str,
+        files: Vec<PathBuf>,
+        arrow: Option<(crate::arrow_io::ArrowStream, Option<String>)>,
+        opts: ImportOptions,
+    ) -> Result<Import, ImportError> {
         let tables = parse_schema(schema_sql).map_err(ImportError::Schema)?;
+        if opts.format == Some(crate::Format::Arrow) {
+            return Err(ImportError::InvalidOption {
+                option: "format",
+                reason:
+                    "arrow is the format of an in-memory stream (Import::from_arrow), not of a file"
+                        .into(),
+            });
+        }
         if opts.threads == 0 {
             return Err(ImportError::InvalidOption {
                 option: "threads",
@@ -122,9 +179,6 @@ impl Import {
                 reason: "must be at least 8 MiB".into(),
             });
         }
-        if files.is_empty() {
-            return Err(ImportError::InvalidArgument("no input files".into()));
-        }
         for f in &files {
             match std::fs::metadata(f) {
                 Ok(m) if m.is_dir() => {
@@ -138,9 +192,17 @@ impl Import {
                 Err(e) => return Err(ImportError::io(f, e)),
             }
         }
+        let (stream, name) = match arrow {
+            Some((s, n)) => (Some(s), Some(n.unwrap_or_else(|| "arrow".into()))),
+            None => (None, None),
+        };
         Ok(Import {
             tables,
             files,
+            arrow: ArrowSource {
+                stream: std::sync::Mutex::new(stream),
+                name,
+            },
             opts,
         })
     }

@@ -155,11 +155,17 @@ impl Import {
             )));
         }
         // Each file's own format (from its extension) unless one is given for all.
-        let formats = self
+        let mut formats: Vec<Format> = self
             .files
             .iter()
             .map(|f| self.opts.format.unwrap_or_else(|| Format::from_path(f)))
             .collect();
+        let mut file_names: Vec<String> =
+            self.files.iter().map(|f| f.display().to_string()).collect();
+        if let Some(name) = &self.arrow.name {
+            formats.push(Format::Arrow);
+            file_names.push(name.clone());
+        }
         // The budget is the process's: leave room for what is there anyway (code, the open Db,
         // allocator slack), measured at 10-20 MiB.
         let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
@@ -199,7 +205,7 @@ impl Import {
             pool: Arc::new(crate::parse::BufferPool::new(chunks_reserved)),
             // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
             max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
-            file_names: self.files.iter().map(|f| f.display().to_string()).collect(),
+            file_names,
         })
     }
 

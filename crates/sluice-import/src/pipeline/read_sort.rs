@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{BadRow, RowPlace};
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
 use crate::merge::{write_run, MemSource, Merger, Source};
-use crate::parse::{parse_chunk, Chunk, ChunkOutput, FieldMap, ParseConfig};
+use crate::parse::{parse_chunk, ArrowBatch, Chunk, ChunkOutput, FieldMap, ParseConfig};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
@@ -28,22 +28,28 @@ impl Import {
         indexes: &mut [IndexState],
     ) -> Result<u64, ImportError> {
         // One parse configuration per format (indexed by `Format as usize`).
-        let cfgs: Vec<ParseConfig> = [Format::Csv, Format::Tsv, Format::Jsonl]
-            .into_iter()
-            .map(|format| ParseConfig {
-                table: plan.table.clone(),
-                format,
-                delimiter: self.opts.delimiter.unwrap_or(match format {
-                    Format::Tsv => b'\t',
-                    _ => b',',
-                }),
-                quote: self.opts.quote,
-                null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
-                files: plan.file_names.clone(),
-                rowid_base: plan.rowid_base,
-                pool: Some(Arc::clone(&plan.pool)),
-            })
-            .collect();
+        let cfgs: Vec<ParseConfig> = [
+            Format::Csv,
+            Format::Tsv,
+            Format::Jsonl,
+            Format::Parquet,
+            Format::Arrow,
+        ]
+        .into_iter()
+        .map(|format| ParseConfig {
+            table: plan.table.clone(),
+            format,
+            delimiter: self.opts.delimiter.unwrap_or(match format {
+                Format::Tsv => b'\t',
+                _ => b',',
+            }),
+            quote: self.opts.quote,
+            null: self.opts.null.as_ref().map(|s| s.as_bytes().to_vec()),
+            files: plan.file_names.clone(),
+            rowid_base: plan.rowid_base,
+            pool: Some(Arc::clone(&plan.pool)),
+        })
+        .collect();
         let abort = AtomicBool::new(false);
         let file_counter = Arc::new(AtomicU64::new(0));
         let mut runs = 0u64;
@@ -106,7 +112,8 @@ impl Import {
         Ok(runs)
     }
 
-    /// The reader thread: every file, chunk by chunk, in order.
+    /// The reader thread: every file, chunk by chunk, in order, then the Arrow stream if
+    /// there is one.
     pub(crate) fn read_files(
         &self,
         plan: &Plan,
@@ -116,76 +123,185 @@ impl Import {
         abort: &AtomicBool,
         counters: &Counters,
     ) -> Result<(), ImportError> {
-        let mut seq = 0u64;
-        let mut global = 0u64;
-        // A permit is taken before a chunk is read and handed on with the chunk. The end of a
-        // file (or an empty file) reads no chunk: its permit is kept for the next file's first
-        // chunk rather than lost (losing one per file once deadlocked imports of more files
-        // than there are permits).
-        let mut permit = false;
-        for (fi, path) in self.files.iter().enumerate() {
-            let name = &plan.file_names[fi];
+        let mut feed = Feed {
+            tx,
+            permits,
+            abort,
+            seq: 0,
+            permit: false,
+            global: 0,
+        };
+        for fi in 0..self.files.len() {
             let cfg = &cfgs[plan.formats[fi] as usize];
-            let r = open_input(path, Arc::clone(&counters.bytes_read))
-                .map_err(|e| ImportError::io(path, e))?;
-            let bounds = match cfg.format {
-                Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),
-                _ => Boundaries::Lines(LineScanner::default()),
+            let more = match cfg.format {
+                Format::Parquet => self.read_parquet(plan, fi, &mut feed, counters)?,
+                _ => self.read_text(plan, cfg, fi, &mut feed, counters)?,
             };
-            let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
-            let scan_err = |e: crate::input::ChunkError| match e {
-                crate::input::ChunkError::Io(e) => ImportError::io(path, e),
-                crate::input::ChunkError::Scan(s) => ImportError::BadRow(BadRow {
+            if !more {
+                return Ok(());
+            }
+        }
+        if let Some(stream) = self.take_arrow()? {
+            let fi = self.files.len();
+            let map = |schema: &arrow_schema::Schema| {
+                crate::arrow_io::parquet::match_columns(schema, &plan.table)
+            };
+            let name = &plan.file_names[fi];
+            let schema = stream.schema();
+            let (_, columns) = map(&schema)
+                .map_err(|why| ImportError::InvalidArgument(format!("{name}: {why}")))?;
+            let mut columns = Arc::new(FieldMap { fields: columns });
+            let mut rows = 0u64;
+            for (number, batch) in stream.enumerate() {
+                if !feed.acquire() {
+                    return Ok(());
+                }
+                let batch = batch.map_err(|e| {
+                    ImportError::InvalidArgument(format!("{name}: batch {number}: {e}"))
+                })?;
+                // Pick each batch's columns by its own schema (a stream should not change its
+                // schema, but a reader that does so is not trusted to keep the field order).
+                let (roots, fields) = map(batch.schema().as_ref()).map_err(|why| {
+                    ImportError::InvalidArgument(format!("{name}: batch {number}: {why}"))
+                })?;
+                if fields != columns.fields {
+                    columns = Arc::new(FieldMap { fields });
+                }
+                let batch = batch.project(&roots).map_err(|e| {
+                    ImportError::InvalidArgument(format!("{name}: batch {number}: {e}"))
+                })?;
+                let n = batch.num_rows() as u64;
+                counters
+                    .bytes_read
+                    .fetch_add(batch.get_array_memory_size() as u64, Ordering::Relaxed);
+                if !feed.send_batch(fi, batch, number as u64, rows, &columns) {
+                    return Ok(());
+                }
+                rows += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// The Arrow stream, taken once.
+    fn take_arrow(&self) -> Result<Option<crate::arrow_io::ArrowStream>, ImportError> {
+        match self.arrow.lock() {
+            Ok(mut a) => Ok(a.take()),
+            Err(_) => Err(ImportError::Internal(
+                "the Arrow stream's lock is poisoned".into(),
+            )),
+        }
+    }
+
+    /// One Parquet file, batch by batch. `false`: stop (the import failed elsewhere).
+    fn read_parquet(
+        &self,
+        plan: &Plan,
+        fi: usize,
+        feed: &mut Feed<'_>,
+        counters: &Counters,
+    ) -> Result<bool, ImportError> {
+        let path = &self.files[fi];
+        let name = &plan.file_names[fi];
+        // Batches about a chunk's worth of input: the table's columns at ~16 bytes a value.
+        let batch_rows =
+            (plan.chunk_size / (16 * plan.table.columns.len().max(1))).clamp(1024, 65536);
+        let input = crate::arrow_io::open_parquet(path, &plan.table, batch_rows)?;
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let columns = Arc::new(FieldMap {
+            fields: input.columns,
+        });
+        let mut rows = 0u64;
+        for (number, batch) in input.reader.enumerate() {
+            if !feed.acquire() {
+                return Ok(false);
+            }
+            let batch = batch.map_err(|e| {
+                ImportError::BadRow(BadRow {
                     place: RowPlace {
                         file: name.clone(),
-                        line: s.line,
+                        line: rows + 1,
                     },
                     column: None,
                     value: None,
-                    reason: format!("field {}: {}", s.field, s.reason),
-                }),
-            };
-            let map = if self.opts.header && cfg.format != Format::Jsonl {
-                match chunker.next_chunk(true).map_err(scan_err)? {
-                    Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
-                    None => default_map(&plan.table),
-                }
-            } else {
-                default_map(&plan.table)
-            };
-            let map = Arc::new(map);
-            let mut file_len = 0u64;
-            loop {
-                if abort.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                if !permit {
-                    if permits.recv().is_err() {
-                        return Ok(());
-                    }
-                    permit = true;
-                }
-                let Some(raw) = chunker.next_chunk(false).map_err(scan_err)? else {
-                    break;
-                };
-                permit = false;
-                file_len = raw.file_offset + raw.data.len() as u64;
-                let chunk = Chunk {
-                    seq,
-                    file: fi,
-                    data: raw.data,
-                    first_line: raw.first_line,
-                    offset: global + raw.file_offset,
-                    map: Arc::clone(&map),
-                };
-                seq += 1;
-                if tx.send(chunk).is_err() {
-                    return Ok(());
-                }
+                    reason: format!("Parquet batch {number} does not decode: {e}"),
+                })
+            })?;
+            let n = batch.num_rows() as u64;
+            let share = size.saturating_mul(n).checked_div(input.rows).unwrap_or(0);
+            counters.bytes_read.fetch_add(share, Ordering::Relaxed);
+            if !feed.send_batch(fi, batch, number as u64, rows, &columns) {
+                return Ok(false);
             }
-            global += file_len + 1;
+            rows += n;
         }
-        Ok(())
+        feed.global += rows + 1;
+        Ok(true)
+    }
+
+    /// One CSV, TSV or JSON-lines file, chunk by chunk. `false`: stop.
+    fn read_text(
+        &self,
+        plan: &Plan,
+        cfg: &ParseConfig,
+        fi: usize,
+        feed: &mut Feed<'_>,
+        counters: &Counters,
+    ) -> Result<bool, ImportError> {
+        let path = &self.files[fi];
+        let name = &plan.file_names[fi];
+        let r = open_input(path, Arc::clone(&counters.bytes_read))
+            .map_err(|e| ImportError::io(path, e))?;
+        let bounds = match cfg.format {
+            Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),
+            _ => Boundaries::Lines(LineScanner::default()),
+        };
+        let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
+        let scan_err = |e: crate::input::ChunkError| match e {
+            crate::input::ChunkError::Io(e) => ImportError::io(path, e),
+            crate::input::ChunkError::Scan(s) => ImportError::BadRow(BadRow {
+                place: RowPlace {
+                    file: name.clone(),
+                    line: s.line,
+                },
+                column: None,
+                value: None,
+                reason: format!("field {}: {}", s.field, s.reason),
+            }),
+        };
+        let map = if self.opts.header && cfg.format != Format::Jsonl {
+            match chunker.next_chunk(true).map_err(scan_err)? {
+                Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
+                None => default_map(&plan.table),
+            }
+        } else {
+            default_map(&plan.table)
+        };
+        let map = Arc::new(map);
+        let mut file_len = 0u64;
+        loop {
+            if !feed.acquire() {
+                return Ok(false);
+            }
+            let Some(raw) = chunker.next_chunk(false).map_err(scan_err)? else {
+                break;
+            };
+            file_len = raw.file_offset + raw.data.len() as u64;
+            let chunk = Chunk {
+                seq: 0,
+                file: fi,
+                data: raw.data,
+                first_line: raw.first_line,
+                offset: feed.global + raw.file_offset,
+                map: Arc::clone(&map),
+                batch: None,
+            };
+            if !feed.send(chunk) {
+                return Ok(false);
+            }
+        }
+        feed.global += file_len + 1;
+        Ok(true)
     }
 
     /// Takes one chunk output, in input order.
@@ -355,4 +471,63 @@ fn header_error(file: &str, value: Option<&str>, reason: String) -> ImportError 
         value: value.map(str::to_string),
         reason,
     })
+}
+
+/// The reader's side of the chunk channel. A permit is taken before a chunk is read and
+/// handed on with the chunk. The end of a file (or an empty file) reads no chunk: its permit
+/// is kept for the next file's first chunk rather than lost (losing one per file once
+/// deadlocked imports of more files than there are permits).
+pub(crate) struct Feed<'a> {
+    tx: mpsc::SyncSender<Chunk>,
+    permits: &'a mpsc::Receiver<()>,
+    abort: &'a AtomicBool,
+    seq: u64,
+    permit: bool,
+    /// Offset of the current file's first byte (or row) in all inputs, for row ids.
+    global: u64,
+}
+
+impl Feed<'_> {
+    /// Waits for a permit to read the next chunk. `false`: stop (the import failed elsewhere).
+    fn acquire(&mut self) -> bool {
+        if self.abort.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !self.permit {
+            if self.permits.recv().is_err() {
+                return false;
+            }
+            self.permit = true;
+        }
+        true
+    }
+
+    /// Sends a chunk read under the permit [`acquire`](Self::acquire) took.
+    fn send(&mut self, mut chunk: Chunk) -> bool {
+        self.permit = false;
+        chunk.seq = self.seq;
+        self.seq += 1;
+        self.tx.send(chunk).is_ok()
+    }
+
+    /// Sends a record batch whose first row is row `first_row` (0-based) of input `file`.
+    fn send_batch(
+        &mut self,
+        file: usize,
+        rows: arrow_array::RecordBatch,
+        number: u64,
+        first_row: u64,
+        columns: &Arc<FieldMap>,
+    ) -> bool {
+        let chunk = Chunk {
+            seq: 0,
+            file,
+            data: Vec::new(),
+            first_line: first_row + 1,
+            offset: self.global + first_row,
+            map: Arc::clone(columns),
+            batch: Some(ArrowBatch { rows, number }),
+        };
+        self.send(chunk)
+    }
 }

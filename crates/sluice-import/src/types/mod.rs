@@ -123,7 +123,7 @@ impl ColumnType {
     }
 
     /// The range of an integer column's values.
-    fn int_range(&self) -> Option<(i64, i64)> {
+    pub(crate) fn int_range(&self) -> Option<(i64, i64)> {
         match self {
             ColumnType::SmallInt => Some((i16::MIN.into(), i16::MAX.into())),
             ColumnType::Int => Some((i32::MIN.into(), i32::MAX.into())),
