@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the `sluice` Python package (crates/sluice-py + python/sluice) as a wheel and installs it
-# into a fresh venv, target/py-venv, with what its tests need (pytest, rocksdict). The release
+# into a fresh venv, target/py-venv, with what its tests need (pytest, rocksdict, pyarrow, pandas,
+# polars, duckdb: python/tests/requirements.txt). The release
 # build of the extension shares the workspace's target/ directory, so after
 # `cargo build --release` only the binding crate itself is compiled.
 # Run the tests with: target/py-venv/bin/python -m pytest -q python/tests
@@ -11,7 +12,7 @@ VENV=target/py-venv
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-  'maturin>=1.7,<2' mypy -r tests/requirements.txt
+  'maturin>=1.7,<2' mypy -r tests/requirements.txt -r python/tests/requirements.txt
 rm -rf target/wheels/sluice-*.whl
 nice -n 10 "$VENV/bin/maturin" build --release --quiet --interpreter "$VENV/bin/python" \
   --out target/wheels

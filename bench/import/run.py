@@ -40,6 +40,8 @@ import online
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent
 REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+from kvspec import kv_pair, perm_fn  # noqa: E402 - the spec's generator, shared
 OUT = BENCH / "out"
 DATA = OUT / "import-data"
 VENV = OUT / "import-venv"
@@ -180,37 +182,13 @@ def gen_stock(path, warehouses, seed=14):
 # ---------------------------------------------------------------------------------------------
 # kv-bulkload pairs (shared/BENCH-SPEC.md) as CSV `k,v` with hex text (TEXT/VARCHAR both sides:
 # DuckDB's CSV reader has no hex BLOB input).
-M64 = (1 << 64) - 1
-PERM, KEYS, VAL = 0x5EED000000000001, 0xA5A5A5A55A5A5A5A, 0x0123456789ABCDEF
-
-
-def splitmix64(x):
-    z = (x + 0x9E3779B97F4A7C15) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
 def kv_line(p):
-    k = p.to_bytes(8, "big") + splitmix64(p ^ KEYS).to_bytes(8, "big")
-    v = b"".join(splitmix64((p * 13 + j + VAL) & M64).to_bytes(8, "little") for j in range(13))[:100]
+    k, v = kv_pair(p)
     return f"{k.hex()},{v.hex()}\n"
 
 
 def gen_kv(path, n, shuffled):
-    bits = max((n - 1).bit_length(), 2)
-    bits += bits & 1
-    half = bits // 2
-    mask = (1 << half) - 1
-    def perm(i):
-        x = i
-        while True:
-            l, r = x >> half, x & mask
-            for k in range(4):
-                l, r = r, l ^ (splitmix64(r ^ (PERM + k)) & mask)
-            x = (l << half) | r
-            if x < n:
-                return x
+    perm = perm_fn(n)
     with open(path, "w") as f:
         buf = []
         for i in range(n):

@@ -12,6 +12,8 @@
             ...
         report = db.import_files(open("t.sql").read(), ["t.csv"], header=True)
         row = db.table("t").get(42)     # {"id": 42, ...}
+        db.import_arrow(None, pyarrow_table, table="u", primary_key=["id"])
+        df = db.table("u").to_pandas()  # or pyarrow.table(db.table("u").scan(columns=[...]))
 
 Errors are ``sluice.Error`` subclasses (see ``sluice._errors``); I/O errors are also
 ``OSError``. Every call that touches the disk releases the GIL; a ``Db`` may be shared by
@@ -23,7 +25,7 @@ from . import _errors
 from ._errors import *  # noqa: F403 - the exception hierarchy, listed in _errors.__all__
 from ._sluice import __version__
 from ._sst import SstWriter
-from ._table import Table
+from ._table import Table, TableScan
 
 __all__ = [
     "open",
@@ -33,6 +35,7 @@ __all__ = [
     "ImportReport",
     "SstWriter",
     "Table",
+    "TableScan",
     "__version__",
     *_errors.__all__,
 ]

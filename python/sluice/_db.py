@@ -3,14 +3,53 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
+import sys
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 from . import _sluice
 from ._errors import ClosedError
 from ._table import Table
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _module(name: str) -> Any:
+    """An optional dependency (pyarrow), imported when first needed."""
+    return importlib.import_module(name)
+
+
+def _arrow_source(data: Any) -> Any:
+    """``data`` as an object with ``__arrow_c_stream__`` or ``__arrow_c_array__``."""
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return data
+    if isinstance(data, (list, tuple)) and data and all(
+        hasattr(b, "__arrow_c_array__") for b in data
+    ):
+        pyarrow = _module("pyarrow")
+        # A list of record batches: one stream, batch boundaries kept.
+        return pyarrow.Table.from_batches([pyarrow.record_batch(b) for b in data])
+    pandas = sys.modules.get("pandas")  # a pandas DataFrame means pandas is imported
+    if pandas is not None and isinstance(data, pandas.DataFrame):
+        return _module("pyarrow").Table.from_pandas(data, preserve_index=False)
+    for method in ("to_arrow", "arrow"):
+        if callable(getattr(data, method, None)):
+            return getattr(data, method)()
+    raise TypeError(
+        f"{type(data).__name__} is not Arrow data (no __arrow_c_stream__ or __arrow_c_array__)"
+    )
 
 
 class WriteBatch:
@@ -271,18 +310,65 @@ class Db:
     # -- tables ----------------------------------------------------------------------------
 
     def import_files(
-        self, schema_sql: str, files: Iterable[PathLike], **options: Any
+        self,
+        schema_sql: Optional[str],
+        files: Iterable[PathLike],
+        *,
+        primary_key: Optional[Sequence[str]] = None,
+        **options: Any,
     ) -> ImportReport:
-        """Imports CSV, TSV or JSON-lines files (plain, .gz, .zst) described by
+        """Imports CSV, TSV, JSON-lines (plain, .gz, .zst) or Parquet files described by
         ``schema_sql`` (``CREATE TABLE``, ``CREATE [UNIQUE] INDEX``) in one atomic ingest —
-        what ``sluice import`` does, with its defaults. Options (``ImportOptions`` fields):
-        ``table``, ``format`` ("csv", "tsv", "jsonl"), ``header``, ``delimiter``, ``quote``,
-        ``null``, ``threads``, ``memory`` (bytes or "2GiB"), ``tmp_dir``, ``max_errors``,
-        ``rejects``, ``on_duplicate`` ("error", "first", "last"), ``target_file_size``,
-        ``progress`` ("auto", "plain", "off"), ``layout`` ("row", "columnar"), ``nice``,
-        ``idle``, ``chunk_size``. A bad row raises ``BadRowError`` naming file, line,
-        column and value; the Db is then unchanged."""
-        d = self._db.import_files(schema_sql, [os.fspath(f) for f in files], options)
+        what ``sluice import`` does, with its defaults. With ``schema_sql=None`` and
+        ``primary_key``, the table's columns and types are taken from the first file (it
+        must be Parquet), named by ``table`` or by the file. Options (``ImportOptions``
+        fields): ``table``, ``format`` ("csv", "tsv", "jsonl", "parquet"), ``header``,
+        ``delimiter``, ``quote``, ``null``, ``threads``, ``memory`` (bytes or "2GiB"),
+        ``tmp_dir``, ``max_errors``, ``rejects``, ``on_duplicate`` ("error", "first",
+        "last"), ``target_file_size``, ``progress`` ("auto", "plain", "off"), ``layout``
+        ("row", "columnar"), ``nice``, ``idle``, ``chunk_size``. A bad row raises
+        ``BadRowError`` naming file, line (for Parquet, the row), column and value; the Db
+        is then unchanged."""
+        paths = [os.fspath(f) for f in files]
+        if schema_sql is None:
+            if not primary_key or not paths:
+                raise TypeError("import_files needs schema_sql, or files and primary_key")
+            schema_sql = _sluice.parquet_schema_sql(
+                paths[0], list(primary_key), options.get("table")
+            )
+        d = self._db.import_files(schema_sql, paths, options)
+        return ImportReport(**d)
+
+    def import_arrow(
+        self,
+        schema_sql: Optional[str],
+        data: Any,
+        *,
+        table: Optional[str] = None,
+        primary_key: Optional[Sequence[str]] = None,
+        name: Optional[str] = None,
+        **options: Any,
+    ) -> ImportReport:
+        """Imports Arrow data: anything that exports the Arrow C stream or array interface
+        (a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader``, a polars
+        ``DataFrame``, a DuckDB relation, ...), a list of record batches, or a pandas
+        ``DataFrame`` (through pyarrow).
+        Columns are matched by name and converted with the schema's types straight from the
+        typed arrays — no text round trip; a value that does not fit exactly is refused.
+        With ``schema_sql=None`` the table is made from the data's columns, with
+        ``primary_key`` as its key and ``table`` (default "data") as its name. ``name`` is
+        how errors name the input (default "arrow"): a bad value raises ``BadRowError``
+        whose message names the row, the batch, the row in the batch and the column; the
+        Db is then unchanged. Options: those of ``import_files``."""
+        d = _sluice.import_arrow(
+            self._raw(),
+            schema_sql,
+            _arrow_source(data),
+            table=table,
+            primary_key=list(primary_key or []),
+            name=name,
+            options=options,
+        )
         return ImportReport(**d)
 
     def tables(self) -> List[str]:

@@ -65,3 +65,23 @@ class SstWriter:
     def abort(self) -> None: ...
     @property
     def closed(self) -> bool: ...
+
+def import_arrow(
+    db: Db,
+    schema_sql: Optional[str],
+    data: Any,
+    table: Optional[str] = None,
+    primary_key: List[str] = ...,
+    name: Optional[str] = None,
+    options: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]: ...
+def table_scan(
+    db: Db,
+    table: str,
+    start: Optional[List[str]] = None,
+    end: Optional[List[str]] = None,
+    columns: Optional[List[str]] = None,
+    index: Optional[str] = None,
+    batch_rows: int = 65536,
+) -> Any: ...
+def parquet_schema_sql(path: str, primary_key: List[str], table: Optional[str] = None) -> str: ...

@@ -1,10 +1,14 @@
-"""Tables of the import catalog: ``db.tables()`` and ``db.table(name).get(*pk)``."""
+"""Tables of the import catalog: ``db.tables()``, ``db.table(name).get(*pk)`` and
+``.scan(...)`` as an Arrow stream."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import importlib
 import decimal as _decimal
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
+
+from . import _sluice
 
 if TYPE_CHECKING:
     from ._db import Db
@@ -74,5 +78,73 @@ class Table:
             return None
         return {name: _typed(tag, scale, raw) for name, tag, scale, raw in row}
 
+    def scan(
+        self,
+        start: Optional[Sequence[Any]] = None,
+        end: Optional[Sequence[Any]] = None,
+        columns: Optional[Sequence[str]] = None,
+        index: Optional[str] = None,
+        batch_rows: int = 65536,
+    ) -> "TableScan":
+        """Rows from ``start`` (inclusive) to ``end`` (exclusive) — each a sequence of values
+        of the first columns of ``index`` (default: the primary key) — in that index's
+        order, at one snapshot, as an Arrow stream of record batches of ``columns`` (default:
+        all) with the schema's types: SMALLINT int16, INT int32, BIGINT int64, DOUBLE float64,
+        DECIMAL(p,s) decimal128(p,s), BOOLEAN bool, TEXT string, BYTES binary, DATE date32,
+        TIMESTAMP timestamp[us, tz=UTC]; NULL as null.
+
+        The stream exports ``__arrow_c_stream__``: ``pyarrow.table(s)``,
+        ``polars.DataFrame(s)`` or DuckDB (``duckdb.sql("SELECT ... FROM s")``) take it
+        directly. It is read once."""
+        raw = self._db._raw()
+        stream = _sluice.table_scan(
+            raw,
+            self.name,
+            None if start is None else [_key_text(v) for v in start],
+            None if end is None else [_key_text(v) for v in end],
+            None if columns is None else list(columns),
+            index,
+            batch_rows,
+        )
+        return TableScan(stream)
+
+    def to_arrow(self, **scan: Any) -> Any:
+        """The rows as a ``pyarrow.Table`` (``scan``'s arguments; needs pyarrow)."""
+        return self.scan(**scan).to_arrow()
+
+    def to_pandas(self, **scan: Any) -> Any:
+        """The rows as a pandas ``DataFrame`` (``scan``'s arguments; needs pyarrow and
+        pandas)."""
+        return self.to_arrow(**scan).to_pandas()
+
     def __repr__(self) -> str:
         return f"<sluice.Table {self.name} ({', '.join(self.columns)})>"
+
+
+class TableScan:
+    """A stream of record batches of a table (``Table.scan``), read once: export it with
+    ``__arrow_c_stream__`` (pyarrow, polars, DuckDB), or iterate it for ``pyarrow``
+    record batches."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow C stream PyCapsule (the Arrow PyCapsule interface)."""
+        return self._stream.__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The stream's schema as an Arrow C schema PyCapsule."""
+        return self._stream.__arrow_c_schema__()
+
+    def to_arrow(self) -> Any:
+        """Every remaining batch as one ``pyarrow.Table``."""
+        return importlib.import_module("pyarrow").table(self)
+
+    def to_pandas(self) -> Any:
+        """Every remaining batch as a pandas ``DataFrame``."""
+        return self.to_arrow().to_pandas()
+
+    def __iter__(self) -> Iterator[Any]:
+        reader = importlib.import_module("pyarrow").RecordBatchReader.from_stream(self)
+        return iter(reader)

@@ -237,3 +237,36 @@ def test_a_pipe_is_an_input_file(sluice, tmp):
     (tmp / "dir").mkdir()
     r = sluice("import", "--db", tmp / "db2", "--schema", SCHEMA, tmp / "dir", check=False)
     assert r.returncode == 2 and b"is a directory" in r.stderr
+
+
+def test_parquet_import_with_a_schema_and_from_the_files_columns(sluice, tmp):
+    """`.parquet` files by extension; `--primary-key` without `--schema` takes the first file's
+    columns and types; a bad value names file, row, batch and column and changes nothing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = pa.table({
+        "id": pa.array([3, 1, 2], pa.int64()),
+        "name": ["c", None, "a,b"],
+        "price": pa.array([1, 2, 3], pa.decimal128(9, 2)).cast(pa.decimal128(9, 2)),
+        "seen": pa.array([0, 86_400_000_000, None], pa.timestamp("us")),
+    })
+    pq.write_table(rows, tmp / "items.parquet", row_group_size=2)
+    db = tmp / "db"
+    summary = json.loads(sluice("import", "--db", db, "--primary-key", "id", "--json",
+                                tmp / "items.parquet").stdout)
+    assert summary["table"] == "items" and summary["rows"] == 3
+    out = sluice("scan", "--db", db, "--table", "items").stdout.decode()
+    assert out == ("id,name,price,seen\n1,,2.00,1970-01-02T00:00:00Z\n2,\"a,b\",3.00,\n"
+                   "3,c,1.00,1970-01-01T00:00:00Z\n")
+    schema = tmp / "s.sql"
+    schema.write_text("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(1))")
+    r = sluice("import", "--db", db, "--schema", schema, tmp / "items.parquet", check=False)
+    assert r.returncode != 0
+    err = r.stderr.decode()
+    assert "items.parquet:3: column name:" in err and ", row " in err, err
+    assert "t (" not in sluice("tables", "--db", db).stdout.decode()
+    csv = tmp / "x.csv"
+    csv.write_text("id\n1\n")
+    r = sluice("import", "--db", db, "--primary-key", "id", csv, check=False)
+    assert r.returncode != 0 and "give --schema for CSV" in r.stderr.decode()

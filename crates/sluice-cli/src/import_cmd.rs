@@ -158,15 +158,7 @@ fn schema_from_input(a: &ImportArgs) -> Result<String, String> {
             first.display()
         ));
     }
-    let name = match &a.table {
-        Some(t) => t.clone(),
-        None => first
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .ok_or_else(|| format!("{}: no file name to name the table by", first.display()))?,
-    };
-    let schema = sluice_import::arrow_io::parquet_schema(first).map_err(with_flag_names)?;
-    sluice_import::arrow_io::create_table_sql(&name, &schema, &a.primary_key)
+    sluice_import::arrow_io::parquet_table_sql(first, a.table.as_deref(), &a.primary_key)
         .map_err(with_flag_names)
 }
 

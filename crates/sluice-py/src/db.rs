@@ -44,6 +44,37 @@ fn bytes_list<'py>(
     PyList::new(py, tuples)
 }
 
+/// An import's summary as the dict `import_files` and `import_arrow` return.
+pub fn summary_dict(py: Python<'_>, s: sluice_import::Summary) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("table", s.table)?;
+    d.set_item("created", s.created)?;
+    d.set_item("rows", s.rows)?;
+    d.set_item("rejected", s.rejected)?;
+    d.set_item("duplicates_dropped", s.duplicates_dropped)?;
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("runs_spilled", s.runs_spilled)?;
+    d.set_item("runs_premerged", s.runs_premerged)?;
+    d.set_item("streamed_indexes", s.streamed_indexes)?;
+    let phases = PyDict::new(py);
+    phases.set_item("parse_sort", s.parse_sort_secs)?;
+    phases.set_item("merge", s.merge_secs)?;
+    phases.set_item("ingest", s.ingest_secs)?;
+    phases.set_item("total", s.total_secs)?;
+    d.set_item("phases", phases)?;
+    let files = PyList::empty(py);
+    for f in s.files {
+        let fd = PyDict::new(py);
+        fd.set_item("index", f.index)?;
+        fd.set_item("level", f.level)?;
+        fd.set_item("entries", f.entries)?;
+        fd.set_item("bytes", f.bytes)?;
+        files.append(fd)?;
+    }
+    d.set_item("files", files)?;
+    Ok(d)
+}
+
 #[pymethods]
 impl PyDb {
     /// Opens (or creates) the Db at `path`; see `sluice.open`.
@@ -322,33 +353,7 @@ impl PyDb {
             let import = sluice_import::Import::new(&schema_sql, files, opts)?;
             Ok(import.run(&db)?)
         })?;
-        let d = PyDict::new(py);
-        d.set_item("table", s.table)?;
-        d.set_item("created", s.created)?;
-        d.set_item("rows", s.rows)?;
-        d.set_item("rejected", s.rejected)?;
-        d.set_item("duplicates_dropped", s.duplicates_dropped)?;
-        d.set_item("bytes", s.bytes)?;
-        d.set_item("runs_spilled", s.runs_spilled)?;
-        d.set_item("runs_premerged", s.runs_premerged)?;
-        d.set_item("streamed_indexes", s.streamed_indexes)?;
-        let phases = PyDict::new(py);
-        phases.set_item("parse_sort", s.parse_sort_secs)?;
-        phases.set_item("merge", s.merge_secs)?;
-        phases.set_item("ingest", s.ingest_secs)?;
-        phases.set_item("total", s.total_secs)?;
-        d.set_item("phases", phases)?;
-        let files = PyList::empty(py);
-        for f in s.files {
-            let fd = PyDict::new(py);
-            fd.set_item("index", f.index)?;
-            fd.set_item("level", f.level)?;
-            fd.set_item("entries", f.entries)?;
-            fd.set_item("bytes", f.bytes)?;
-            files.append(fd)?;
-        }
-        d.set_item("files", files)?;
-        Ok(d)
+        summary_dict(py, s)
     }
 
     /// The catalog: one dict per table (name, columns with their types, primary key, indexes).

@@ -5,6 +5,7 @@
 //! variant to one exception class of `sluice._errors`. The Pythonic surface (`sluice.open`,
 //! context managers, typed table rows) is the pure-Python package in `python/sluice/`.
 
+mod arrow;
 mod db;
 mod errors;
 mod options;
@@ -21,6 +22,9 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<db::PyWriteBatch>()?;
     m.add_class::<db::PyScan>()?;
     m.add_class::<sst::PySstWriter>()?;
+    m.add_function(wrap_pyfunction!(arrow::import_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::table_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::parquet_schema_sql, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

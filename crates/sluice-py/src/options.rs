@@ -155,6 +155,7 @@ pub fn import_options(
                     ("csv", Format::Csv),
                     ("tsv", Format::Tsv),
                     ("jsonl", Format::Jsonl),
+                    ("parquet", Format::Parquet),
                 ];
                 o.format = Some(choice(py, "format", &v, &formats)?)
             }

@@ -11,7 +11,9 @@ pub mod values;
 
 pub use arrow_array::{RecordBatch, RecordBatchReader};
 pub use export::{arrow_type, BatchBuilder};
-pub use parquet::{create_table_sql, open_parquet, parquet_schema, ParquetInput};
+pub use parquet::{
+    create_table_sql, open_parquet, parquet_schema, parquet_table_sql, ParquetInput,
+};
 pub use values::{check_type, Cells};
 
 /// A stream of record batches handed to an import ([`crate::Import::from_arrow`]).

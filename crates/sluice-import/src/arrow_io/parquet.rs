@@ -92,6 +92,28 @@ pub fn parquet_schema(path: &Path) -> Result<Schema, ImportError> {
     Ok(builder.schema().as_ref().clone())
 }
 
+/// `CREATE TABLE` for a Parquet file's columns: [`create_table_sql`] of its schema, the table
+/// named `table` or else the file's name without its extension.
+pub fn parquet_table_sql(
+    path: &Path,
+    table: Option<&str>,
+    primary_key: &[String],
+) -> Result<String, ImportError> {
+    let name = match table {
+        Some(t) => t.to_string(),
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or_else(|| {
+                ImportError::InvalidArgument(format!(
+                    "{}: no file name to name the table by",
+                    path.display()
+                ))
+            })?,
+    };
+    create_table_sql(&name, &parquet_schema(path)?, primary_key)
+}
+
 /// `CREATE TABLE name (…, PRIMARY KEY (primary_key…))` for the fields of `schema`: integers as
 /// the smallest SQL integer that holds them (UInt64 as DECIMAL(20,0)), floats as DOUBLE,
 /// decimals as DECIMAL(p,s), strings TEXT, binary BYTES, dates DATE, timestamps TIMESTAMP;
