@@ -118,6 +118,30 @@ fn json_of_a_deterministic_db_matches_the_golden_file() {
 }
 
 #[test]
+fn html_page_is_self_contained() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    build_db(&db);
+    let page = tmp.path().join("lsm.html");
+    sluice(
+        &[
+            "lsm",
+            "--db",
+            db.to_str().unwrap(),
+            "--html",
+            page.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for remote in ["http://", "https://", "src=\"//"] {
+        assert!(!html.contains(remote), "the page loads nothing: {remote}");
+    }
+    assert!(html.contains("sluice-lsm-timeline/1"));
+}
+
+#[test]
 fn a_directory_without_current_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
