@@ -127,3 +127,10 @@ def test_damaged_rocksdb_manifest_is_refused_with_file_and_offset(sluice, tmp):
     assert r.returncode == 2
     err = r.stderr.decode()
     assert manifest.name in err and str(offset) in err and "unknown tag 77" in err, err
+
+
+def test_text_lsm_of_a_rocksdb_db_points_at_the_history_flags(sluice, tmp):
+    db = tmp / "rdb"
+    build_rocksdb(db, tmp)
+    r = sluice("lsm", "--db", db, check=False)
+    assert r.returncode == 2 and b"is a RocksDB Db" in r.stderr and b"--json or --html" in r.stderr

@@ -16,6 +16,13 @@ pub fn run(a: DbArg, width: usize, json: bool, html: Option<PathBuf>) -> CmdResu
     if json || html.is_some() {
         return history(&a.db, json, html.as_deref());
     }
+    if timeline::is_rocksdb(&a.db) {
+        return Err(format!(
+            "--db {} is a RocksDB Db: `sluice lsm` draws it with --json or --html",
+            a.db.display()
+        )
+        .into());
+    }
     let db = open_read_only(&a.db)?;
     print!(
         "{}",

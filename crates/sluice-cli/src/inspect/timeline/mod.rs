@@ -528,10 +528,7 @@ pub fn load(dir: &Path) -> Result<Loaded, Box<dyn std::error::Error>> {
         return Err(format!("--db {}: no CURRENT file", dir.display()).into());
     }
     let (path, data) = super::read_manifest(dir)?;
-    let first = LogReader::new(&data, &path)
-        .next_record()?
-        .ok_or_else(|| sluice::Error::corruption(&path, 0, "the MANIFEST holds no record"))?;
-    let sluice_db = sluice_manifest::is_sluice_manifest(&first.1);
+    let sluice_db = manifest_is_sluice(&path, &data)?;
     let mut context = Context {
         manifest: path
             .file_name()
@@ -562,4 +559,21 @@ pub fn load(dir: &Path) -> Result<Loaded, Box<dyn std::error::Error>> {
         key_names,
         key_decoding,
     })
+}
+
+/// True if the MANIFEST at `path` (bytes `data`) was written by Sluice, false for RocksDB's.
+fn manifest_is_sluice(path: &Path, data: &[u8]) -> Result<bool, sluice::Error> {
+    let first = LogReader::new(data, path)
+        .next_record()?
+        .ok_or_else(|| sluice::Error::corruption(path, 0, "the MANIFEST holds no record"))?;
+    Ok(sluice_manifest::is_sluice_manifest(&first.1))
+}
+
+/// True if `dir` holds a Db whose MANIFEST RocksDB wrote (false when unsure: the caller's own
+/// open then says what is wrong).
+pub fn is_rocksdb(dir: &Path) -> bool {
+    super::read_manifest(dir)
+        .ok()
+        .and_then(|(path, data)| manifest_is_sluice(&path, &data).ok())
+        == Some(false)
 }
