@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything Sluice's build and tests need on a fresh machine (idempotent):
-# Rust components, the Python packages of the interop tests (rocksdict, pytest).
+# Rust components, the Python packages of the interop tests (rocksdict, pytest,
+# websocket-client) and Debian's chromium for the HTML page's browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +13,14 @@ if command -v rustup >/dev/null 2>&1; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import rocksdict, pytest" >/dev/null 2>&1; then
+if ! "$PY" -c "import rocksdict, pytest, websocket" >/dev/null 2>&1; then
   echo "setup: installing Python test packages (tests/requirements.txt)"
   "$PY" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+fi
+# Headless Chromium for the browser test of `sluice lsm --html` (tests/interop/test_lsm_html.py).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing chromium (apt-get)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi

@@ -205,13 +205,20 @@ enum Command {
         #[arg(long)]
         link: bool,
     },
-    /// Draw the LSM: levels and L0 sublevels as key-span bars (wide files marked).
+    /// Draw the LSM: levels and L0 sublevels as key-span bars (wide files marked); with
+    /// --json or --html, its whole history replayed from the MANIFEST (Sluice or RocksDB Db).
     Lsm {
         #[command(flatten)]
         db: DbArg,
         /// Width of the drawing in columns (20 to 1000).
         #[arg(long, default_value_t = 80)]
         width: usize,
+        /// Print the MANIFEST's history replayed (every edit, files, series) as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Write the history as one self-contained HTML page (timeline, levels, charts).
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
     },
     /// Inspect the MANIFEST.
     #[command(subcommand)]
@@ -333,7 +340,12 @@ fn run(command: Command) -> args::CmdResult {
             import_cmd::tables(db)
         }
         Command::Stats { db, json } => inspect::stats::run(db, json),
-        Command::Lsm { db, width } => inspect::lsm::run(db, width),
+        Command::Lsm {
+            db,
+            width,
+            json,
+            html,
+        } => inspect::lsm::run(db, width, json, html),
         Command::Manifest(inspect::manifest::ManifestCommand::Dump { db, json }) => {
             inspect::manifest::dump(db, json)
         }

@@ -14,6 +14,7 @@
 pub mod lsm;
 pub mod manifest;
 pub mod stats;
+pub mod timeline;
 pub mod wal;
 
 use std::path::{Path, PathBuf};

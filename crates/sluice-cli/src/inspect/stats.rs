@@ -8,6 +8,8 @@ use sluice::version::VersionEdit;
 use sluice::wal::log::LogReader;
 
 use super::read_manifest;
+use super::timeline::sluice_manifest::edit_of;
+use super::timeline::{classify, Kind};
 use crate::args::{CmdResult, DbArg};
 use crate::db_dir::{open_read_only, tmp_dir_lines, tmp_dirs_json};
 
@@ -73,31 +75,29 @@ impl History {
                 VersionEdit::decode(&rec).map_err(|e| sluice::Error::corruption(&path, off, e))?;
             h.edits += 1;
             let added: u64 = e.added.iter().map(|(_, f)| f.size).sum();
-            if e.format_version.is_some() {
+            let read: u64 = e
+                .deleted
+                .iter()
+                .filter_map(|(l, n)| v.levels[*l].iter().find(|f| f.number == *n))
+                .map(|f| f.size)
+                .sum();
+            match classify(&edit_of(off, e.clone())) {
                 // The snapshot starting a MANIFEST: the version as it was, not new work.
-            } else if !e.deleted.is_empty() {
-                let moved = e
-                    .deleted
-                    .iter()
-                    .all(|(_, n)| e.added.iter().any(|(_, f)| f.number == *n));
-                if moved {
-                    h.trivial_moves += 1;
-                } else {
+                Kind::Snapshot | Kind::Other => {}
+                Kind::Move => h.trivial_moves += 1,
+                Kind::Compaction => {
                     h.compactions += 1;
                     h.compaction_bytes_written += added;
-                    h.compaction_bytes_read += e
-                        .deleted
-                        .iter()
-                        .filter_map(|(l, n)| v.levels[*l].iter().find(|f| f.number == *n))
-                        .map(|f| f.size)
-                        .sum::<u64>();
+                    h.compaction_bytes_read += read;
                 }
-            } else if e.flushed_seqno.is_some() || (e.log_number.is_some() && !e.added.is_empty()) {
-                h.flushes += 1;
-                h.flush_bytes += added;
-            } else if !e.added.is_empty() {
-                h.ingests += 1;
-                h.ingest_bytes += added;
+                Kind::Flush | Kind::FlushableIngest => {
+                    h.flushes += 1;
+                    h.flush_bytes += added;
+                }
+                Kind::Ingest => {
+                    h.ingests += 1;
+                    h.ingest_bytes += added;
+                }
             }
             v = v
                 .apply(&e)
