@@ -449,3 +449,56 @@ fn a_file_that_is_not_parquet_is_refused_clearly() {
     );
     assert!(leftovers(dir.path()).is_empty());
 }
+
+/// Damaged Parquet files (bytes flipped, cut short): every import ends with a result — rows or
+/// an error naming the file — and never a panic, whatever the decoder meets.
+#[test]
+fn damaged_parquet_files_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let good = dir.path().join("good.parquet");
+    let ids: Vec<i64> = (0..400).collect();
+    write_parquet(&good, &[all_types_batch(&ids)], 150);
+    let bytes = std::fs::read(&good).unwrap();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rand = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let o = ImportOptions {
+        on_duplicate: sluice_import::OnDuplicate::Last,
+        ..opts()
+    };
+    let (mut ok, mut refused) = (0, 0);
+    for case in 0..300 {
+        let mut b = bytes.clone();
+        if case % 10 == 9 {
+            b.truncate(rand(b.len()));
+        } else {
+            for _ in 0..1 + rand(8) {
+                let at = rand(b.len());
+                b[at] ^= 1 << rand(8);
+            }
+        }
+        let p = dir.path().join(format!("case-{case}.parquet"));
+        std::fs::write(&p, &b).unwrap();
+        match import(&db, ALL_TYPES, vec![p.clone()], o.clone()) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert!(
+                    e.to_string().contains(&format!("case-{case}.parquet")),
+                    "{e}"
+                );
+                refused += 1;
+            }
+        }
+        std::fs::remove_file(&p).unwrap();
+    }
+    assert!(
+        refused > 0 && ok + refused == 300,
+        "{ok} imported, {refused} refused"
+    );
+    assert!(leftovers(&dir.path().join("db")).is_empty());
+}

@@ -37,6 +37,14 @@ pub fn open_parquet(
     t: &TableDef,
     batch_rows: usize,
 ) -> Result<ParquetInput, ImportError> {
+    guarded(path, || open_parquet_unguarded(path, t, batch_rows))
+}
+
+fn open_parquet_unguarded(
+    path: &Path,
+    t: &TableDef,
+    batch_rows: usize,
+) -> Result<ParquetInput, ImportError> {
     let file = File::open(path).map_err(|e| ImportError::io(path, e))?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
@@ -53,6 +61,23 @@ pub fn open_parquet(
         reader,
         columns,
         rows,
+    })
+}
+
+/// Runs `f`, a call into the Parquet decoder, turning a panic inside it into an error: the
+/// decoder is a dependency, and a malformed file must fail its import with a message, never
+/// bring the process (a CLI, a Python interpreter) down.
+pub fn guarded<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, ImportError>,
+) -> Result<T, ImportError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(parquet_error(path, format!("the decoder failed: {why}")))
     })
 }
 

@@ -206,17 +206,17 @@ impl Import {
         // Batches about a chunk's worth of input: the table's columns at ~16 bytes a value.
         let batch_rows =
             (plan.chunk_size / (16 * plan.table.columns.len().max(1))).clamp(1024, 65536);
-        let input = crate::arrow_io::open_parquet(path, &plan.table, batch_rows)?;
+        let mut input = crate::arrow_io::open_parquet(path, &plan.table, batch_rows)?;
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let columns = Arc::new(FieldMap {
-            fields: input.columns,
+            fields: std::mem::take(&mut input.columns),
         });
         let mut rows = 0u64;
-        for (number, batch) in input.reader.enumerate() {
+        for number in 0u64.. {
             if !feed.acquire() {
                 return Ok(false);
             }
-            let batch = batch.map_err(|e| {
+            let bad = |reason: String| {
                 ImportError::BadRow(BadRow {
                     place: RowPlace {
                         file: name.clone(),
@@ -224,13 +224,19 @@ impl Import {
                     },
                     column: None,
                     value: None,
-                    reason: format!("Parquet batch {number} does not decode: {e}"),
+                    reason: format!("Parquet batch {number} does not decode: {reason}"),
                 })
-            })?;
+            };
+            let next = crate::arrow_io::parquet::guarded(path, || Ok(input.reader.next()))
+                .map_err(|e| bad(e.to_string()))?;
+            let Some(batch) = next else {
+                break;
+            };
+            let batch = batch.map_err(|e| bad(e.to_string()))?;
             let n = batch.num_rows() as u64;
             let share = size.saturating_mul(n).checked_div(input.rows).unwrap_or(0);
             counters.bytes_read.fetch_add(share, Ordering::Relaxed);
-            if !feed.send_batch(fi, batch, number as u64, rows, &columns) {
+            if !feed.send_batch(fi, batch, number, rows, &columns) {
                 return Ok(false);
             }
             rows += n;
