@@ -22,6 +22,7 @@ use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::create::{lock_or_create, DirContents};
+use super::events::{Events, StallTracker};
 use super::file_book::FileBook;
 use super::flush::flush_memtable;
 use super::flushable::{Flushable, IngestedTables};
@@ -523,6 +524,7 @@ impl Inner {
                 unlogged_writes: false,
                 background_error: None,
                 jobs: Jobs::default(),
+                stall: StallTracker::default(),
             }),
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
@@ -543,6 +545,7 @@ impl Inner {
             shutting_down: AtomicBool::new(false),
             read_only,
             ingest_order: Mutex::new(()),
+            events: Events::start(if read_only { &[] } else { &opts.listeners }),
             lock: Mutex::new(lock),
             dir,
             fs,
