@@ -490,3 +490,34 @@ fn json_lines_name_every_event_with_its_time() {
     assert_eq!(lines[2]["outputs"][0]["smallest_key"], "6b");
     assert_eq!(lines[1]["number"], lines[2]["outputs"][0]["number"]);
 }
+
+#[test]
+fn recovery_at_open_is_reported_as_one_flush_of_the_wals() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, common::mem_opts(&fs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    db.close().unwrap(); // nothing flushed: the writes are in the WAL
+    let rec = Arc::new(Recorder::default());
+    let db = Db::open(dir, with_listener(common::mem_opts(&fs), rec.clone())).unwrap();
+    db.close().unwrap();
+    let events = rec.events();
+    let names: Vec<&str> = events.iter().map(Event::name).collect();
+    assert_eq!(names, ["flush_begin", "table_file_created", "flush_end"]);
+    let (Event::TableFileCreated(created), Event::FlushEnd(end)) = (&events[1], &events[2]) else {
+        unreachable!()
+    };
+    assert!(matches!(&end.input, FlushInput::Recovery { wal_numbers } if wal_numbers.len() == 1));
+    assert_eq!(end.outputs.len(), 1);
+    let table = &end.outputs[0];
+    assert_eq!((created.number, created.level), (table.number, Some(0)));
+    assert_eq!(
+        (&table.smallest_key[..], &table.largest_key[..]),
+        (&b"a"[..], &b"b"[..])
+    );
+    // The open's edit (the last) adds exactly that table to L0.
+    let last = manifest_edits(&fs, dir).pop().unwrap();
+    let in_l0: Files = [(0, table.number)].into();
+    assert_eq!(edit_files(&last), (in_l0, Files::new()));
+}

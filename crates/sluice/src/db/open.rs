@@ -22,7 +22,7 @@ use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::create::{lock_or_create, DirContents};
-use super::events::{Events, StallTracker};
+use super::events::{Events, RecoveryReport, StallTracker};
 use super::file_book::FileBook;
 use super::flush::flush_memtable;
 use super::flushable::{Flushable, IngestedTables};
@@ -58,7 +58,9 @@ impl Db {
             }
         }
         let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
+        let report = (!opts.listeners.is_empty()).then(|| RecoveryReport::begin(&mems));
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
+        let report = report.map(|r| r.flushed(&recovered));
         let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
         let inner = Arc::new(Inner::new(
             rec,
@@ -69,6 +71,9 @@ impl Db {
             (dir, fs, opts),
             false,
         ));
+        if let Some(r) = report {
+            inner.recovery_flushed(r);
+        }
         inner.delete_obsolete_files();
         let workers = (0..inner.opts.max_background_jobs)
             .map(|i| {

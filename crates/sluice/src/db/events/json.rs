@@ -18,11 +18,13 @@ use super::{
 /// Every object has `"event"` (the [`Event::name`]) and `"time_us"` (microseconds since the
 /// Unix epoch, when it happened), then the fields of its info struct in snake case: durations
 /// as `duration_us`, keys as lowercase hex (`smallest_key`, `largest_key`), tables as objects
-/// (`number`, `level`, `size`, keys, seqnos). For example:
+/// (`number`, `level`, `size`, keys, seqnos); keys of an object in alphabetical order. For
+/// example:
 ///
 /// ```text
-/// {"event":"flush_end","time_us":1718000000123456,"job_id":3,"input":{"kind":"memtable",…},
-///  "outputs":[{"number":12,"level":0,"size":4096,…}],"bytes_written":4096,"duration_us":812}
+/// {"bytes_written":4096,"duration_us":812,"error":null,"event":"flush_end",
+///  "input":{"kind":"memtable",…},"job_id":3,"outputs":[{"level":0,"number":12,…}],
+///  "time_us":1718000000123456}
 /// ```
 ///
 /// A failed write to the file is reported once on stderr; later events are still attempted.
@@ -145,6 +147,9 @@ fn flush_json(i: &FlushInfo) -> Value {
         }),
         FlushInput::IngestedTables { numbers } => {
             json!({ "kind": "ingested_tables", "numbers": numbers })
+        }
+        FlushInput::Recovery { wal_numbers } => {
+            json!({ "kind": "recovery", "wal_numbers": wal_numbers })
         }
     };
     json!({

@@ -29,8 +29,10 @@
 //! 7. With no listener registered nothing is enqueued, allocated or locked for events, and no
 //!    thread is started: the write path pays one `Vec::is_empty` branch.
 //!
-//! Not reported: the WAL replay and flush of recovery inside `Db::open`, ingests that failed
-//! (their linked files' deletions are), and writes themselves.
+//! Recovery inside `Db::open` is reported as one flush ([`FlushInput::Recovery`]) once the Db
+//! is open, its outputs in the open's MANIFEST edit (or in the snapshot a new MANIFEST starts
+//! from). Not reported: ingests that failed (their linked files' deletions are), and writes
+//! themselves.
 
 mod dispatch;
 mod json;
@@ -42,7 +44,7 @@ use std::time::{Duration, SystemTime};
 
 pub(super) use dispatch::Events;
 pub use json::{event_json, JsonLinesListener};
-pub(super) use report::{table_infos, CompactionStats, JobReport};
+pub(super) use report::{table_infos, CompactionStats, JobReport, RecoveryReport};
 pub(super) use stall::{StallCondition, StallTracker};
 
 use crate::version::FileMeta;
@@ -224,6 +226,13 @@ pub enum FlushInput {
     IngestedTables {
         /// Their file numbers.
         numbers: Vec<u64>,
+    },
+    /// Recovery inside `Db::open`: the WALs a crash or an unflushed close left, replayed and
+    /// written to L0 (with the tables of flushable ingests they logged) before the Db opened;
+    /// reported once it has, begin and end together.
+    Recovery {
+        /// The WALs replayed.
+        wal_numbers: Vec<u64>,
     },
 }
 

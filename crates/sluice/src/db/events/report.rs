@@ -9,6 +9,7 @@ use crate::base::filenames::table_file_name;
 use crate::version::FileMeta;
 
 use super::super::flushable::Flushable;
+use super::super::open::Recovered;
 use super::super::{Inner, State};
 use super::{
     BackgroundErrorInfo, CompactionInfo, CompactionKind, Event, FlushInfo, FlushInput,
@@ -21,6 +22,43 @@ use crate::db::IngestedFile;
 pub(crate) struct JobReport<T> {
     pub(crate) info: T,
     start: Instant,
+}
+
+/// Recovery's flush inside `Db::open`, reported once the Db is open (with a listener only).
+pub(crate) struct RecoveryReport {
+    wal_numbers: Vec<u64>,
+    /// Tables of flushable ingests the WALs logged: added, but written by their ingest.
+    ingested: Vec<u64>,
+    outputs: Vec<TableFileInfo>,
+    start: Instant,
+}
+
+impl RecoveryReport {
+    /// Before the flush: what the WAL replay yielded.
+    pub(crate) fn begin(recovered: &[Recovered]) -> RecoveryReport {
+        let mut r = RecoveryReport {
+            wal_numbers: Vec::new(),
+            ingested: Vec::new(),
+            outputs: Vec::new(),
+            start: Instant::now(),
+        };
+        for item in recovered {
+            match item {
+                Recovered::Mem(m) => r.wal_numbers.push(m.wal_number),
+                Recovered::Ingested(files) => r.ingested.extend(files.iter().map(|f| f.number)),
+            }
+        }
+        r.wal_numbers.dedup();
+        r
+    }
+
+    /// After the flush: the tables the open's edit adds to L0.
+    pub(crate) fn flushed(self, tables: &[FileMeta]) -> RecoveryReport {
+        RecoveryReport {
+            outputs: table_infos(0, tables),
+            ..self
+        }
+    }
 }
 
 /// What a compaction did, for its end event.
@@ -48,7 +86,7 @@ impl Inner {
         if !self.events.enabled() {
             return None;
         }
-        let input = match entry {
+        self.flush_began_with(match entry {
             Flushable::Mem(m) => FlushInput::Memtable {
                 wal_number: m.wal_number,
                 bytes: m.approximate_bytes(),
@@ -58,7 +96,14 @@ impl Inner {
             Flushable::Ingested(t) => FlushInput::IngestedTables {
                 numbers: t.files.iter().map(|f| f.number).collect(),
             },
-        };
+        })
+    }
+
+    /// Reports the begin of a flush of `input`; `None` without a listener.
+    fn flush_began_with(&self, input: FlushInput) -> Option<JobReport<FlushInfo>> {
+        if !self.events.enabled() {
+            return None;
+        }
         let info = FlushInfo {
             job_id: self.events.new_job_id(),
             input,
@@ -73,6 +118,28 @@ impl Inner {
             info,
             start: Instant::now(),
         })
+    }
+
+    /// Reports recovery's flush (if it wrote or added any table): begin, the tables written,
+    /// end.
+    pub(crate) fn recovery_flushed(&self, r: RecoveryReport) {
+        if r.outputs.is_empty() {
+            return;
+        }
+        let job = self.flush_began_with(FlushInput::Recovery {
+            wal_numbers: r.wal_numbers,
+        });
+        let written: Vec<(u64, u64)> = (r.outputs.iter())
+            .filter(|t| !r.ingested.contains(&t.number))
+            .map(|t| (t.number, t.size))
+            .collect();
+        if let Some(mut j) = job {
+            let id = Some(j.info.job_id);
+            self.tables_created(&written, Some(0), TableFileCreation::Flush, id);
+            j.start = r.start;
+            let bytes = written.iter().map(|(_, size)| size).sum();
+            self.flush_ended(Some(&j), r.outputs, bytes, None);
+        }
     }
 
     /// Reports the end of a flush: its outputs, or its error.
