@@ -4,17 +4,18 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use common::{external, tiny_opts};
 use sluice::events::{
-    CompactionKind, Event, EventListener, FlushInput, StallCause, TableFileDeletion,
+    check_against_manifest, edit_files, manifest_edits, CompactionKind, Event, EventListener,
+    FlushInput, LevelFiles, StallCause, TableFileDeletion,
 };
-use sluice::fs::{FileSystem, MemFs};
-use sluice::version::{Version, VersionEdit};
+use sluice::fs::MemFs;
+use sluice::version::Version;
 use sluice::{Db, IngestOptions, IngestedFile, JsonLinesListener, Options};
 
 /// Keeps every event, with the name of the thread that delivered it.
@@ -44,47 +45,6 @@ impl Recorder {
 fn with_listener(mut opts: Options, l: Arc<dyn EventListener>) -> Options {
     opts.listeners.push(l);
     opts
-}
-
-/// (level, file number) pairs an edit adds and removes.
-type Files = BTreeSet<(usize, u64)>;
-
-/// Every edit of the MANIFEST `CURRENT` names, in order.
-fn manifest_edits(fs: &MemFs, dir: &Path) -> Vec<VersionEdit> {
-    let name = String::from_utf8(fs.read_all(&dir.join("CURRENT")).unwrap()).unwrap();
-    let data = fs.read_all(&dir.join(name.trim())).unwrap();
-    let mut r = sluice::wal::log::LogReader::new(&data, dir);
-    let mut edits = Vec::new();
-    while let Some((_, rec)) = r.next_record().unwrap() {
-        edits.push(VersionEdit::decode(&rec).unwrap());
-    }
-    edits
-}
-
-fn edit_files(e: &VersionEdit) -> (Files, Files) {
-    let added = e.added.iter().map(|(l, f)| (*l, f.number)).collect();
-    (added, e.deleted.iter().copied().collect())
-}
-
-/// The (added, removed) files of every event that installs a version, in delivery order.
-fn installs(events: &[Event]) -> Vec<(Files, Files)> {
-    let pairs = |ts: &[sluice::events::TableFileInfo]| -> Files {
-        ts.iter().map(|t| (t.level, t.number)).collect()
-    };
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::FlushEnd(i) if i.error.is_none() => Some((pairs(&i.outputs), Files::new())),
-            Event::CompactionEnd(i) if i.error.is_none() => {
-                Some((pairs(&i.outputs), pairs(&i.inputs)))
-            }
-            Event::Ingest(i) if !i.flushable && !i.write_batch => {
-                let tables: Vec<_> = i.files.iter().filter_map(|f| f.table.clone()).collect();
-                Some((pairs(&tables), Files::new()))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// `threads` writers each putting `puts` keys `key(thread, i)` with `value_len`-byte values.
@@ -181,22 +141,43 @@ fn events_match_the_manifest_under_concurrent_flush_compaction_and_ingest() {
     assert!(delivered.iter().all(|(_, t)| t == "sluice-events"));
     let events = rec.events();
 
-    // 1. The install events are the session's edits, one each, in MANIFEST order.
-    let edits = manifest_edits(&fs, dir);
-    let installs = installs(&events);
-    assert!(installs.len() > 10, "{} installs", installs.len());
-    let (before, session) = edits.split_at(edits.len() - installs.len());
+    // The engine's checker: installs = the session's edits in MANIFEST order, jobs begin
+    // then end, tables created before their job ends and deleted once, stalls paired.
+    let m = check_against_manifest(&events, &fs, dir).unwrap();
+    assert!(m.installs > 10 && m.deleted > 0, "{m:?}");
+    // The whole history is this session's: the edits before its installs add nothing, and
+    // every table an edit ever added was created, and deleted unless the version holds it.
+    let edits = manifest_edits(&fs, dir).unwrap();
+    let before = &edits[..edits.len() - m.installs];
     assert!(before
         .iter()
         .all(|e| e.added.is_empty() && e.deleted.is_empty()));
-    for (i, (edit, install)) in session.iter().zip(&installs).enumerate() {
-        assert_eq!(&edit_files(edit), install, "edit {i} of the session");
-    }
     let mut v = Version::default();
     for e in &edits {
         v = v.apply(e).unwrap();
     }
     assert_eq!(v.file_numbers().collect::<Vec<_>>(), final_version);
+    let numbers =
+        |f: fn(&Event) -> Option<u64>| -> BTreeSet<u64> { events.iter().filter_map(f).collect() };
+    let created = numbers(|e| match e {
+        Event::TableFileCreated(c) => Some(c.number),
+        _ => None,
+    });
+    let deleted = numbers(|e| match e {
+        Event::TableFileDeleted(d) => Some(d.number),
+        _ => None,
+    });
+    let added: BTreeSet<u64> = edits
+        .iter()
+        .flat_map(|e| e.added.iter().map(|(_, f)| f.number))
+        .collect();
+    assert_eq!(created, added);
+    let gone: BTreeSet<u64> = added
+        .iter()
+        .copied()
+        .filter(|n| !final_version.contains(n))
+        .collect();
+    assert_eq!(deleted, gone);
     let kinds: HashSet<&str> = events.iter().map(Event::name).collect();
     for k in [
         "flush_end",
@@ -206,70 +187,6 @@ fn events_match_the_manifest_under_concurrent_flush_compaction_and_ingest() {
     ] {
         assert!(kinds.contains(k), "no {k} event");
     }
-
-    // 2. Each table created once, before the end of the job that wrote it; each one added by
-    // an edit was created; each one no longer in the version deleted once, after its removal.
-    let mut created: HashMap<u64, usize> = HashMap::new();
-    let mut deleted: HashMap<u64, usize> = HashMap::new();
-    for (i, e) in events.iter().enumerate() {
-        match e {
-            Event::TableFileCreated(c) => assert!(created.insert(c.number, i).is_none()),
-            Event::TableFileDeleted(d) => {
-                let by_cleanup = [TableFileDeletion::Obsolete, TableFileDeletion::Unreferenced];
-                assert!(by_cleanup.contains(&d.reason), "{d:?}");
-                assert!(deleted.insert(d.number, i).is_none(), "{} twice", d.number);
-            }
-            _ => {}
-        }
-    }
-    let added: BTreeSet<u64> = edits
-        .iter()
-        .flat_map(|e| e.added.iter().map(|(_, f)| f.number))
-        .collect();
-    assert_eq!(created.keys().copied().collect::<BTreeSet<_>>(), added);
-    let gone: BTreeSet<u64> = added
-        .iter()
-        .copied()
-        .filter(|n| !final_version.contains(n))
-        .collect();
-    assert_eq!(deleted.keys().copied().collect::<BTreeSet<_>>(), gone);
-    for (i, e) in events.iter().enumerate() {
-        let (id, outputs, inputs) = match e {
-            Event::FlushEnd(f) => (f.job_id, &f.outputs, &Vec::new()),
-            Event::CompactionEnd(c) => (c.job_id, &c.outputs, &c.inputs),
-            _ => continue,
-        };
-        let begin = position(&events, |b| match b {
-            Event::FlushBegin(f) => f.job_id == id,
-            Event::CompactionBegin(c) => c.job_id == id,
-            _ => false,
-        });
-        assert!(begin.is_some_and(|b| b < i), "job {id}: begin before end");
-        let moved = matches!(e, Event::CompactionEnd(c) if c.kind == CompactionKind::Move);
-        for o in outputs.iter().filter(|_| !moved) {
-            assert!(
-                created[&o.number] < i,
-                "table {} created before its job ends",
-                o.number
-            );
-        }
-        for f in inputs.iter().filter(|_| !moved) {
-            assert!(
-                deleted.get(&f.number).is_none_or(|&d| d > i),
-                "{} deleted early",
-                f.number
-            );
-        }
-    }
-    let begins = events
-        .iter()
-        .filter(|e| matches!(e, Event::FlushBegin(_) | Event::CompactionBegin(_)))
-        .count();
-    let ends = events
-        .iter()
-        .filter(|e| matches!(e, Event::FlushEnd(_) | Event::CompactionEnd(_)))
-        .count();
-    assert_eq!(begins, ends, "every job that began ended");
 
     // 3. Ingests: each reported file in one ingest event with the same level and seqno; a
     // flushable ingest's tables installed later by a flush of exactly those tables.
@@ -517,7 +434,46 @@ fn recovery_at_open_is_reported_as_one_flush_of_the_wals() {
         (&b"a"[..], &b"b"[..])
     );
     // The open's edit (the last) adds exactly that table to L0.
-    let last = manifest_edits(&fs, dir).pop().unwrap();
-    let in_l0: Files = [(0, table.number)].into();
-    assert_eq!(edit_files(&last), (in_l0, Files::new()));
+    let last = manifest_edits(&fs, dir).unwrap().pop().unwrap();
+    let in_l0: LevelFiles = [(0, table.number)].into();
+    assert_eq!(edit_files(&last), (in_l0, LevelFiles::new()));
+    check_against_manifest(&events, &fs, dir).unwrap();
+}
+
+#[test]
+fn the_manifest_check_catches_a_missing_or_reordered_event() {
+    let fs = MemFs::new();
+    let dir = Path::new("/db");
+    let rec = Arc::new(Recorder::default());
+    let db = Db::open(dir, with_listener(tiny_opts(&fs), rec.clone())).unwrap();
+    for i in 0..600u32 {
+        db.put(format!("{i:05}").as_bytes(), &[b'z'; 50]).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+    let events = rec.events();
+    check_against_manifest(&events, &fs, dir).unwrap();
+    let is_end = |e: &Event| matches!(e, Event::FlushEnd(_) | Event::CompactionEnd(_));
+    let first_end = events.iter().position(is_end).unwrap();
+    let mut missing = events.clone();
+    missing.remove(first_end);
+    assert!(check_against_manifest(&missing, &fs, dir).is_err());
+    let mut swapped = events.clone();
+    let second_end = first_end + 1 + events[first_end + 1..].iter().position(is_end).unwrap();
+    swapped.swap(first_end, second_end);
+    assert!(check_against_manifest(&swapped, &fs, dir).is_err());
+    let mut early = events.clone();
+    let created = early
+        .iter()
+        .position(|e| e.name() == "table_file_created")
+        .unwrap();
+    let moved = early.remove(created);
+    early.push(moved);
+    assert!(check_against_manifest(&early, &fs, dir).is_err());
+    let mut deleted_first = events.clone();
+    let obsolete = |e: &Event| matches!(e, Event::TableFileDeleted(d) if d.reason == TableFileDeletion::Obsolete);
+    let deletion = deleted_first.iter().position(obsolete).unwrap();
+    let d = deleted_first.remove(deletion);
+    deleted_first.insert(0, d);
+    assert!(check_against_manifest(&deleted_first, &fs, dir).is_err());
 }

@@ -34,6 +34,7 @@
 //! from). Not reported: ingests that failed (their linked files' deletions are), and writes
 //! themselves.
 
+mod check;
 mod dispatch;
 mod json;
 mod report;
@@ -42,6 +43,7 @@ mod stall;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+pub use check::{check_against_manifest, edit_files, manifest_edits, LevelFiles, ManifestMatch};
 pub(super) use dispatch::Events;
 pub use json::{event_json, JsonLinesListener};
 pub(super) use report::{table_infos, CompactionStats, JobReport, RecoveryReport};
