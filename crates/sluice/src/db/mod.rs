@@ -16,6 +16,8 @@
 //! * The event queue (`events/dispatch.rs`): a leaf lock, taken under any of the above only to
 //!   push an event; listeners run on the event thread with no lock of the Db held.
 //! * Background workers run flushes and compactions without holding `state`.
+//! * The event thread (`sluice-events`, only with listeners) calls the listeners with no lock
+//!   of the Db held; everyone else only pushes onto its queue (`events/`).
 //! * Lock order: `ingest_order` → `queue` → `manifest` → `snapshots` → `state` → `wal`;
 //!   never the reverse.
 //!
