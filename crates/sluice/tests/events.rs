@@ -477,3 +477,48 @@ fn the_manifest_check_catches_a_missing_or_reordered_event() {
     deleted_first.insert(0, d);
     assert!(check_against_manifest(&deleted_first, &fs, dir).is_err());
 }
+
+/// Holds the last handle of its own Db and drops it from inside a call, once the test lets go.
+struct LastHandle {
+    db: Mutex<Option<Arc<Db>>>,
+    test_let_go: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+    dropped: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+}
+
+impl EventListener for LastHandle {
+    fn on_event(&self, _: &Event) {
+        if let Some(rx) = self.test_let_go.lock().unwrap().take() {
+            rx.recv().unwrap();
+            drop(self.db.lock().unwrap().take()); // closes the Db on the event thread
+            self.dropped
+                .lock()
+                .unwrap()
+                .take()
+                .unwrap()
+                .send(())
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_listener_may_drop_the_last_handle_of_its_own_db() {
+    let fs = MemFs::new();
+    let (let_go, test_let_go) = std::sync::mpsc::channel();
+    let (dropped_tx, dropped) = std::sync::mpsc::channel();
+    let l = Arc::new(LastHandle {
+        db: Mutex::new(None),
+        test_let_go: Mutex::new(Some(test_let_go)),
+        dropped: Mutex::new(Some(dropped_tx)),
+    });
+    let db = Arc::new(Db::open("/db", with_listener(tiny_opts(&fs), l.clone())).unwrap());
+    *l.db.lock().unwrap() = Some(Arc::clone(&db));
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap(); // the listener waits in its first call
+    drop(db);
+    let_go.send(()).unwrap();
+    // The Db closed on its own event thread without joining it (which would fail or hang).
+    dropped.recv().unwrap();
+    let db = Db::open("/db", tiny_opts(&fs)).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}

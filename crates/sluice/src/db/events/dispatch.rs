@@ -89,7 +89,12 @@ impl Events {
         };
         shared.queue.lock().closed = true;
         shared.cv.notify_all();
-        if let Some(t) = self.thread.lock().take() {
+        let Some(t) = self.thread.lock().take() else {
+            return;
+        };
+        // A listener dropping the last handle of its own Db closes it on the event thread:
+        // never join oneself (the thread delivers what is queued, then ends).
+        if t.thread().id() != std::thread::current().id() {
             // A listener that panicked has already stopped the thread; nothing to report.
             let _ = t.join();
         }
