@@ -51,7 +51,7 @@ impl Latencies {
 }
 
 fn options() -> Options {
-    Options::default()
+    crate::db_options()
 }
 
 pub(crate) fn key(p: u64) -> [u8; KEY_LEN] {

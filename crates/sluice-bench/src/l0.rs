@@ -44,7 +44,7 @@ fn stalls(db: &Db, before: (u64, u64)) -> Value {
 
 /// `l0-fillrandom` (`widefile = false`) and `l0-fillrandom-widefile`.
 pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::error::Error>> {
-    let db = Db::open(dir, Options::default())?;
+    let db = Db::open(dir, crate::db_options())?;
     let perm = Permutation::new(n);
     let m0 = db.metrics();
     let stall0 = (m0.stall_count, m0.stall_micros);
@@ -187,7 +187,7 @@ pub fn ingest_random(n: u64, dir: &Path) -> Result<Value, Box<dyn std::error::Er
     let build_secs = t.elapsed().as_secs_f64();
     // The same cache state in every engine: each staged file read once, untimed.
     fair::warm_files(&files)?;
-    let db = Arc::new(Db::open(dir.join("db"), Options::default())?);
+    let db = Arc::new(Db::open(dir.join("db"), crate::db_options())?);
     let m0 = db.metrics();
     let stall0 = (m0.stall_count, m0.stall_micros);
     let opts = IngestOptions {

@@ -7,6 +7,36 @@ pub mod gen;
 pub mod l0;
 pub mod online;
 
+use std::sync::{Arc, OnceLock};
+
+/// The `--events` listener, set once by `main`.
+static EVENTS: OnceLock<Arc<sluice::JsonLinesListener>> = OnceLock::new();
+
+/// Makes every Db a workload opens report its events as JSON lines appended to `path`
+/// (`--events`; one file for every Db and round: each Db's job ids start again at 1).
+pub fn record_events_to(path: &std::path::Path) -> std::io::Result<()> {
+    let l = sluice::JsonLinesListener::create(path)?;
+    let _ = EVENTS.set(Arc::new(l));
+    Ok(())
+}
+
+/// The listeners of `--events` (none without it).
+pub fn event_listeners() -> Vec<Arc<dyn sluice::EventListener>> {
+    EVENTS
+        .get()
+        .map(|l| vec![Arc::clone(l) as Arc<dyn sluice::EventListener>])
+        .unwrap_or_default()
+}
+
+/// The options every workload opens a Sluice Db with: the defaults, and the `--events`
+/// listener.
+pub fn db_options() -> sluice::Options {
+    sluice::Options {
+        listeners: event_listeners(),
+        ..sluice::Options::default()
+    }
+}
+
 /// Peak resident set size of this process, KiB (from /proc).
 pub fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

@@ -11,8 +11,8 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use serde_json::json;
 use sluice::{
-    Db, IngestOptions, InternalIterator, IterBounds, Options, ReadOptions, SstWriter, Table,
-    TableOptions, TableReadOptions,
+    Db, IngestOptions, InternalIterator, IterBounds, ReadOptions, SstWriter, Table, TableOptions,
+    TableReadOptions,
 };
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
@@ -91,6 +91,10 @@ struct Args {
     /// Total put rate of ingest-under-load's writers, per second.
     #[arg(long, default_value_t = 20_000)]
     rate: u64,
+    /// Append the events of every Sluice Db the workload opens (flushes, compactions,
+    /// ingests, write stalls, table files) to FILE, one JSON object per line.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
     #[command(flatten)]
     online: OnlineArgs,
 }
@@ -286,6 +290,10 @@ type RoundFn =
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    if let Some(path) = &args.events {
+        sluice_bench::record_events_to(path)
+            .map_err(|e| format!("--events {}: {e}", path.display()))?;
+    }
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&base)?;
     let engine_name = match args.workload {
@@ -381,7 +389,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     params["reader"] =
                         "Db::ingest (linked, untimed) into a fresh Db, then one Db iterator".into();
                     let t = Instant::now();
-                    let db = Db::open(dir.path().join("db"), Options::default())?;
+                    let db = Db::open(dir.path().join("db"), sluice_bench::db_options())?;
                     db.ingest(
                         &files,
                         &IngestOptions {

@@ -256,7 +256,7 @@ fn open_and_preload(
     dir: &std::path::Path,
     cfg: &OnlineConfig,
 ) -> Result<(Db, f64), Box<dyn std::error::Error>> {
-    let db = sluice_import::open_db(dir, true)?;
+    let db = sluice_import::open_db_with(dir, true, |o| o.listeners = crate::event_listeners())?;
     let t = Instant::now();
     let mut seq = 0;
     while seq < cfg.preload {

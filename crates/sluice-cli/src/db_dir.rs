@@ -1,11 +1,33 @@
 //! The Db directory as every command meets it: checked before it is opened (precise messages
 //! for a missing, foreign or half-created directory), opened read-only or as its one writer
-//! with its own persisted options, a held LOCK said in an operator's terms, and the import
-//! temporary directories that may lie in it. Uses no other room of the CLI.
+//! with its own persisted options (and, for a writer, the `--events` listener), a held LOCK
+//! said in an operator's terms, and the import temporary directories that may lie in it. Uses
+//! no other room of the CLI.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
-use sluice::{Db, Options};
+use sluice::{Db, EventListener, JsonLinesListener, Options};
+
+/// The global `--events FILE`, set once by `main` before a command runs.
+static EVENTS_FILE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes every Db a command opens for writing report its events, as JSON lines appended to
+/// `path` (`--events`).
+pub(crate) fn record_events_to(path: PathBuf) {
+    let _ = EVENTS_FILE.set(path);
+}
+
+/// The listeners of `--events` (none without it). The file is created (or appended to) now,
+/// so a bad path fails before the Db is touched.
+pub(crate) fn event_listeners() -> Result<Vec<Arc<dyn EventListener>>, String> {
+    let Some(path) = EVENTS_FILE.get() else {
+        return Ok(Vec::new());
+    };
+    let l =
+        JsonLinesListener::create(path).map_err(|e| format!("--events {}: {e}", path.display()))?;
+    Ok(vec![Arc::new(l)])
+}
 
 /// Why `dir` cannot be opened as an existing Db, if it cannot: missing, a file, empty, a Db
 /// whose creation has not finished, or a directory of other files ([`sluice::DirContents`]).
@@ -50,10 +72,13 @@ fn db_options(dir: &Path, create: bool) -> Result<Options, Box<dyn std::error::E
     Ok(Options::load_latest(dir, base)?)
 }
 
-/// Opens a Db for writing (creating it if `create`), with its persisted options. Takes the
-/// directory's LOCK: one writer at a time.
+/// Opens a Db for writing (creating it if `create`), with its persisted options and the
+/// `--events` listener. Takes the directory's LOCK: one writer at a time.
 pub(crate) fn open_writable(dir: &Path, create: bool) -> Result<Db, Box<dyn std::error::Error>> {
-    let opts = db_options(dir, create)?;
+    let opts = Options {
+        listeners: event_listeners()?,
+        ..db_options(dir, create)?
+    };
     Db::open(dir, opts).map_err(|e| lock_message(dir, e))
 }
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 use sluice_import::{
-    open_db, open_db_read_only, parse_size, Format, Import, ImportOptions, Layout, OnDuplicate,
-    OutputFormat, ProgressMode, TableReader,
+    open_db_read_only, open_db_with, parse_size, Format, Import, ImportOptions, Layout,
+    OnDuplicate, OutputFormat, ProgressMode, TableReader,
 };
 
 use crate::args::CmdResult;
@@ -238,7 +238,8 @@ pub fn import(a: ImportArgs) -> CmdResult {
         other => with_flag_names(other),
     })?;
     clean_up_on_signals()?;
-    let db = open_db(&a.db, true).map_err(|e| match e {
+    let listeners = crate::db_dir::event_listeners()?;
+    let db = open_db_with(&a.db, true, |o| o.listeners = listeners).map_err(|e| match e {
         sluice_import::ImportError::Db(e) => crate::db_dir::lock_message(&a.db, e),
         other => other.into(),
     })?;

@@ -43,6 +43,10 @@ corruption, a failed `sst check` or `verify`); 141 the output pipe was closed (`
 #[derive(Parser)]
 #[command(name = "sluice", version, about, after_help = AFTER_HELP)]
 struct Cli {
+    /// Append the events of the Db a write command opens (flushes, compactions, ingests,
+    /// write stalls, table files created and deleted) to FILE, one JSON object per line.
+    #[arg(long, global = true, value_name = "FILE")]
+    events: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -265,6 +269,9 @@ fn main() -> ExitCode {
         default_hook(info);
     }));
     let cli = Cli::parse();
+    if let Some(path) = cli.events {
+        db_dir::record_events_to(path);
+    }
     let result = run(cli.command);
     match result {
         Ok(code) => code,

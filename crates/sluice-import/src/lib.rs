@@ -47,7 +47,7 @@ pub mod types;
 pub use error::{BadRow, ImportError, OtherRow, RowPlace};
 pub use input::Format;
 pub use pipeline::{
-    default_memory, open_db, open_db_read_only, parse_size, remove_leftovers,
+    default_memory, open_db, open_db_read_only, open_db_with, parse_size, remove_leftovers,
     remove_tmp_dirs_for_exit, FileSummary, Import, ImportOptions, OnDuplicate, Summary,
 };
 pub use progress::ProgressMode;

@@ -152,6 +152,25 @@ pub fn stress_options(seed: u64, fs: Arc<dyn FileSystem>) -> Options {
     }
 }
 
+/// Keeps the events of the open Db (registered in its options by the concurrent mode), taken
+/// after each close and checked against the MANIFEST
+/// ([`sluice::events::check_against_manifest`]).
+#[derive(Default)]
+pub struct EventLog(parking_lot::Mutex<Vec<sluice::Event>>);
+
+impl sluice::EventListener for EventLog {
+    fn on_event(&self, event: &sluice::Event) {
+        self.0.lock().push(event.clone());
+    }
+}
+
+impl EventLog {
+    /// The events delivered since the last call.
+    pub fn take(&self) -> Vec<sluice::Event> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
 /// Table options of the external files (small blocks, like the database's).
 pub fn sst_options() -> TableOptions {
     TableOptions {

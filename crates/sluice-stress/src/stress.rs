@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use sluice::events::check_against_manifest;
 use sluice::fs::MemFs;
 use sluice::{Db, ReadOptions};
 
@@ -21,7 +22,7 @@ use crate::journal::Journal;
 use crate::keys::{make_value, show, Key};
 use crate::oracle::Oracle;
 use crate::report::{Anomaly, Op, Stats, Summary};
-use crate::storage::{stress_options, Storage};
+use crate::storage::{stress_options, EventLog, Storage};
 use crate::workload::{run_seq, thread_seed, Ctx, Worker};
 
 /// Configuration of the concurrent mode.
@@ -97,7 +98,9 @@ pub fn run(cfg: &RunConfig) -> Summary {
         None => Storage::mem(MemFs::new(), scratch.path()),
     };
     let storage = Arc::new(storage);
-    let opts = stress_options(cfg.seed, storage.fs());
+    let events = Arc::new(EventLog::default());
+    let mut opts = stress_options(cfg.seed, storage.fs());
+    opts.listeners.push(events.clone());
     eprintln!(
         "seed {}: max_background_jobs {} (up to {} compactions at once)",
         cfg.seed,
@@ -149,6 +152,19 @@ pub fn run(cfg: &RunConfig) -> Summary {
                 "-",
                 format!("error: {e}"),
                 "close failed".into(),
+            ));
+            break;
+        }
+        // Every event of the session closed matches what its MANIFEST says.
+        let events = events.take();
+        if let Err(why) = check_against_manifest(&events, &*storage.fs(), storage.db_dir()) {
+            anomalies.lock().push(anomaly(
+                cfg.seed,
+                &format!("phase {phase}"),
+                "close",
+                "-",
+                format!("{} events", events.len()),
+                format!("the events disagree with the MANIFEST: {why}"),
             ));
             break;
         }

@@ -62,6 +62,8 @@ pub use base::iterator::InternalIterator;
 pub use base::range_tombstone::RangeTombstone;
 pub use base::{coding, error, key};
 pub use compaction::RunningOutput;
+pub use db::events;
+pub use db::events::{Event, EventListener, JsonLinesListener};
 #[doc(hidden)]
 pub use db::fuzz;
 pub use db::{

@@ -66,16 +66,27 @@ pub fn remove_leftovers(dir: &Path) -> usize {
 /// Opens (or creates) a Db with its persisted options (defaults for a new one) and removes
 /// what a killed import left in it.
 pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
+    open_db_with(dir, create, |_| {})
+}
+
+/// [`open_db`], with `adjust` applied to the options before the open: settings that are not
+/// persisted, such as event listeners (`sluice import --events`).
+pub fn open_db_with(
+    dir: impl AsRef<Path>,
+    create: bool,
+    adjust: impl FnOnce(&mut sluice::Options),
+) -> Result<Db, ImportError> {
     let dir = dir.as_ref();
     let base = sluice::Options {
         create_if_missing: create,
         ..sluice::Options::default()
     };
-    let opts = if dir.join("CURRENT").exists() {
+    let mut opts = if dir.join("CURRENT").exists() {
         sluice::Options::load_latest(dir, base)?
     } else {
         base
     };
+    adjust(&mut opts);
     let db = Db::open(dir, opts)?;
     remove_leftovers(dir);
     Ok(db)

@@ -55,7 +55,9 @@ use crate::schema::{parse_schema, TableDef};
 use crate::ImportError;
 
 pub use crate::tmp_dirs::TMP_PREFIX;
-pub use db::{open_db, open_db_read_only, remove_leftovers, remove_tmp_dirs_for_exit};
+pub use db::{
+    open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
+};
 pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
 
 /// An import: a schema, input files and options; [`Import::run`] loads them into a Db.

@@ -5,14 +5,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compaction::picker::CompactionChoice;
+use crate::compaction::picker::{self, CompactionChoice};
 
 use super::flushable::Flushable;
 use super::Inner;
 
 pub(super) enum Job {
     Flush(Flushable),
-    Compact(CompactionChoice),
+    /// A compaction and, with a listener, the score ×100 its source level was picked at.
+    Compact(CompactionChoice, Option<u64>),
 }
 
 impl Inner {
@@ -50,7 +51,11 @@ impl Inner {
                                 &picker_opts,
                             );
                             if let Some(c) = picked {
-                                break Job::Compact(c);
+                                let score = self.events.enabled().then(|| {
+                                    picker::level_scores(&st.version, &st.l0, &picker_opts)
+                                        [c.level()]
+                                });
+                                break Job::Compact(c, score);
                             }
                         }
                     }
@@ -59,16 +64,17 @@ impl Inner {
             };
             let result = match &job {
                 Job::Flush(m) => self.run_flush(m),
-                Job::Compact(c) => self.run_compaction(c),
+                Job::Compact(c, score) => self.run_compaction(c, *score),
             };
             let mut s = self.state.lock();
             match &job {
                 Job::Flush(_) => s.jobs.finish_flush(),
-                Job::Compact(c) => s.jobs.finish_compaction(c),
+                Job::Compact(c, _) => s.jobs.finish_compaction(c),
             }
             if let Err(e) = result {
-                s.background_error.get_or_insert(e.to_string());
+                self.set_background_error(&mut s, e.to_string());
             }
+            self.recheck_stall(&mut s);
             drop(s);
             self.delete_obsolete_files();
             self.done_cv.notify_all();

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
-use crate::base::filenames::table_file_name;
 use crate::base::range_tombstone::RangeTombstone;
 use crate::compaction::job::{merge_to_tables, DropPolicy, MergeStats, OutputSpec};
 use crate::compaction::picker::CompactionChoice;
@@ -17,22 +16,21 @@ use crate::read::level::file_iter;
 use crate::read::merging::{BoxIter, MergingIter};
 use crate::version::{FileMeta, Version, VersionEdit, NUM_LEVELS};
 
+use super::events::{
+    table_infos, CompactionInfo, CompactionKind, CompactionStats, JobReport, TableFileCreation,
+    TableFileDeletion,
+};
 use super::Inner;
 
 impl Inner {
     /// Compaction, step by step: trivial move or merge the inputs into new tables, then one
-    /// durable edit that swaps inputs for outputs.
-    pub(super) fn run_compaction(self: &Arc<Self>, c: &CompactionChoice) -> Result<()> {
-        if let CompactionChoice::Move { level, file } = c {
-            let edit = VersionEdit {
-                deleted: vec![(*level, file.number)],
-                added: vec![(level + 1, (**file).clone())],
-                ..Default::default()
-            };
-            self.log_and_apply(edit, |_| {})?;
-            self.counters.compactions.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
+    /// durable edit that swaps inputs for outputs. `score_x100`: why it was picked, for
+    /// listeners.
+    pub(super) fn run_compaction(
+        self: &Arc<Self>,
+        c: &CompactionChoice,
+        score_x100: Option<u64>,
+    ) -> Result<()> {
         let inputs: Vec<(usize, Arc<FileMeta>)> = c
             .inputs()
             .iter()
@@ -43,7 +41,43 @@ impl Inner {
                     .map(|f| (c.output_level(), Arc::clone(f))),
             )
             .collect();
-        self.compact_files(&inputs, c.output_level())
+        let kind = match c {
+            CompactionChoice::Move { .. } => CompactionKind::Move,
+            CompactionChoice::Merge { .. } => CompactionKind::Merge,
+            CompactionChoice::IntraL0 { .. } => CompactionKind::IntraL0,
+        };
+        let job = self.compaction_began(kind, score_x100, &inputs, c.output_level());
+        let r = match c {
+            CompactionChoice::Move { level, file } => self.move_file(*level, file, job.as_ref()),
+            _ => self.compact_files(&inputs, c.output_level(), job.as_ref()),
+        };
+        if let Err(e) = &r {
+            let stats = CompactionStats::default();
+            self.compaction_ended(job.as_ref(), Vec::new(), stats, Some(e.to_string()));
+        }
+        r
+    }
+
+    /// A trivial move: one edit moving `file` from `level` to the next, nothing rewritten.
+    fn move_file(
+        &self,
+        level: usize,
+        file: &Arc<FileMeta>,
+        job: Option<&JobReport<CompactionInfo>>,
+    ) -> Result<()> {
+        let edit = VersionEdit {
+            deleted: vec![(level, file.number)],
+            added: vec![(level + 1, (**file).clone())],
+            ..Default::default()
+        };
+        let outputs = job
+            .map(|_| table_infos(level + 1, [&**file]))
+            .unwrap_or_default();
+        self.log_and_apply(edit, |_| {
+            self.compaction_ended(job, outputs, CompactionStats::default(), None);
+        })?;
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// A merge compaction, in steps: split the key space into subcompactions at input file
@@ -53,6 +87,7 @@ impl Inner {
         self: &Arc<Self>,
         inputs: &[(usize, Arc<FileMeta>)],
         output_level: usize,
+        job: Option<&JobReport<CompactionInfo>>,
     ) -> Result<()> {
         // Only the deeper levels are needed (not the version: holding it would keep the
         // inputs on disk after the install, see invariant 7).
@@ -110,16 +145,26 @@ impl Inner {
                 }
             }
         }
+        if let Some(j) = job {
+            let created: Vec<(u64, u64)> = outputs.iter().map(|f| (f.number, f.size)).collect();
+            let (level, id) = (Some(output_level), Some(j.info.job_id));
+            self.tables_created(&created, level, TableFileCreation::Compaction, id);
+        }
         if let Some(e) = first_err {
             // Outputs of the ranges that finished are garbage now.
             let mut s = self.state.lock();
             for f in &outputs {
                 s.files.release(f.number);
-                let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
+                self.remove_table(f.number, TableFileDeletion::JobFailed);
             }
             return Err(e);
         }
-        self.install_compaction(inputs, outputs, output_level)?;
+        let stats = CompactionStats {
+            bytes_read: bytes_in,
+            bytes_written: bytes_out,
+            subcompactions: ranges.len(),
+        };
+        self.install_compaction(inputs, outputs, output_level, job, stats)?;
         self.counters.compactions.fetch_add(1, Ordering::Relaxed);
         self.counters
             .subcompactions
@@ -195,8 +240,13 @@ impl Inner {
         inputs: &[(usize, Arc<FileMeta>)],
         outputs: Vec<FileMeta>,
         output_level: usize,
+        job: Option<&JobReport<CompactionInfo>>,
+        stats: CompactionStats,
     ) -> Result<()> {
         let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
+        let infos = job
+            .map(|_| table_infos(output_level, &outputs))
+            .unwrap_or_default();
         let r = self
             .fs
             .sync_dir(&self.dir)
@@ -207,7 +257,9 @@ impl Inner {
                     added: outputs.into_iter().map(|f| (output_level, f)).collect(),
                     ..Default::default()
                 };
-                self.log_and_apply(edit, |_| {})
+                self.log_and_apply(edit, |_| {
+                    self.compaction_ended(job, infos, stats, None);
+                })
             });
         let mut s = self.state.lock();
         for n in numbers {
@@ -236,12 +288,19 @@ impl Inner {
         let r = if inputs.is_empty() || only_last {
             Ok(())
         } else {
-            self.compact_files(&inputs, NUM_LEVELS - 1)
+            let last = NUM_LEVELS - 1;
+            let job = self.compaction_began(CompactionKind::Manual, None, &inputs, last);
+            let r = self.compact_files(&inputs, last, job.as_ref());
+            if let Err(e) = &r {
+                let stats = CompactionStats::default();
+                self.compaction_ended(job.as_ref(), Vec::new(), stats, Some(e.to_string()));
+            }
+            r
         };
         let mut s = self.state.lock();
         s.jobs.finish_manual(&out);
         if let Err(e) = &r {
-            s.background_error.get_or_insert(e.to_string());
+            self.set_background_error(&mut s, e.to_string());
         }
         drop(s);
         self.delete_obsolete_files();

@@ -11,6 +11,7 @@ use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::version::{FileMeta, VersionEdit};
 
+use super::events::{table_infos, FlushInfo, JobReport, TableFileCreation};
 use super::flushable::Flushable;
 use super::{Inner, Options};
 
@@ -77,20 +78,31 @@ impl Inner {
     }
 
     /// Flushes the oldest entry of the immutable queue: a memtable becomes table(s), a
-    /// flushable ingest's tables are added as they are.
+    /// flushable ingest's tables are added as they are. Reported to listeners as a flush begin
+    /// and end (the end of a success in the install's critical section: MANIFEST order).
     pub(super) fn run_flush(self: &Arc<Self>, entry: &Flushable) -> Result<()> {
-        match entry {
-            Flushable::Mem(mem) => self.flush_mem(entry, mem),
+        let job = self.flush_began(entry);
+        let r = match entry {
+            Flushable::Mem(mem) => self.flush_mem(entry, mem, job.as_ref()),
             Flushable::Ingested(t) => {
                 let files: Vec<FileMeta> = t.files.iter().map(|f| (**f).clone()).collect();
                 let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
-                self.install_flush(entry, files, numbers)
+                self.install_flush(entry, files, numbers, job.as_ref())
             }
+        };
+        if let Err(e) = &r {
+            self.flush_ended(job.as_ref(), Vec::new(), 0, Some(e.to_string()));
         }
+        r
     }
 
     /// Flush of a memtable, step by step: write the table(s), then install them.
-    fn flush_mem(self: &Arc<Self>, entry: &Flushable, mem: &Arc<MemTable>) -> Result<()> {
+    fn flush_mem(
+        self: &Arc<Self>,
+        entry: &Flushable,
+        mem: &Arc<MemTable>,
+        job: Option<&JobReport<FlushInfo>>,
+    ) -> Result<()> {
         let snapshots = self.live_snapshots();
         let split_keys = {
             let s = self.state.lock();
@@ -113,7 +125,16 @@ impl Inner {
         )?;
         let bytes: u64 = files.iter().map(|f| f.size).sum();
         let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
-        self.install_flush(entry, files, numbers)?;
+        if let Some(j) = job {
+            let created: Vec<(u64, u64)> = files.iter().map(|f| (f.number, f.size)).collect();
+            self.tables_created(
+                &created,
+                Some(0),
+                TableFileCreation::Flush,
+                Some(j.info.job_id),
+            );
+        }
+        self.install_flush(entry, files, numbers, job)?;
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         self.counters
             .flush_bytes
@@ -130,11 +151,20 @@ impl Inner {
         entry: &Flushable,
         files: Vec<FileMeta>,
         numbers: Vec<u64>,
+        job: Option<&JobReport<FlushInfo>>,
     ) -> Result<()> {
         let next_log = {
             let s = self.state.lock();
             s.imm.get(1).map_or(s.mem.wal_number, Flushable::wal_number)
         };
+        // Only a memtable's tables are written by the flush.
+        let written = matches!(entry, Flushable::Mem(_));
+        let bytes_written = if written {
+            files.iter().map(|f| f.size).sum()
+        } else {
+            0
+        };
+        let outputs = job.map(|_| table_infos(0, &files)).unwrap_or_default();
         let edit = VersionEdit {
             log_number: Some(next_log),
             last_sequence: Some(self.last_sequence.load(Ordering::Acquire)),
@@ -147,6 +177,7 @@ impl Inner {
                 s.imm.remove(0);
             }
             s.files.set_log_number(next_log);
+            self.flush_ended(job, outputs, bytes_written, None);
         });
         let mut s = self.state.lock();
         for n in numbers {

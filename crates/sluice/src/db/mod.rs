@@ -13,7 +13,11 @@
 //!   jobs (`jobs.rs`) and the file book (`file_book.rs`). Held briefly; never across table
 //!   I/O. Readers lock it only to clone `Arc`s of their sources.
 //! * `wal`: the active WAL's writer (appends by the leader; syncs, switches).
+//! * The event queue (`events/dispatch.rs`): a leaf lock, taken under any of the above only to
+//!   push an event; listeners run on the event thread with no lock of the Db held.
 //! * Background workers run flushes and compactions without holding `state`.
+//! * The event thread (`sluice-events`, only with listeners) calls the listeners with no lock
+//!   of the Db held; everyone else only pushes onto its queue (`events/`).
 //! * Lock order: `ingest_order` → `queue` → `manifest` → `snapshots` → `state` → `wal`;
 //!   never the reverse.
 //!
@@ -38,6 +42,7 @@ mod background;
 mod checkpoint;
 mod compact;
 mod create;
+pub mod events;
 mod file_book;
 mod flush;
 mod flushable;
@@ -69,6 +74,7 @@ pub use ingest::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, ReadOptions, WriteOptions};
 
+use events::{Events, StallTracker};
 use file_book::FileBook;
 use flushable::Flushable;
 use jobs::Jobs;
@@ -158,6 +164,8 @@ struct State {
     jobs: Jobs,
     /// File numbers, uninstalled files, obsolete tables and the live versions holding them.
     files: FileBook,
+    /// The write stall condition last reported to listeners (untouched without one).
+    stall: StallTracker,
 }
 
 struct Inner {
@@ -189,6 +197,8 @@ struct Inner {
     /// Held by an ingest from its latch to its install or queueing: ingests are applied one
     /// at a time (lock order: before `queue`).
     ingest_order: Mutex<()>,
+    /// The event queue and its thread (none without listeners, or when open read-only).
+    events: Events,
 }
 
 /// An open database. `Send + Sync`: share it between threads with `Arc`.
@@ -390,6 +400,11 @@ impl Db {
         }
         for h in self.workers.lock().drain(..) {
             let _ = h.join();
+        }
+        if self.inner.events.enabled() {
+            // A stall still reported as on ends with the Db; then every event is delivered.
+            self.inner.track_stall(&mut self.inner.state.lock(), None);
+            self.inner.events.close();
         }
         self.inner.lock.lock().take();
         result

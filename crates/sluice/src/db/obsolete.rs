@@ -4,9 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use crate::base::filenames::{classify, table_file_name, FileKind};
+use crate::base::filenames::{classify, FileKind};
 use crate::version::Version;
 
+use super::events::TableFileDeletion;
 use super::Inner;
 
 /// Held by every reader of a view (snapshot, iterator, point read), holding its own reference
@@ -73,7 +74,7 @@ impl Inner {
         };
         for n in dead {
             self.table_cache.evict(n);
-            let _ = self.fs.remove(&table_file_name(&self.dir, n));
+            self.remove_table(n, TableFileDeletion::Obsolete);
         }
     }
 
@@ -110,11 +111,15 @@ impl Inner {
                     name.starts_with("OPTIONS-") && name != format!("OPTIONS-{manifest_number:06}")
                 }
             };
-            if remove {
-                if let FileKind::Table(n) = classify(&name) {
-                    self.table_cache.evict(n);
-                }
-                let _ = self.fs.remove(&self.dir.join(&name));
+            if !remove {
+                continue;
+            }
+            let path = self.dir.join(&name);
+            if let FileKind::Table(n) = classify(&name) {
+                self.table_cache.evict(n);
+                self.remove_table_at(&path, n, TableFileDeletion::Unreferenced);
+            } else {
+                let _ = self.fs.remove(&path);
             }
         }
     }

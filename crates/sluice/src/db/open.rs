@@ -22,6 +22,7 @@ use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::create::{lock_or_create, DirContents};
+use super::events::{Events, RecoveryReport, StallTracker};
 use super::file_book::FileBook;
 use super::flush::flush_memtable;
 use super::flushable::{Flushable, IngestedTables};
@@ -57,7 +58,9 @@ impl Db {
             }
         }
         let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
+        let report = (!opts.listeners.is_empty()).then(|| RecoveryReport::begin(&mems));
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
+        let report = report.map(|r| r.flushed(&recovered));
         let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
         let inner = Arc::new(Inner::new(
             rec,
@@ -68,6 +71,9 @@ impl Db {
             (dir, fs, opts),
             false,
         ));
+        if let Some(r) = report {
+            inner.recovery_flushed(r);
+        }
         inner.delete_obsolete_files();
         let workers = (0..inner.opts.max_background_jobs)
             .map(|i| {
@@ -523,6 +529,7 @@ impl Inner {
                 unlogged_writes: false,
                 background_error: None,
                 jobs: Jobs::default(),
+                stall: StallTracker::default(),
             }),
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
@@ -543,6 +550,7 @@ impl Inner {
             shutting_down: AtomicBool::new(false),
             read_only,
             ingest_order: Mutex::new(()),
+            events: Events::start(if read_only { &[] } else { &opts.listeners }),
             lock: Mutex::new(lock),
             dir,
             fs,

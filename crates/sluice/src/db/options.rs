@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
+use crate::db::events::EventListener;
 use crate::fs::{FileSystem, RealFs};
 use crate::sst::format::{ChecksumType, CompressionType};
 use crate::sst::table_builder::TableOptions;
@@ -73,6 +74,11 @@ pub struct Options {
     pub max_manifest_file_size: u64,
     /// The file system. Default the real one.
     pub fs: Arc<dyn FileSystem>,
+    /// Listeners told of flushes, compactions, ingests, write stalls, background errors and
+    /// table files created and deleted, from a thread of their own (see
+    /// [`events`](crate::events)). Not recorded in the OPTIONS file. Default none (no thread,
+    /// no cost).
+    pub listeners: Vec<Arc<dyn EventListener>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -109,6 +115,7 @@ impl Default for Options {
             verify_checksums: true,
             max_manifest_file_size: 64 << 20,
             fs: Arc::new(RealFs),
+            listeners: Vec::new(),
         }
     }
 }

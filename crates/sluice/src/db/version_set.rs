@@ -52,8 +52,7 @@ impl Inner {
             .and_then(|_| m.writer.sync());
         if let Err(e) = written {
             let mut s = self.state.lock();
-            s.background_error
-                .get_or_insert(format!("MANIFEST write failed: {e}"));
+            self.set_background_error(&mut s, format!("MANIFEST write failed: {e}"));
             return Err(Error::io(&path, e));
         }
         let mut s = self.state.lock();

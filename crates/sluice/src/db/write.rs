@@ -15,6 +15,7 @@ use crate::memtable::MemTable;
 use crate::wal::batch::WriteBatch;
 use crate::wal::log::LogWriter;
 
+use super::events::StallCondition;
 use super::flushable::Flushable;
 use super::{Inner, State, WriteOptions};
 
@@ -132,7 +133,7 @@ impl Inner {
                 .and_then(|_| if sync { wal.sync() } else { Ok(()) });
             if let Err(e) = r {
                 let msg = format!("WAL write failed: {e}");
-                self.state.lock().background_error.get_or_insert(msg);
+                self.set_background_error(&mut self.state.lock(), msg);
                 return Err(Error::Io {
                     path: None,
                     source: e,
@@ -166,15 +167,16 @@ impl Inner {
                 }
                 return Err(e);
             }
-            // Backpressure by L0's read amplification (its sublevels, not its file count: many
-            // narrow files side by side cost a read nothing) and by compaction debt.
-            let l0 = s.l0.sublevel_count();
-            let pending = s.pending_compaction_bytes;
-            let stop = l0 >= self.opts.l0_stop_writes_trigger
-                || pending >= self.opts.hard_pending_compaction_bytes_limit;
-            let slow = l0 >= self.opts.l0_slowdown_writes_trigger
-                || pending >= self.opts.soft_pending_compaction_bytes_limit;
-            if !delayed && slow && !stop {
+            // Backpressure by L0's read amplification and by compaction debt (the condition,
+            // one definition for the write path and the stall events: `StallCondition::of`).
+            let condition = StallCondition::of(&self.opts, &s);
+            let stop = condition.as_ref().is_some_and(|c| c.stopped);
+            let slow = condition.is_some() && !stop;
+            if self.events.enabled() {
+                // Enqueued only: no listener runs under `state`.
+                self.track_stall(&mut s, condition);
+            }
+            if !delayed && slow {
                 // Slow every write a little rather than stop them all later.
                 drop(s);
                 let t = Instant::now();
@@ -184,9 +186,7 @@ impl Inner {
                 s = self.state.lock();
                 continue;
             }
-            let memtables_full = s.mem.approximate_bytes() >= self.opts.write_buffer_size as u64
-                && s.imm.len() + 1 >= self.opts.max_write_buffer_number;
-            if stop || memtables_full {
+            if stop {
                 stopped.get_or_insert_with(Instant::now);
                 // A write that had to stop is not slowed as well afterwards (one stall each).
                 delayed = true;
@@ -231,8 +231,8 @@ impl Inner {
         match switch() {
             Ok(_old) => {}
             Err(e) => {
-                s.background_error
-                    .get_or_insert(format!("cannot start WAL {}: {e}", path.display()));
+                let msg = format!("cannot start WAL {}: {e}", path.display());
+                self.set_background_error(s, msg);
                 return Err(Error::io(&path, e));
             }
         }

@@ -18,6 +18,7 @@ impl Inner {
     pub(super) fn ingest_as_batch(
         self: &Arc<Self>,
         files: &[Prepared],
+        started: std::time::Instant,
     ) -> Result<Vec<IngestedFile>> {
         let mut b = WriteBatch::new();
         for f in files {
@@ -53,7 +54,7 @@ impl Inner {
         )?;
         // The entries carry ordinary seqnos of the batch, not a global one.
         let seqno = 0;
-        Ok(files
+        let report: Vec<IngestedFile> = files
             .iter()
             .map(|f| IngestedFile {
                 source: f.source.clone(),
@@ -62,6 +63,8 @@ impl Inner {
                 number: 0,
                 entries: f.entries,
             })
-            .collect())
+            .collect();
+        self.ingested(&[], &report, false, started);
+        Ok(report)
     }
 }

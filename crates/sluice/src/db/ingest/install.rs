@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
@@ -57,9 +58,10 @@ impl Inner {
         self: &Arc<Self>,
         files: &[Prepared],
         opts: &IngestOptions,
+        started: Instant,
     ) -> Result<Vec<IngestedFile>> {
         let me = self.enter_queue_barrier();
-        let r = self.queue_flushable_ingest(files, opts);
+        let r = self.queue_flushable_ingest(files, opts, started);
         self.leave_queue_barrier(&me);
         let report = r?;
         self.sync_wal()?;
@@ -72,6 +74,7 @@ impl Inner {
         self: &Arc<Self>,
         files: &[Prepared],
         opts: &IngestOptions,
+        started: Instant,
     ) -> Result<Vec<IngestedFile>> {
         self.make_room_for_write()?;
         let plans = vec![
@@ -94,14 +97,17 @@ impl Inner {
         );
         if let Err(e) = self.wal.lock().add_record(&record) {
             let msg = format!("WAL write failed: {e}");
-            self.state.lock().background_error.get_or_insert(msg);
+            self.set_background_error(&mut self.state.lock(), msg);
             return Err(Error::Io {
                 path: None,
                 source: e,
             });
         }
-        let mut tables: Vec<Arc<FileMeta>> =
-            edit.added.into_iter().map(|(_, f)| Arc::new(f)).collect();
+        let mut tables: Vec<Arc<FileMeta>> = edit
+            .added
+            .iter()
+            .map(|(_, f)| Arc::new(f.clone()))
+            .collect();
         tables.sort_by_key(|f| std::cmp::Reverse(f.largest_seqno));
         {
             let mut s = self.state.lock();
@@ -117,6 +123,8 @@ impl Inner {
             });
             s.files.track_ingested(&ingested);
             s.imm.push(Flushable::Ingested(ingested));
+            // In the critical section that queues it: before its flush can begin.
+            self.ingested(&edit.added, &report, true, started);
         }
         self.visible_seq.fetch_max(largest_seqno, Ordering::AcqRel);
         self.bg_cv.notify_all();
@@ -129,6 +137,7 @@ impl Inner {
         self: &Arc<Self>,
         files: &mut [Prepared],
         opts: &IngestOptions,
+        started: Instant,
     ) -> Result<Vec<IngestedFile>> {
         let InstallSlot {
             mut manifest,
@@ -141,7 +150,14 @@ impl Inner {
         let (edit, report) = ingest_edit(files, &plans, &seqnos);
         self.ingest_make_earlier_writes_durable(&seqnos)?;
         // Step 6: one durable edit, written under the manifest lock we hold.
-        self.apply_edit_locked(&mut manifest, edit, |_| {})?;
+        let added = if self.events.enabled() {
+            edit.added.clone()
+        } else {
+            Vec::new()
+        };
+        self.apply_edit_locked(&mut manifest, edit, |_| {
+            self.ingested(&added, &report, false, started);
+        })?;
         drop(manifest);
         if let Some(last) = seqnos.last() {
             self.visible_seq.fetch_max(*last, Ordering::AcqRel);
@@ -258,7 +274,7 @@ impl Inner {
         };
         r.map_err(|e| {
             let msg = format!("WAL sync failed: {e}");
-            self.state.lock().background_error.get_or_insert(msg);
+            self.set_background_error(&mut self.state.lock(), msg);
             Error::Io {
                 path: None,
                 source: e,

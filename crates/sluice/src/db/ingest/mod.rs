@@ -28,9 +28,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::base::error::Result;
-use crate::base::filenames::table_file_name;
 use crate::sst::table::Table;
 
+use super::events::{TableFileCreation, TableFileDeletion};
 use super::Inner;
 
 mod batch;
@@ -156,6 +156,7 @@ impl Inner {
         if let Some(e) = self.read_only_error(&self.state.lock()) {
             return Err(e);
         }
+        let started = std::time::Instant::now();
         let mut big = self.ingest_validate(paths, opts)?;
         // All small: one write batch, atomic. Otherwise all are tables, in one edit: mixing
         // the two paths would make the ingest visible in two steps.
@@ -163,9 +164,13 @@ impl Inner {
         // write batch does not keep.)
         let batch_path = !opts.ingest_behind && !opts.fail_if_not_bottommost;
         if batch_path && big.iter().all(|f| f.size < opts.small_file_threshold) {
-            return self.ingest_as_batch(&big);
+            return self.ingest_as_batch(&big, started);
         }
         self.ingest_link(&mut big, opts)?;
+        if self.events.enabled() {
+            let linked: Vec<(u64, u64)> = big.iter().map(|f| (f.number, f.size)).collect();
+            self.tables_created(&linked, None, TableFileCreation::Ingest, None);
+        }
         // Admission, before any latch or the ingest order: neither writers nor other ingests
         // (behind, or not waiting) are held while this one waits.
         if opts.wait_for_l0 && !opts.ingest_behind {
@@ -191,15 +196,17 @@ impl Inner {
         };
         let r = if opts.ingest_behind || !self.memtables_overlap(&big) {
             // Behind everything, or nothing newer in memory: place in the version.
-            self.ingest_install(&mut big, opts).map(|r| (r, true))
+            self.ingest_install(&mut big, opts, started)
+                .map(|r| (r, true))
         } else if opts.fail_if_not_bottommost {
             // A level promise: flush first (writers to the ranges wait), then place.
             self.flush_and_wait()
-                .and_then(|_| self.ingest_install(&mut big, opts))
+                .and_then(|_| self.ingest_install(&mut big, opts, started))
                 .map(|r| (r, true))
         } else {
             // Above the memtables, as a flushable; its flush installs it later.
-            self.ingest_flushable(&big, opts).map(|r| (r, false))
+            self.ingest_flushable(&big, opts, started)
+                .map(|r| (r, false))
         };
         drop(guard);
         match r {
@@ -267,7 +274,7 @@ impl Inner {
             return;
         }
         for f in files {
-            let _ = self.fs.remove(&table_file_name(&self.dir, f.number));
+            self.remove_table(f.number, TableFileDeletion::IngestFailed);
         }
         self.release_pending(files);
     }
