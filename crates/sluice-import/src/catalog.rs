@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use sluice::{Db, ReadOptions};
+use sluice::{Db, DbIterator, ReadOptions};
 
 use crate::keycode::{encode_value, prefix, prefix_successor};
 use crate::schema::TableDef;
@@ -31,14 +31,20 @@ pub fn table_value(t: &TableDef) -> Vec<u8> {
     serde_json::to_vec(t).unwrap_or_default()
 }
 
-/// Reads every table definition from the Db, in name order.
-pub fn load(db: &Db) -> Result<Vec<TableDef>, ImportError> {
-    let p = prefix(CATALOG_TABLE_ID, 0);
-    let mut it = db.iter(ReadOptions {
+/// An iterator over the keys of one table and index (`prefix(table_id, index_id)`), not yet
+/// positioned.
+pub fn index_iter(db: &Db, table_id: u32, index_id: u32) -> Result<DbIterator, ImportError> {
+    let p = prefix(table_id, index_id);
+    Ok(db.iter(ReadOptions {
         snapshot: None,
         lower_bound: Some(p.clone()),
         upper_bound: prefix_successor(&p),
-    })?;
+    })?)
+}
+
+/// Reads every table definition from the Db, in name order.
+pub fn load(db: &Db) -> Result<Vec<TableDef>, ImportError> {
+    let mut it = index_iter(db, CATALOG_TABLE_ID, 0)?;
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {

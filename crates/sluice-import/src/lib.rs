@@ -28,6 +28,7 @@
 
 pub mod arrow_io;
 pub mod catalog;
+pub mod distributed;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzz;

@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "progress",
     "tmp_dirs",
     "pipeline",
+    "distributed",
     "fuzz",
 ];
 

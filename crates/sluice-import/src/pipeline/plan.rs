@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use sluice::{Db, ReadOptions, SstFileInfo, TableOptions, Writeback};
+use sluice::{Db, SstFileInfo, TableOptions, Writeback};
 
 use crate::catalog;
 use crate::input::Format;
-use crate::keycode::{decode_column, prefix, prefix_successor};
+use crate::keycode::decode_column;
 use crate::merge::FinalWriter;
 use crate::parse::Entries;
 use crate::pipeline::db::TmpDir;
@@ -121,12 +121,7 @@ impl Import {
             .clone()
             .unwrap_or_else(|| db.path().to_path_buf());
         let tmp = TmpDir::create(&parent)?;
-        let p = prefix(table.id, PRIMARY_INDEX_ID);
-        let mut it = db.iter(ReadOptions {
-            snapshot: None,
-            lower_bound: Some(p.clone()),
-            upper_bound: prefix_successor(&p),
-        })?;
+        let mut it = crate::catalog::index_iter(db, table.id, PRIMARY_INDEX_ID)?;
         it.seek_to_first();
         let existing_rows = it.valid();
         let mut rowid_base = 0i64;

@@ -31,6 +31,7 @@
 
 mod column;
 mod index;
+mod keys;
 mod source;
 mod table;
 use std::fmt;

@@ -10,15 +10,15 @@ use std::sync::Arc;
 use sluice::{Db, ReadOptions};
 
 use crate::error::{OtherRow, RowPlace};
-use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
+use crate::keycode::{encode_prefix, encode_value, prefix_successor};
 use crate::merge::FinalWriter;
 use crate::parse::LINE_BITS;
 use crate::pipeline::options::{ImportOptions, OnDuplicate};
 use crate::pipeline::plan::Plan;
 use crate::positions::StreamedPositions;
 use crate::row::decode_row;
-use crate::schema::{Layout, TableDef, PRIMARY_INDEX_ID};
-use crate::types::{format_text, ColumnType, Value};
+use crate::schema::{Layout, TableDef};
+use crate::types::{format_text, ColumnType};
 use crate::ImportError;
 
 /// Shared state of the emit functions (duplicates, suppressions, rejects).
@@ -197,20 +197,7 @@ impl<'a> EmitCtx<'a> {
 
     /// `(v1, v2)` of a primary key.
     pub(crate) fn show_pk(&self, key: &[u8]) -> String {
-        let mut k = key.get(8..).unwrap_or(&[]);
-        let mut parts = Vec::new();
-        for &i in &self.table.primary_key {
-            let ty = &self.table.columns[i].ty;
-            match decode_column(&mut k, ty) {
-                Ok(v) => {
-                    let mut s = String::new();
-                    format_text(&v, ty, &mut s);
-                    parts.push(s);
-                }
-                Err(_) => parts.push("?".into()),
-            }
-        }
-        format!("({})", parts.join(", "))
+        self.table.show_pk(key)
     }
 
     /// The row as a CSV record (for the rejects file).
@@ -336,15 +323,7 @@ impl<'a> EmitCtx<'a> {
     /// Length of the unique part (prefix + index columns) of a secondary key, or `None` when
     /// one of those columns is NULL (exempt from uniqueness).
     pub(crate) fn unique_prefix<'k>(&self, slot: usize, key: &'k [u8]) -> Option<&'k [u8]> {
-        let idx = &self.table.indexes[slot - 1];
-        let mut k = key.get(8..)?;
-        for &i in &idx.columns {
-            match decode_column(&mut k, &self.table.columns[i].ty) {
-                Ok(Value::Null) | Err(_) => return None,
-                Ok(_) => {}
-            }
-        }
-        Some(&key[..key.len() - k.len()])
+        self.table.unique_prefix(slot, key)
     }
 
     /// One secondary key: the rows at `srcs` carry it; `deletion`: an existing row did.
@@ -397,31 +376,12 @@ impl<'a> EmitCtx<'a> {
     }
 
     pub(crate) fn show_pk_of_secondary(&self, key: &[u8], prefix_len: usize) -> String {
-        let mut pk = prefix(self.table.id, PRIMARY_INDEX_ID);
-        pk.extend_from_slice(&key[prefix_len..]);
-        self.show_pk(&pk)
+        self.table.show_pk_of_secondary(key, prefix_len)
     }
 
     /// `column email: "a@x"` (or `columns (a, b): ("x", "y")`) of a unique prefix.
     pub(crate) fn show_unique_value(&self, slot: usize, p: &[u8]) -> String {
-        let idx = &self.table.indexes[slot - 1];
-        let mut k = p.get(8..).unwrap_or(&[]);
-        let mut names = Vec::new();
-        let mut vals = Vec::new();
-        for &i in &idx.columns {
-            let c = &self.table.columns[i];
-            names.push(c.name.clone());
-            let mut s = String::new();
-            if let Ok(v) = decode_column(&mut k, &c.ty) {
-                format_text(&v, &c.ty, &mut s);
-            }
-            vals.push(format!("{s:?}"));
-        }
-        if names.len() == 1 {
-            format!("column {}: {}", names[0], vals[0])
-        } else {
-            format!("columns ({}): ({})", names.join(", "), vals.join(", "))
-        }
+        self.table.show_unique_value(slot, p)
     }
 
     pub(crate) fn check_unique_existing(
