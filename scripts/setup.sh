@@ -13,7 +13,7 @@ if command -v rustup >/dev/null 2>&1; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import rocksdict, pytest, websocket" >/dev/null 2>&1; then
+if ! "$PY" -c "import rocksdict, pytest, websocket, pyarrow" >/dev/null 2>&1; then
   echo "setup: installing Python test packages (tests/requirements.txt)"
   "$PY" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 fi
@@ -23,4 +23,11 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+# Java 17+ for Spark (the distributed import's tests run pyspark with local[2]).
+if ! command -v java >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing Java for Spark (apt-get openjdk-17-jre-headless)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi

@@ -543,6 +543,24 @@ pub enum ChunkError {
     Scan(ScanError),
 }
 
+impl ChunkError {
+    /// The import's error for file `path` (named `name` in messages).
+    pub fn into_import(self, path: &Path, name: &str) -> crate::ImportError {
+        match self {
+            ChunkError::Io(e) => crate::ImportError::io(path, e),
+            ChunkError::Scan(s) => crate::ImportError::BadRow(crate::error::BadRow {
+                place: crate::error::RowPlace {
+                    file: name.to_string(),
+                    line: s.line,
+                },
+                column: None,
+                value: None,
+                reason: format!("field {}: {}", s.field, s.reason),
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

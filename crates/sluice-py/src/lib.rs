@@ -7,6 +7,7 @@
 
 mod arrow;
 mod db;
+mod distributed;
 mod errors;
 mod options;
 mod sst;
@@ -25,6 +26,14 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::import_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_scan, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::parquet_schema_sql, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::plan_job, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::encode, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::encode_file, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::set_cuts, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::build, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::commit_job, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::sample_keys, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

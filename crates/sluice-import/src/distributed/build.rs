@@ -84,7 +84,7 @@ pub fn attempt_dir(dir: &Path, job_id: &str, attempt: &str) -> PathBuf {
 }
 
 /// Step 4: the entries of (`slot`, `range`) found in `batches` (encoded batches; entries of
-/// other slots or ranges are skipped), sorted, the duplicate policy applied (primary) or the
+/// other slots or of other ranges under the plan's cut points are skipped), sorted, the duplicate policy applied (primary) or the
 /// unique values checked, entries of `drop`ped rows left out (secondary), written as SSTs
 /// under `attempt_dir(dir, job, attempt)`.
 pub fn build_range(
@@ -105,11 +105,12 @@ pub fn build_range(
             ));
         }
         let slots = cols[0].as_primitive::<UInt32Type>();
-        let ranges = cols[1].as_primitive::<UInt32Type>();
         let (keys, values) = (cols[2].as_binary::<i32>(), cols[3].as_binary::<i32>());
         let srcs = cols[4].as_primitive::<UInt64Type>();
         for i in 0..b.num_rows() {
-            if slots.value(i) as usize == slot && ranges.value(i) == range {
+            // The range by the plan's cuts, not the batch's column: a batch encoded before the
+            // cuts were set (range 0) is routed right too.
+            if slots.value(i) as usize == slot && plan.range_of(slot, keys.value(i)) == range {
                 items.push((keys.value(i), values.value(i), srcs.value(i)));
             }
         }

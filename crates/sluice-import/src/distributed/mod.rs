@@ -25,6 +25,7 @@
 //! reader), the columnar layout, `max_errors` (the first bad row fails the job).
 
 mod build;
+mod files;
 
 use std::sync::Arc;
 
@@ -41,7 +42,7 @@ use crate::parse::{parse_chunk, ArrowBatch, Chunk, FieldMap, ParseConfig};
 use crate::schema::{parse_schema, Layout, TableDef};
 use crate::{ImportError, OnDuplicate};
 
-pub use build::{build_range, commit, RangeFile, RangeManifest};
+pub use build::{attempt_dir, build_range, commit, RangeFile, RangeManifest};
 
 /// What every task of one distributed import shares.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,6 +61,24 @@ pub struct JobPlan {
     pub cuts: Vec<Vec<Vec<u8>>>,
     /// Target size of an output SST, bytes.
     pub target_file_size: u64,
+    /// How text inputs are read ([`JobPlan::encode_file`]): `sluice import`'s options.
+    #[serde(default)]
+    pub text: TextOptions,
+}
+
+/// `sluice import`'s input options, for [`JobPlan::encode_file`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TextOptions {
+    /// `csv`, `tsv`, `jsonl` or `parquet` (default: from each file's extension).
+    pub format: Option<String>,
+    /// The first line of each text file names the columns.
+    pub header: bool,
+    /// Field delimiter (default: `,` for CSV, tab for TSV).
+    pub delimiter: Option<u8>,
+    /// CSV quote character (default `"`); `Some(None)`: no quoting.
+    pub quote: Option<Option<u8>>,
+    /// The string that means NULL.
+    pub null: Option<String>,
 }
 
 /// Columns of an encoded batch.
@@ -119,6 +138,7 @@ impl JobPlan {
             sources,
             cuts: Vec::new(),
             target_file_size: 64 << 20,
+            text: TextOptions::default(),
         })
     }
 
@@ -196,18 +216,8 @@ impl JobPlan {
         let rows = batch
             .project(&roots)
             .map_err(|e| ImportError::InvalidArgument(format!("{name}: {e}")))?;
-        let cfg = ParseConfig {
-            table: self.table.clone(),
-            format: Format::Arrow,
-            delimiter: b',',
-            quote: None,
-            null: None,
-            files: self.sources.clone(),
-            rowid_base: 0,
-            pool: None,
-        };
         let out = parse_chunk(
-            &cfg,
+            &self.parse_config(Format::Arrow),
             Chunk {
                 seq: 0,
                 file: source,
@@ -221,6 +231,11 @@ impl JobPlan {
                 }),
             },
         );
+        self.entries_batch(out)
+    }
+
+    /// A parsed chunk's entries as an encoded batch; its first bad row fails the job.
+    fn entries_batch(&self, out: crate::parse::ChunkOutput) -> Result<RecordBatch, ImportError> {
         if let Some(r) = out.rejects.into_iter().next() {
             return Err(ImportError::BadRow(r.error));
         }
@@ -248,6 +263,25 @@ impl JobPlan {
         ];
         RecordBatch::try_new(entries_schema(), columns)
             .map_err(|e| ImportError::Internal(format!("encoded batch: {e}")))
+    }
+}
+
+impl JobPlan {
+    /// The parser's settings for inputs of `format`.
+    fn parse_config(&self, format: Format) -> ParseConfig {
+        ParseConfig {
+            table: self.table.clone(),
+            format,
+            delimiter: self.text.delimiter.unwrap_or(match format {
+                Format::Tsv => b'\t',
+                _ => b',',
+            }),
+            quote: self.text.quote.unwrap_or(Some(b'"')),
+            null: self.text.null.as_ref().map(|s| s.as_bytes().to_vec()),
+            files: self.sources.clone(),
+            rowid_base: 0,
+            pool: None,
+        }
     }
 }
 

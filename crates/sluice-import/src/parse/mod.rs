@@ -39,6 +39,7 @@ use crate::keycode::{encode_prefix, encode_value};
 use crate::row::encode_row;
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
 use crate::types::{parse_value, Value};
+use crate::ImportError;
 
 use arrow::parse_batch;
 use csv::parse_csv;
@@ -439,4 +440,85 @@ fn expected_fields(map: &FieldMap, found: usize) -> RowError {
         None,
         format!("expected {} fields, found {found}", map.fields.len()),
     )
+}
+
+/// Fields in the table's column order (no header).
+pub fn default_map(t: &TableDef) -> FieldMap {
+    FieldMap {
+        fields: t.visible_columns().map(|(i, _)| i).collect(),
+    }
+}
+
+/// Fields as a header line names them; refuses unknown names and missing NOT NULL columns.
+pub fn header_map(
+    t: &TableDef,
+    cfg: &ParseConfig,
+    file: &str,
+    data: &[u8],
+) -> Result<FieldMap, ImportError> {
+    let mut line = data;
+    while let Some((&c, r)) = line.split_last() {
+        if c == b'\n' || c == b'\r' {
+            line = r;
+        } else {
+            break;
+        }
+    }
+    let names: Vec<String> = match cfg.format {
+        Format::Csv => {
+            let mut rdr = ::csv::ReaderBuilder::new()
+                .has_headers(false)
+                .delimiter(cfg.delimiter)
+                .quote(cfg.quote.unwrap_or(b'"'))
+                .quoting(cfg.quote.is_some())
+                .from_reader(line);
+            let mut rec = ::csv::ByteRecord::new();
+            let _ = rdr.read_byte_record(&mut rec);
+            rec.iter()
+                .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                .collect()
+        }
+        _ => line
+            .split(|c| *c == cfg.delimiter)
+            .map(|f| String::from_utf8_lossy(f).trim().to_string())
+            .collect(),
+    };
+    let mut fields = Vec::new();
+    for n in &names {
+        match t.column(n) {
+            Some(i) if !t.columns[i].hidden && !fields.contains(&i) => fields.push(i),
+            _ => {
+                return Err(header_error(
+                    file,
+                    Some(n),
+                    format!(
+                        "header names column {n:?}, which table {} does not have (or names twice)",
+                        t.name
+                    ),
+                ))
+            }
+        }
+    }
+    for (i, c) in t.visible_columns() {
+        if c.not_null && !fields.contains(&i) {
+            return Err(header_error(
+                file,
+                None,
+                format!("header lacks NOT NULL column {}", c.name),
+            ));
+        }
+    }
+    Ok(FieldMap { fields })
+}
+
+fn header_error(file: &str, value: Option<&str>, reason: String) -> ImportError {
+    ImportError::BadRow(BadRow {
+        place: RowPlace {
+            file: file.to_string(),
+            line: 1,
+        },
+        column: None,
+        value: value.map(str::to_string),
+        reason,
+    })
 }

@@ -10,12 +10,13 @@ use std::sync::{Arc, Mutex};
 use crate::error::{BadRow, RowPlace};
 use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
 use crate::merge::{write_run, MemSource, Merger, Source};
-use crate::parse::{parse_chunk, ArrowBatch, Chunk, ChunkOutput, FieldMap, ParseConfig};
+use crate::parse::{
+    default_map, header_map, parse_chunk, ArrowBatch, Chunk, ChunkOutput, FieldMap, ParseConfig,
+};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
 use crate::progress::Counters;
-use crate::schema::TableDef;
 use crate::ImportError;
 
 impl Import {
@@ -263,18 +264,7 @@ impl Import {
             _ => Boundaries::Lines(LineScanner::default()),
         };
         let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
-        let scan_err = |e: crate::input::ChunkError| match e {
-            crate::input::ChunkError::Io(e) => ImportError::io(path, e),
-            crate::input::ChunkError::Scan(s) => ImportError::BadRow(BadRow {
-                place: RowPlace {
-                    file: name.clone(),
-                    line: s.line,
-                },
-                column: None,
-                value: None,
-                reason: format!("field {}: {}", s.field, s.reason),
-            }),
-        };
+        let scan_err = |e: crate::input::ChunkError| e.into_import(path, name);
         let map = if self.opts.header && cfg.format != Format::Jsonl {
             match chunker.next_chunk(true).map_err(scan_err)? {
                 Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
@@ -398,85 +388,6 @@ impl Import {
         }
         Ok(())
     }
-}
-
-pub(crate) fn default_map(t: &TableDef) -> FieldMap {
-    FieldMap {
-        fields: t.visible_columns().map(|(i, _)| i).collect(),
-    }
-}
-
-pub(crate) fn header_map(
-    t: &TableDef,
-    cfg: &ParseConfig,
-    file: &str,
-    data: &[u8],
-) -> Result<FieldMap, ImportError> {
-    let mut line = data;
-    while let Some((&c, r)) = line.split_last() {
-        if c == b'\n' || c == b'\r' {
-            line = r;
-        } else {
-            break;
-        }
-    }
-    let names: Vec<String> = match cfg.format {
-        Format::Csv => {
-            let mut rdr = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .delimiter(cfg.delimiter)
-                .quote(cfg.quote.unwrap_or(b'"'))
-                .quoting(cfg.quote.is_some())
-                .from_reader(line);
-            let mut rec = csv::ByteRecord::new();
-            let _ = rdr.read_byte_record(&mut rec);
-            rec.iter()
-                .map(|f| String::from_utf8_lossy(f).trim().to_string())
-                .collect()
-        }
-        _ => line
-            .split(|c| *c == cfg.delimiter)
-            .map(|f| String::from_utf8_lossy(f).trim().to_string())
-            .collect(),
-    };
-    let mut fields = Vec::new();
-    for n in &names {
-        match t.column(n) {
-            Some(i) if !t.columns[i].hidden && !fields.contains(&i) => fields.push(i),
-            _ => {
-                return Err(header_error(
-                    file,
-                    Some(n),
-                    format!(
-                        "header names column {n:?}, which table {} does not have (or names twice)",
-                        t.name
-                    ),
-                ))
-            }
-        }
-    }
-    for (i, c) in t.visible_columns() {
-        if c.not_null && !fields.contains(&i) {
-            return Err(header_error(
-                file,
-                None,
-                format!("header lacks NOT NULL column {}", c.name),
-            ));
-        }
-    }
-    Ok(FieldMap { fields })
-}
-
-fn header_error(file: &str, value: Option<&str>, reason: String) -> ImportError {
-    ImportError::BadRow(BadRow {
-        place: RowPlace {
-            file: file.to_string(),
-            line: 1,
-        },
-        column: None,
-        value: value.map(str::to_string),
-        reason,
-    })
 }
 
 /// The reader's side of the chunk channel. A permit is taken before a chunk is read and

@@ -1,0 +1,152 @@
+"""The distributed import on Ray (num_cpus=2) and Spark (local[2]): the same Db as the
+single-machine import of the same input, byte for byte; every file at the bottom level;
+duplicates across range cuts resolved by source order; errors naming the input and row."""
+
+import os
+import random
+import sys
+
+import pyarrow as pa
+import pytest
+
+import sluice
+from sluice.distributed import Engine, RayEngine, SparkEngine, import_files, run
+from conftest import EXAMPLES
+
+PENGUINS_SQL = (EXAMPLES / "penguins.sql").read_text()
+PENGUINS = EXAMPLES / "penguins.csv"
+
+ITEMS_SQL = """CREATE TABLE items (id BIGINT PRIMARY KEY, grp TEXT, email TEXT, price DECIMAL(10,2));
+CREATE INDEX by_grp ON items (grp); CREATE UNIQUE INDEX by_email ON items (email);"""
+
+
+@pytest.fixture(scope="module")
+def ray_engine():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield RayEngine()
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def spark_engine():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("sluice-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    yield SparkEngine(spark=spark)
+    spark.stop()
+
+
+def dump(path):
+    with sluice.open(path, read_only=True) as db:
+        return list(db.scan())
+
+
+def item_files(tmp_path, files=6, rows=300, dup_every=7):
+    """Small CSV files with ids repeating across files (duplicates on both sides of cuts)."""
+    rng = random.Random(7)
+    out = []
+    for f in range(files):
+        lines = ["id,grp,email,price"]
+        for r in range(rows):
+            i = rng.randrange(files * rows // dup_every * 6)
+            email = "" if i % 13 == 0 else f"{i}@x"
+            lines.append(f"{i},g{i % 5},{email},{i % 1000}.{i % 100:02d}")
+        p = tmp_path / f"items-{f}.csv"
+        p.write_text("\n".join(lines) + "\n")
+        out.append(p)
+    return out
+
+
+def single_machine(path, schema, files, **opts):
+    with sluice.open(path) as db:
+        db.import_files(schema, files, progress="off", **opts)
+
+
+@pytest.mark.parametrize("engine_name", ["local", "ray", "spark"])
+def test_penguins_equal_single_machine(engine_name, tmp_path, request):
+    engine = {"local": lambda: Engine(), "ray": lambda: request.getfixturevalue("ray_engine"),
+              "spark": lambda: request.getfixturevalue("spark_engine")}[engine_name]()
+    single_machine(tmp_path / "one", PENGUINS_SQL, [PENGUINS], header=True, null="NA")
+    s = run(engine, str(tmp_path / "many"), PENGUINS_SQL, [(str(PENGUINS), ("file", str(PENGUINS)))],
+            text={"header": True, "null": "NA"}, ranges=4)
+    assert s["rows"] == 344 and s["engine"] == engine_name
+    assert all(f["level"] == 6 for f in s["files"])
+    assert dump(tmp_path / "many") == dump(tmp_path / "one")
+    assert not [p for p in (tmp_path / "many").iterdir() if p.name.startswith("sluice-job")]
+
+
+@pytest.mark.parametrize("policy", ["first", "last"])
+def test_many_small_files_eight_ranges_duplicates_by_source_order(policy, tmp_path, spark_engine):
+    files = item_files(tmp_path)
+    single_machine(tmp_path / "one", ITEMS_SQL, files, header=True, on_duplicate=policy)
+    s = run(spark_engine, str(tmp_path / "many"), ITEMS_SQL,
+            [(str(f), ("file", str(f))) for f in files], text={"header": True},
+            on_duplicate=policy, ranges=8)
+    assert s["duplicates_dropped"] > 0
+    assert len([f for f in s["files"] if f["slot"] == 0]) >= 8
+    assert all(f["level"] == 6 for f in s["files"])
+    assert dump(tmp_path / "many") == dump(tmp_path / "one")
+
+
+def test_ray_files_and_errors(tmp_path, ray_engine):
+    files = item_files(tmp_path, files=3)
+    with pytest.raises(sluice.DuplicateKeyError) as e:
+        import_files(str(tmp_path / "db"), ITEMS_SQL, files, engine="ray", header=True, ranges=4)
+    assert e.value.file.endswith(".csv") and e.value.line > 1
+    assert dump(tmp_path / "db") == []
+    s = import_files(str(tmp_path / "db"), ITEMS_SQL, files, engine="ray", header=True,
+                     on_duplicate="last", ranges=4)
+    single_machine(tmp_path / "one", ITEMS_SQL, files, header=True, on_duplicate="last")
+    assert dump(tmp_path / "db") == dump(tmp_path / "one") and s["rows"] > 0
+
+
+def test_ray_dataset_and_spark_dataframe(tmp_path, ray_engine, spark_engine):
+    import ray.data
+
+    from sluice.ray import import_dataset
+    from sluice.spark import import_dataframe
+
+    n = 3000
+    ids = list(range(n))
+    random.Random(3).shuffle(ids)
+    t = pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "grp": [f"g{i % 9}" for i in ids],
+        "email": [None if i % 17 == 0 else f"{i}@y" for i in ids],
+        "price": pa.array([i % 997 for i in ids], pa.int64()),
+    })
+    with sluice.open(tmp_path / "one") as db:
+        db.import_arrow(ITEMS_SQL, t)
+    ds = ray.data.from_arrow(t).repartition(5)
+    s = import_dataset(ds, str(tmp_path / "ray"), ITEMS_SQL, ranges=4)
+    assert s["rows"] == n and dump(tmp_path / "ray") == dump(tmp_path / "one")
+    df = spark_engine.spark.createDataFrame(t.to_pandas()).repartition(3)
+    s = import_dataframe(df, str(tmp_path / "spark"), ITEMS_SQL, ranges=4)
+    assert s["rows"] == n and dump(tmp_path / "spark") == dump(tmp_path / "one")
+
+
+def test_the_command_takes_sluice_imports_options(tmp_path):
+    import json
+    import subprocess
+
+    schema = tmp_path / "p.sql"
+    schema.write_text(PENGUINS_SQL)
+    out = subprocess.run(
+        [sys.executable, "-m", "sluice.distributed", "import", "--engine", "spark", "--workers", "2",
+         "--db", str(tmp_path / "db"), "--schema", str(schema), "--header", "--null", "NA",
+         "--ranges", "3", "--json", str(PENGUINS)],
+        capture_output=True, check=True,
+    )
+    summary = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert summary["rows"] == 344 and summary["engine"] == "spark"
+    single_machine(tmp_path / "one", PENGUINS_SQL, [PENGUINS], header=True, null="NA")
+    assert dump(tmp_path / "db") == dump(tmp_path / "one")
