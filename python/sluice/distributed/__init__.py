@@ -221,7 +221,8 @@ def run(
     progress: bool = False,
 ) -> Dict[str, Any]:
     """The distributed import of ``inputs`` into the Db at ``db_path`` (see the module doc).
-    Returns a summary: table, rows, files (slot, level, entries), ranges, phases (seconds)."""
+    Returns a summary: table, rows, duplicates_dropped, files (slot, level, entries), bytes
+    written, ranges, balance (largest primary range / mean, in bytes), phases (seconds)."""
     job = job_id or uuid.uuid4().hex[:12]
     t0 = time.perf_counter()
     phases: Dict[str, float] = {}
@@ -270,7 +271,10 @@ def run(
             phases["ingest"] = time.perf_counter() - t0 - sum(phases.values())
         finally:
             shutil.rmtree(base, ignore_errors=True)
-    rows = sum(_json(m)["entries"] for m in primary)
+    parsed = [_json(m) for m in manifests]
+    rows = sum(m["entries"] for m in parsed if m["slot"] == 0)
+    range_bytes = [sum(f["bytes"] for f in m["files"]) for m in parsed if m["slot"] == 0]
+    mean = sum(range_bytes) / max(1, len(range_bytes))
     phases["total"] = time.perf_counter() - t0
     _say(progress, f"imported {rows} rows in {phases['total']:.2f} s")
     return {
@@ -278,7 +282,10 @@ def run(
         "rows": rows,
         "duplicates_dropped": len(dropped),
         "files": list(files),
+        "bytes": sum(f["bytes"] for m in parsed for f in m["files"]),
         "ranges": n_ranges,
+        # The largest primary range over the mean, in bytes (1.0: perfectly even).
+        "balance": max(range_bytes, default=0) / mean if mean else 1.0,
         "phases": phases,
         "engine": engine.name,
     }
