@@ -35,10 +35,11 @@ def spark_engine():
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,3]")
         .appName("sluice-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.task.maxFailures", "3")
         .getOrCreate()
     )
     yield SparkEngine(spark=spark)
@@ -150,3 +151,25 @@ def test_the_command_takes_sluice_imports_options(tmp_path):
     assert summary["rows"] == 344 and summary["engine"] == "spark"
     single_machine(tmp_path / "one", PENGUINS_SQL, [PENGUINS], header=True, null="NA")
     assert dump(tmp_path / "db") == dump(tmp_path / "one")
+
+
+@pytest.mark.parametrize("engine_name", ["ray", "spark"])
+def test_a_failed_task_is_retried_and_leaves_nothing(engine_name, tmp_path, request):
+    """The first build task fails after writing its SSTs; the engine runs it again under a new
+    attempt; one manifest per range is ingested and no attempt's files remain."""
+    engine = request.getfixturevalue(f"{engine_name}_engine")
+    marker = tmp_path / "failed-once"
+    files = item_files(tmp_path, files=3)
+    work = tmp_path / "work"
+    s = run(engine, str(tmp_path / "db"), ITEMS_SQL, [(str(f), ("file", str(f))) for f in files],
+            text={"header": True}, on_duplicate="last", ranges=4, work_dir=str(work),
+            _fail_build_once=str(marker))
+    assert marker.exists(), "the failpoint fired"
+    single_machine(tmp_path / "one", ITEMS_SQL, files, header=True, on_duplicate="last")
+    assert dump(tmp_path / "db") == dump(tmp_path / "one") and s["rows"] > 0
+    assert not work.exists()
+    # Only the Db's own table files are left in its directory: every one is live.
+    on_disk = [p for p in (tmp_path / "db").iterdir() if p.suffix == ".sst"]
+    with sluice.open(tmp_path / "db") as db:
+        live = sum(level["files"] for level in db.metrics()["levels"])
+    assert live == len(on_disk) == len(s["files"])

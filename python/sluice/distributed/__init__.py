@@ -182,8 +182,8 @@ def _partition_task(args: Tuple[str, int, Any, str]) -> List[Tuple[int, int]]:
     return written
 
 
-def _build_task(args: Tuple[str, int, int, str, List[int], str]) -> str:
-    plan, slot, rng, shuffle_dir, dropped, out_dir = args
+def _build_task(args: Tuple[str, int, int, str, List[int], str, Optional[str]]) -> str:
+    plan, slot, rng, shuffle_dir, dropped, out_dir, fail = args
     ipc = importlib.import_module("pyarrow.ipc")
     d = os.path.join(shuffle_dir, f"s{slot}-r{rng}")
     tables = []
@@ -192,7 +192,22 @@ def _build_task(args: Tuple[str, int, int, str, List[int], str]) -> str:
             if name.endswith(".arrow"):
                 with ipc.open_file(os.path.join(d, name)) as r:
                     tables.append(r.read_all())
-    return str(_sluice.build(plan, slot, rng, tables, dropped, out_dir, _attempt()))
+    manifest = str(_sluice.build(plan, slot, rng, tables, dropped, out_dir, _attempt()))
+    if fail:
+        _fail_once(fail, out_dir)
+    return manifest
+
+
+def _fail_once(marker: str, where: str) -> None:
+    """Tests' fault injection (``run(..., _fail_build_once=marker)``): the first build task to
+    create ``marker`` fails with an I/O error after doing its work — leaving its files behind,
+    as a task killed late would — and the engine's retry runs it again under a new attempt."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    raise OSError(f"injected failure of a build task (its output stays in {where})")
 
 
 def _attempt() -> str:
@@ -219,6 +234,7 @@ def run(
     job_id: Optional[str] = None,
     text: Optional[Dict[str, Any]] = None,
     progress: bool = False,
+    _fail_build_once: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The distributed import of ``inputs`` into the Db at ``db_path`` (see the module doc).
     Returns a summary: table, rows, duplicates_dropped, files (slot, level, entries), bytes
@@ -254,13 +270,13 @@ def run(
             out_dir = os.path.join(base, "out")
             primary = engine.run_tasks(
                 _build_task,
-                [(plan, 0, r, shuffle, [], out_dir) for r in range(_sluice.ranges(plan, 0))],
+                [(plan, 0, r, shuffle, [], out_dir, _fail_build_once) for r in range(_sluice.ranges(plan, 0))],
             )
             dropped = sorted({d for m in primary for d in _json(m)["dropped"]})
             secondary = engine.run_tasks(
                 _build_task,
                 [
-                    (plan, s, r, shuffle, dropped, out_dir)
+                    (plan, s, r, shuffle, dropped, out_dir, _fail_build_once)
                     for s in range(1, slots)
                     for r in range(_sluice.ranges(plan, s))
                 ],
