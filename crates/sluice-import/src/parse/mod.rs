@@ -28,6 +28,7 @@
 
 mod arrow;
 mod csv;
+mod file;
 mod jsonl;
 mod tsv;
 
@@ -43,6 +44,7 @@ use crate::ImportError;
 
 use arrow::parse_batch;
 use csv::parse_csv;
+pub use file::FileChunks;
 use jsonl::parse_jsonl;
 use tsv::parse_tsv;
 

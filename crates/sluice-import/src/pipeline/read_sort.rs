@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use crate::error::{BadRow, RowPlace};
-use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
+use crate::input::Format;
 use crate::merge::{write_run, MemSource, Merger, Source};
 use crate::parse::{
-    default_map, header_map, parse_chunk, ArrowBatch, Chunk, ChunkOutput, FieldMap, ParseConfig,
+    parse_chunk, ArrowBatch, Chunk, ChunkOutput, FieldMap, FileChunks, ParseConfig,
 };
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
@@ -134,11 +133,7 @@ impl Import {
         };
         for fi in 0..self.files.len() {
             let cfg = &cfgs[plan.formats[fi] as usize];
-            let more = match cfg.format {
-                Format::Parquet => self.read_parquet(plan, fi, &mut feed, counters)?,
-                _ => self.read_text(plan, cfg, fi, &mut feed, counters)?,
-            };
-            if !more {
+            if !self.read_file(plan, cfg, fi, &mut feed, counters)? {
                 return Ok(());
             }
         }
@@ -194,60 +189,9 @@ impl Import {
         }
     }
 
-    /// One Parquet file, batch by batch. `false`: stop (the import failed elsewhere).
-    fn read_parquet(
-        &self,
-        plan: &Plan,
-        fi: usize,
-        feed: &mut Feed<'_>,
-        counters: &Counters,
-    ) -> Result<bool, ImportError> {
-        let path = &self.files[fi];
-        let name = &plan.file_names[fi];
-        // Batches about a chunk's worth of input: the table's columns at ~16 bytes a value.
-        let batch_rows =
-            (plan.chunk_size / (16 * plan.table.columns.len().max(1))).clamp(1024, 65536);
-        let mut input = crate::arrow_io::open_parquet(path, &plan.table, batch_rows)?;
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        let columns = Arc::new(FieldMap {
-            fields: std::mem::take(&mut input.columns),
-        });
-        let mut rows = 0u64;
-        for number in 0u64.. {
-            if !feed.acquire() {
-                return Ok(false);
-            }
-            let bad = |reason: String| {
-                ImportError::BadRow(BadRow {
-                    place: RowPlace {
-                        file: name.clone(),
-                        line: rows + 1,
-                    },
-                    column: None,
-                    value: None,
-                    reason: format!("Parquet batch {number} does not decode: {reason}"),
-                })
-            };
-            let next = crate::arrow_io::parquet::guarded(path, || Ok(input.reader.next()))
-                .map_err(|e| bad(e.to_string()))?;
-            let Some(batch) = next else {
-                break;
-            };
-            let batch = batch.map_err(|e| bad(e.to_string()))?;
-            let n = batch.num_rows() as u64;
-            let share = size.saturating_mul(n).checked_div(input.rows).unwrap_or(0);
-            counters.bytes_read.fetch_add(share, Ordering::Relaxed);
-            if !feed.send_batch(fi, batch, number, rows, &columns) {
-                return Ok(false);
-            }
-            rows += n;
-        }
-        feed.global += rows + 1;
-        Ok(true)
-    }
-
-    /// One CSV, TSV or JSON-lines file, chunk by chunk. `false`: stop.
-    fn read_text(
+    /// One input file (CSV, TSV, JSON lines or Parquet), chunk by chunk. `false`: stop (the
+    /// import failed elsewhere).
+    fn read_file(
         &self,
         plan: &Plan,
         cfg: &ParseConfig,
@@ -255,48 +199,28 @@ impl Import {
         feed: &mut Feed<'_>,
         counters: &Counters,
     ) -> Result<bool, ImportError> {
-        let path = &self.files[fi];
-        let name = &plan.file_names[fi];
-        let r = open_input(path, Arc::clone(&counters.bytes_read))
-            .map_err(|e| ImportError::io(path, e))?;
-        let bounds = match cfg.format {
-            Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),
-            _ => Boundaries::Lines(LineScanner::default()),
-        };
-        let mut chunker = Chunker::new(r, bounds, plan.chunk_size);
-        let scan_err = |e: crate::input::ChunkError| e.into_import(path, name);
-        let map = if self.opts.header && cfg.format != Format::Jsonl {
-            match chunker.next_chunk(true).map_err(scan_err)? {
-                Some(h) => header_map(&plan.table, cfg, name, &h.data)?,
-                None => default_map(&plan.table),
-            }
-        } else {
-            default_map(&plan.table)
-        };
-        let map = Arc::new(map);
-        let mut file_len = 0u64;
+        let mut chunks = FileChunks::open(
+            &self.files[fi],
+            &plan.file_names[fi],
+            fi,
+            cfg,
+            self.opts.header,
+            plan.chunk_size,
+            Arc::clone(&counters.bytes_read),
+        )?;
         loop {
             if !feed.acquire() {
                 return Ok(false);
             }
-            let Some(raw) = chunker.next_chunk(false).map_err(scan_err)? else {
+            let Some(mut chunk) = chunks.next_chunk()? else {
                 break;
             };
-            file_len = raw.file_offset + raw.data.len() as u64;
-            let chunk = Chunk {
-                seq: 0,
-                file: fi,
-                data: raw.data,
-                first_line: raw.first_line,
-                offset: feed.global + raw.file_offset,
-                map: Arc::clone(&map),
-                batch: None,
-            };
+            chunk.offset += feed.global;
             if !feed.send(chunk) {
                 return Ok(false);
             }
         }
-        feed.global += file_len + 1;
+        feed.global += chunks.consumed() + 1;
         Ok(true)
     }
 
