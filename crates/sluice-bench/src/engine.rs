@@ -328,6 +328,7 @@ fn block_writer(
             snapshot: None,
             lower_bound: Some(tk.clone()),
             upper_bound: Some(upper),
+            ..Default::default()
         })?;
         it.seek(&tk);
         if it.valid() {

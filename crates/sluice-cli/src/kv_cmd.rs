@@ -17,6 +17,7 @@ use crate::text::{json_bytes, json_field, Enc};
 const SYNC: WriteOptions = WriteOptions {
     sync: true,
     disable_wal: false,
+    trace: None,
 };
 
 /// `sluice put`.
@@ -172,6 +173,7 @@ pub fn load(a: LoadArgs) -> CmdResult {
     let async_write = WriteOptions {
         sync: false,
         disable_wal: false,
+        ..Default::default()
     };
     let stdin = std::io::stdin().lock();
     let mut result: Result<(), String> = Ok(());
@@ -271,6 +273,7 @@ pub fn scan(a: ScanArgs) -> CmdResult {
         snapshot: None,
         lower_bound: lower,
         upper_bound: upper,
+        ..Default::default()
     })?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     it.seek_to_first();

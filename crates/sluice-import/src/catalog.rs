@@ -38,6 +38,7 @@ pub fn load(db: &Db) -> Result<Vec<TableDef>, ImportError> {
         snapshot: None,
         lower_bound: Some(p.clone()),
         upper_bound: prefix_successor(&p),
+        ..Default::default()
     })?;
     it.seek_to_first();
     let mut out = Vec::new();

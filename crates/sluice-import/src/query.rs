@@ -251,6 +251,7 @@ impl<'a> TableReader<'a> {
             snapshot: None,
             lower_bound: None,
             upper_bound: None,
+            ..Default::default()
         };
         match self.db.get_opt(&key, &ropts)? {
             Some(v) => Ok(Some(self.decode(&key, &v, &ropts)?)),
@@ -337,6 +338,7 @@ impl<'a> TableReader<'a> {
             snapshot: Some(&snap),
             lower_bound: Some(lower),
             upper_bound: upper,
+            ..Default::default()
         })?;
         it.seek_to_first();
         let mut n = 0u64;
@@ -344,6 +346,7 @@ impl<'a> TableReader<'a> {
             snapshot: Some(&snap),
             lower_bound: None,
             upper_bound: None,
+            ..Default::default()
         };
         let mut cells = if index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Columnar {
             Some(CellCursors::new(
@@ -577,6 +580,7 @@ impl<'t> CellCursors<'t> {
                 snapshot: Some(snap),
                 lower_bound: Some(lower),
                 upper_bound: prefix_successor(&p),
+                ..Default::default()
             })?;
             it.seek_to_first();
             it.status()?;

@@ -126,6 +126,7 @@ impl Import {
             snapshot: None,
             lower_bound: Some(p.clone()),
             upper_bound: prefix_successor(&p),
+            ..Default::default()
         })?;
         it.seek_to_first();
         let existing_rows = it.valid();

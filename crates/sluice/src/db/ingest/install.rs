@@ -73,7 +73,7 @@ impl Inner {
         files: &[Prepared],
         opts: &IngestOptions,
     ) -> Result<Vec<IngestedFile>> {
-        self.make_room_for_write()?;
+        self.make_room_for_write(None)?;
         let plans = vec![
             IngestPlan {
                 level: 0,
