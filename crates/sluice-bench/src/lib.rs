@@ -6,6 +6,7 @@ pub mod fair;
 pub mod gen;
 pub mod l0;
 pub mod online;
+pub mod trace_sample;
 
 /// Peak resident set size of this process, KiB (from /proc).
 pub fn peak_rss_kib() -> u64 {
