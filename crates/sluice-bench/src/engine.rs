@@ -4,10 +4,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sluice::{Db, Options, ReadOptions};
+use sluice::{Db, Options, ReadOptions, Trace, WriteBatch, WriteOptions};
 
 use crate::fair;
 use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
+use crate::trace_sample::{SampleConfig, TraceSampler};
 
 /// Latency recorder: one duration per op, percentiles at the end.
 pub struct Latencies(Vec<u64>);
@@ -29,11 +30,17 @@ impl Latencies {
     pub fn extend(&mut self, other: Latencies) {
         self.0.extend(other.0);
     }
-    /// Records one op that started at `t`.
+    /// Records one op that started at `t`; returns its nanoseconds.
     #[inline]
-    pub fn record(&mut self, t: Instant) {
-        self.0
-            .push(t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
+    pub fn record(&mut self, t: Instant) -> u64 {
+        let nanos = t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+        self.0.push(nanos);
+        nanos
+    }
+    /// The samples in nanoseconds, sorted ascending.
+    pub fn sorted_nanos(&mut self) -> &[u64] {
+        self.0.sort_unstable();
+        &self.0
     }
     /// p50/p99/p99.9/p99.99 in microseconds.
     pub fn summary(mut self) -> Value {
@@ -71,11 +78,13 @@ struct Fill {
     lat: Latencies,
 }
 
+/// Puts `n` keys in `order`; with a sampler, its picked puts run traced (trace_sample.rs).
 fn fill(
     db: &Db,
     n: u64,
     order: impl Fn(u64) -> u64,
     val: impl Fn(u64) -> u64,
+    mut sampler: Option<&mut TraceSampler>,
 ) -> sluice::Result<Fill> {
     let mut lat = Latencies::with_capacity(n as usize);
     let t0 = Instant::now();
@@ -83,6 +92,20 @@ fn fill(
         let p = order(i);
         // Key and value built outside the timed op, as the anchors do.
         let (k, v) = (key(p), value(val(p)));
+        if let Some(s) = sampler.as_deref_mut().filter(|s| s.pick(i)) {
+            let trace = Trace::new();
+            let t = Instant::now();
+            let mut b = WriteBatch::new();
+            b.put(&k, &v);
+            let opts = WriteOptions {
+                trace: Some(&trace),
+                ..Default::default()
+            };
+            db.write(b, opts)?;
+            let nanos = lat.record(t);
+            s.offer(i, &k, nanos, trace);
+            continue;
+        }
         let t = Instant::now();
         db.put(&k, &v)?;
         lat.record(t);
@@ -159,7 +182,9 @@ pub fn run(
     reads: u64,
     seconds: u64,
     dir: &Path,
+    sample: Option<SampleConfig>,
 ) -> Result<Value, Box<dyn std::error::Error>> {
+    let mut sampler = sample.map(TraceSampler::new);
     let perm = Permutation::new(n);
     let db = Db::open(dir, options())?;
     let mb = |ops: u64, s: f64| ops as f64 * (KEY_LEN + VALUE_LEN) as f64 / 1e6 / s;
@@ -184,31 +209,35 @@ pub fn run(
         }
         "fillseq" | "fillrandom" => {
             let (f, shape) = fair::with_sampler(&db, || {
+                let s = sampler.as_mut();
                 if workload == "fillseq" {
-                    fill(&db, n, |i| i, |p| p)
+                    fill(&db, n, |i| i, |p| p, s)
                 } else {
-                    fill(&db, n, |i| perm.apply(i), |p| p)
+                    fill(&db, n, |i| perm.apply(i), |p| p, s)
                 }
             });
-            let f = f?;
+            let mut f = f?;
+            let traces = report(sampler.take(), workload, &mut f.lat);
             let wa = window_write_amp(&db, 0, n * 116)?;
             let out = merge(
                 base(workload, n, dir, &db),
                 json!({
                     "write_amp": wa,
                     "seconds": {"fill": f.secs}, "ops_per_s": n as f64 / f.secs, "mb_per_s": mb(n, f.secs),
-                    "latency_us": f.lat.summary(),
+                    "latency_us": f.lat.summary(), "trace_sample": traces,
                 }),
             );
             merge(out, shape.json())
         }
         "overwrite" => {
-            let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
+            let setup = fill(&db, n, |i| perm.apply(i), |p| p, None)?;
             db.wait_for_background_work()?;
             let before = written_bytes(&db);
-            let (f, shape) =
-                fair::with_sampler(&db, || fill(&db, n, |i| gen::read_row(i, n), |p| p ^ 1));
-            let f = f?;
+            let (f, shape) = fair::with_sampler(&db, || {
+                fill(&db, n, |i| gen::read_row(i, n), |p| p ^ 1, sampler.as_mut())
+            });
+            let mut f = f?;
+            let traces = report(sampler.take(), workload, &mut f.lat);
             let wa = window_write_amp(&db, before, n * 116)?;
             let out = merge(
                 base(workload, n, dir, &db),
@@ -216,12 +245,13 @@ pub fn run(
                     "write_amp": wa,
                     "seconds": {"setup": setup.secs, "overwrite": f.secs}, "ops_per_s": n as f64 / f.secs,
                     "mb_per_s": mb(n, f.secs), "latency_us": f.lat.summary(),
+                    "trace_sample": traces,
                 }),
             );
             merge(out, shape.json())
         }
         "readrandom" | "seekrandom" => {
-            let setup = fill(&db, n, |i| perm.apply(i), |p| p)?;
+            let setup = fill(&db, n, |i| perm.apply(i), |p| p, None)?;
             let setup_wa = window_write_amp(&db, 0, n * 116)?;
             // The same LSM shape and cache state in every engine before the reads: one full
             // manual compaction, then every file read once (both untimed).
@@ -242,10 +272,28 @@ pub fn run(
                             // As the anchors: key and value built before the timed op, the
                             // check inside it.
                             let (k, want) = (key(p), value(p));
-                            let t = Instant::now();
-                            let v = db.get(&k)?;
-                            let ok = v.as_deref() == Some(&want[..]);
-                            lat.record(t);
+                            let picked = sampler.as_mut().filter(|s| s.pick(i));
+                            let ok = match picked {
+                                None => {
+                                    let t = Instant::now();
+                                    let v = db.get(&k)?;
+                                    let ok = v.as_deref() == Some(&want[..]);
+                                    lat.record(t);
+                                    ok
+                                }
+                                Some(s) => {
+                                    let trace = Trace::new();
+                                    let ro = ReadOptions {
+                                        trace: Some(&trace),
+                                        ..Default::default()
+                                    };
+                                    let t = Instant::now();
+                                    let v = db.get_opt(&k, &ro)?;
+                                    let ok = v.as_deref() == Some(&want[..]);
+                                    s.offer(i, &k, lat.record(t), trace);
+                                    ok
+                                }
+                            };
                             if !ok {
                                 return Err(format!("readrandom: key {p} read back wrong").into());
                             }
@@ -275,6 +323,7 @@ pub fn run(
                     Ok(t0.elapsed().as_secs_f64())
                 });
             let secs = reads_result?;
+            let traces = report(sampler.take(), workload, &mut lat);
             let m = db.metrics();
             let mut out = merge(
                 base(workload, n, dir, &db),
@@ -282,6 +331,7 @@ pub fn run(
                     "seconds": {"setup": setup.secs, "setup_compact": compact_secs, "setup_warm": warm_secs, "reads": secs},
                     "ops_per_s": reads as f64 / secs, "latency_us": lat.summary(), "write_amp": setup_wa,
                     "block_cache_hits": m.block_cache_hits, "block_cache_misses": m.block_cache_misses,
+                    "trace_sample": traces,
                 }),
             );
             out["params"]["reads"] = reads.into();
@@ -299,6 +349,11 @@ pub fn run(
     };
     db.close()?;
     Ok(out)
+}
+
+/// The sampler's report (null when not sampling): its kept traces go to stderr.
+fn report(sampler: Option<TraceSampler>, workload: &str, lat: &mut Latencies) -> Value {
+    sampler.map_or(Value::Null, |s| s.report(workload, lat.sorted_nanos()))
 }
 
 fn txn_key(i: u64) -> Vec<u8> {
@@ -328,6 +383,7 @@ fn block_writer(
             snapshot: None,
             lower_bound: Some(tk.clone()),
             upper_bound: Some(upper),
+            ..Default::default()
         })?;
         it.seek(&tk);
         if it.valid() {

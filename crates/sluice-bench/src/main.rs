@@ -3,6 +3,7 @@
 //! Workloads so far: `sst-write` and `sst-scan` (the table layer on its own). The engine
 //! workloads arrive with the engine.
 
+use sluice_bench::trace_sample::SampleConfig;
 use sluice_bench::{engine, fair, gen, l0, online};
 
 use std::path::{Path, PathBuf};
@@ -95,6 +96,13 @@ struct Args {
     /// ingests, write stalls, table files) to FILE, one JSON object per line.
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+    /// Trace a sample of the operations (see --trace-rate) and print the N slowest traced
+    /// ones with their traces to stderr (fillseq, fillrandom, overwrite, readrandom).
+    #[arg(long, value_name = "N")]
+    trace_slowest: Option<usize>,
+    /// Fraction of operations traced with --trace-slowest.
+    #[arg(long, default_value_t = 0.01, requires = "trace_slowest")]
+    trace_rate: f64,
     #[command(flatten)]
     online: OnlineArgs,
 }
@@ -314,6 +322,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 args.reads.unwrap_or(args.n / 10).max(1),
                 args.seconds.unwrap_or(60),
                 dir,
+                args.trace_slowest.map(|keep| SampleConfig {
+                    keep,
+                    rate: args.trace_rate,
+                }),
             )
         })),
         (None, Workload::IngestUnderLoad) => Some(Box::new(move |dir| {

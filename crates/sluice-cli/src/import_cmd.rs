@@ -398,9 +398,11 @@ pub fn scan(
     end: Option<String>,
     limit: Option<u64>,
     count: bool,
+    trace: Option<&sluice::Trace>,
 ) -> CmdResult {
     let db = open_db_read_only(&db)?;
     let mut reader = TableReader::open(&db, t.table.as_deref())?;
+    reader.set_trace(trace.cloned());
     if let Some(n) = &t.null {
         reader.set_csv_null(n)?;
     }
@@ -459,9 +461,11 @@ pub fn get(
     pk: String,
     format: Option<OutArg>,
     null: Option<String>,
+    trace: Option<&sluice::Trace>,
 ) -> CmdResult {
     let db = open_db_read_only(&db)?;
     let mut reader = TableReader::open(&db, table.as_deref())?;
+    reader.set_trace(trace.cloned());
     if let Some(n) = &null {
         reader.set_csv_null(n)?;
     }

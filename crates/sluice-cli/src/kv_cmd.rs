@@ -7,16 +7,17 @@ use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use sluice::{Db, ReadOptions, WriteBatch, WriteOptions};
+use sluice::{Db, ReadOptions, Trace, WriteBatch, WriteOptions};
 use sluice_import::keycode::prefix_successor;
 
-use crate::args::{CmdResult, DbArg, KvEnc};
+use crate::args::{CmdResult, DbArg, KvEnc, TraceArg};
 use crate::db_dir::{open_read_only, open_writable};
 use crate::text::{json_bytes, json_field, Enc};
 
 const SYNC: WriteOptions = WriteOptions {
     sync: true,
     disable_wal: false,
+    trace: None,
 };
 
 /// `sluice put`.
@@ -49,10 +50,21 @@ fn entry_json(key: Option<&[u8]>, value: &[u8], enc: KvEnc) -> String {
 }
 
 /// `sluice get`: prints the value; exit 1 when absent.
-pub fn get(a: DbArg, enc: KvEnc, key: String, raw: bool, out: OutArgs) -> CmdResult {
+pub fn get(
+    a: DbArg,
+    enc: KvEnc,
+    key: String,
+    raw: bool,
+    out: OutArgs,
+    trace: Option<&Trace>,
+) -> CmdResult {
     let key = enc.keys().arg(&key, "key")?;
     let db = open_read_only(&a.db)?;
-    match db.get(&key)? {
+    let ro = ReadOptions {
+        trace,
+        ..Default::default()
+    };
+    match db.get_opt(&key, &ro)? {
         Some(v) => {
             let mut o = std::io::stdout().lock();
             if raw {
@@ -172,6 +184,7 @@ pub fn load(a: LoadArgs) -> CmdResult {
     let async_write = WriteOptions {
         sync: false,
         disable_wal: false,
+        ..Default::default()
     };
     let stdin = std::io::stdin().lock();
     let mut result: Result<(), String> = Ok(());
@@ -252,10 +265,12 @@ pub struct ScanArgs {
     pub(crate) count: bool,
     #[command(flatten)]
     out: OutArgs,
+    #[command(flatten)]
+    pub(crate) trace: TraceArg,
 }
 
 /// `sluice scan`: `KEY<TAB>VALUE` lines, JSON lines, or a count.
-pub fn scan(a: ScanArgs) -> CmdResult {
+pub fn scan(a: ScanArgs, trace: Option<&Trace>) -> CmdResult {
     let keys = a.enc.keys();
     let arg = |s: &Option<String>, what: &str| s.as_deref().map(|s| keys.arg(s, what)).transpose();
     let mut lower = arg(&a.start, "--start")?;
@@ -268,9 +283,10 @@ pub fn scan(a: ScanArgs) -> CmdResult {
     }
     let db = open_read_only(&a.db.db)?;
     let mut it = db.iter(ReadOptions {
-        snapshot: None,
         lower_bound: lower,
         upper_bound: upper,
+        trace,
+        ..Default::default()
     })?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     it.seek_to_first();

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use args::{DbArg, KvEnc};
+use args::{print_trace, DbArg, KvEnc, TraceArg};
 use kv_cmd::OutArgs;
 
 const AFTER_HELP: &str = "\
@@ -96,6 +96,8 @@ enum Command {
         /// CSV output: write NULL as this string (default: an empty field).
         #[arg(long, requires = "pk")]
         null: Option<String>,
+        #[command(flatten)]
+        trace: TraceArg,
     },
     /// Delete a key (synced).
     Delete {
@@ -302,14 +304,21 @@ fn run(command: Command) -> args::CmdResult {
             pk,
             format,
             null,
-        } => match (pk, key) {
-            (Some(pk), _) => {
-                db_dir::check_db_dir(&db.db, false)?;
-                import_cmd::get(db.db, table, pk, format, null)
-            }
-            (None, Some(key)) => kv_cmd::get(db, enc, key, raw, out),
-            (None, None) => Err("give a KEY, or --pk for a table row".into()),
-        },
+            trace,
+        } => {
+            let trace = trace.new_trace();
+            let t = trace.as_ref();
+            let r = match (pk, key) {
+                (Some(pk), _) => {
+                    db_dir::check_db_dir(&db.db, false)?;
+                    import_cmd::get(db.db, table, pk, format, null, t)
+                }
+                (None, Some(key)) => kv_cmd::get(db, enc, key, raw, out, t),
+                (None, None) => Err("give a KEY, or --pk for a table row".into()),
+            };
+            print_trace(t);
+            r
+        }
         Command::Delete { db, enc, key } => kv_cmd::delete(db, enc, key),
         Command::DeleteRange {
             db,
@@ -318,11 +327,19 @@ fn run(command: Command) -> args::CmdResult {
             end,
         } => kv_cmd::delete_range(db, enc, start, end),
         Command::Load(a) => kv_cmd::load(a),
-        Command::Scan { raw, table } if table.table.is_some() => {
-            db_dir::check_db_dir(&raw.db.db, false)?;
-            import_cmd::scan(raw.db.db, table, raw.start, raw.end, raw.limit, raw.count)
+        Command::Scan { raw, table } => {
+            let trace = raw.trace.new_trace();
+            let t = trace.as_ref();
+            let r = if table.table.is_some() {
+                db_dir::check_db_dir(&raw.db.db, false)?;
+                let (start, end) = (raw.start, raw.end);
+                import_cmd::scan(raw.db.db, table, start, end, raw.limit, raw.count, t)
+            } else {
+                kv_cmd::scan(raw, t)
+            };
+            print_trace(t);
+            r
         }
-        Command::Scan { raw, .. } => kv_cmd::scan(raw),
         Command::ApproxSize {
             db,
             enc,

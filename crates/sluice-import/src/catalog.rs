@@ -39,6 +39,7 @@ pub fn index_iter(db: &Db, table_id: u32, index_id: u32) -> Result<DbIterator, I
         snapshot: None,
         lower_bound: Some(p.clone()),
         upper_bound: prefix_successor(&p),
+        ..Default::default()
     })?)
 }
 

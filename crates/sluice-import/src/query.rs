@@ -11,7 +11,7 @@
 //! no number for are the strings `"Infinity"`, `"-Infinity"`, `"NaN"`, which the JSON-lines
 //! reader takes back; a DECIMAL or a sum is a number literal with every digit).
 
-use sluice::{Db, ReadOptions, Snapshot};
+use sluice::{Db, ReadOptions, Snapshot, Trace};
 
 use crate::catalog;
 use crate::keycode::{decode_column, encode_prefix, encode_value, prefix, prefix_successor};
@@ -160,6 +160,8 @@ pub struct TableReader<'a> {
     pub table: TableDef,
     types: Vec<ColumnType>,
     csv_null: String,
+    /// Where `get` and `scan` record their reads (see [`TableReader::set_trace`]).
+    trace: Option<Trace>,
 }
 
 /// Splits `a,b,"c,d"` into values (CSV quoting).
@@ -185,7 +187,14 @@ impl<'a> TableReader<'a> {
             table,
             types,
             csv_null: String::new(),
+            trace: None,
         })
+    }
+
+    /// Records the reads of `get` and `scan` (the primary or index entries; not the column
+    /// cursors of a columnar scan) into `trace`; `None` records nothing.
+    pub fn set_trace(&mut self, trace: Option<Trace>) {
+        self.trace = trace;
     }
 
     /// What CSV output writes for NULL (default: nothing, an empty field); import the output
@@ -251,6 +260,7 @@ impl<'a> TableReader<'a> {
             snapshot: None,
             lower_bound: None,
             upper_bound: None,
+            trace: self.trace.as_ref(),
         };
         match self.db.get_opt(&key, &ropts)? {
             Some(v) => Ok(Some(self.decode(&key, &v, &ropts)?)),
@@ -337,6 +347,7 @@ impl<'a> TableReader<'a> {
             snapshot: Some(&snap),
             lower_bound: Some(lower),
             upper_bound: upper,
+            trace: self.trace.as_ref(),
         })?;
         it.seek_to_first();
         let mut n = 0u64;
@@ -344,6 +355,7 @@ impl<'a> TableReader<'a> {
             snapshot: Some(&snap),
             lower_bound: None,
             upper_bound: None,
+            trace: self.trace.as_ref(),
         };
         let mut cells = if index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Columnar {
             Some(CellCursors::new(
@@ -577,6 +589,7 @@ impl<'t> CellCursors<'t> {
                 snapshot: Some(snap),
                 lower_bound: Some(lower),
                 upper_bound: prefix_successor(&p),
+                ..Default::default()
             })?;
             it.seek_to_first();
             it.status()?;

@@ -199,7 +199,14 @@ impl PyDb {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         detached(py, move || {
-            Ok(db.write(b, WriteOptions { sync, disable_wal })?)
+            Ok(db.write(
+                b,
+                WriteOptions {
+                    sync,
+                    disable_wal,
+                    ..Default::default()
+                },
+            )?)
         })
     }
 
@@ -233,6 +240,7 @@ impl PyDb {
                 snapshot: snap,
                 lower_bound: start,
                 upper_bound: end,
+                ..Default::default()
             };
             let mut it = db.iter(ro)?;
             if reverse {

@@ -60,6 +60,7 @@ pub mod wal;
 pub use base::bounds::IterBounds;
 pub use base::iterator::InternalIterator;
 pub use base::range_tombstone::RangeTombstone;
+pub use base::trace::{Span, SpanId, Trace};
 pub use base::{coding, error, key};
 pub use compaction::RunningOutput;
 pub use db::events;

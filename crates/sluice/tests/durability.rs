@@ -53,6 +53,7 @@ fn crash_once(seed: u64) {
             WriteOptions {
                 sync,
                 disable_wal: false,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -156,7 +157,8 @@ fn failed_write_of_a_sync_batch_is_reported_not_acknowledged() {
             wb,
             WriteOptions {
                 sync: true,
-                disable_wal: false
+                disable_wal: false,
+                ..Default::default()
             }
         )
         .is_err());
@@ -185,6 +187,7 @@ fn corruption_in_the_middle_of_a_wal_names_file_and_offset() {
                 WriteOptions {
                     sync: true,
                     disable_wal: false,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -238,6 +241,7 @@ fn sigkill_child_writer() {
             WriteOptions {
                 sync: true,
                 disable_wal: false,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -22,6 +22,7 @@ fn put_sync(db: &Db, k: &str, v: &str) {
         WriteOptions {
             sync: true,
             disable_wal: false,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -338,6 +339,7 @@ fn replay_skips_a_flushable_compacted_away_while_its_wal_lives() {
     let sync = sluice::WriteOptions {
         sync: true,
         disable_wal: false,
+        ..Default::default()
     };
     let mut b = sluice::WriteBatch::new();
     b.put(b"a", b"before");

@@ -57,6 +57,7 @@ fn check_iter(
             snapshot: snap,
             lower_bound: lo.clone(),
             upper_bound: hi.clone(),
+            ..Default::default()
         })
         .unwrap();
     if rng.gen_bool(0.5) {
@@ -220,6 +221,7 @@ fn run(seed: u64, ops: usize) {
                     WriteOptions {
                         sync: rng.gen_bool(0.2),
                         disable_wal: false,
+                        ..Default::default()
                     },
                 )
                 .unwrap();

@@ -111,6 +111,7 @@ fn eight_writers_and_snapshot_readers() {
                         WriteOptions {
                             sync: round % 100 == 0,
                             disable_wal: false,
+                            ..Default::default()
                         },
                     )
                     .unwrap();
@@ -140,6 +141,7 @@ fn eight_writers_and_snapshot_readers() {
                                 snapshot: Some(&snap),
                                 lower_bound: Some(format!("w{w}-log-").into_bytes()),
                                 upper_bound: Some(format!("w{w}-log.").into_bytes()),
+                                ..Default::default()
                             })
                             .unwrap();
                         it.seek_to_first();

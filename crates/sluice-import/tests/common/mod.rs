@@ -76,6 +76,7 @@ pub fn dump(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
             snapshot: None,
             lower_bound: None,
             upper_bound: None,
+            ..Default::default()
         })
         .unwrap();
     it.seek_to_first();

@@ -127,10 +127,11 @@ pub fn thread_seed(seed: u64, phase: u64, thread: usize) -> u64 {
         ^ (thread as u64).wrapping_mul(0x1656_67b1_9e37_79f9)
 }
 
-fn sync_opts(sync: bool) -> WriteOptions {
+fn sync_opts(sync: bool) -> WriteOptions<'static> {
     WriteOptions {
         sync,
         disable_wal: false,
+        ..Default::default()
     }
 }
 

@@ -53,6 +53,7 @@ impl Worker {
             snapshot: None,
             lower_bound: Some(Key::K(lo).bytes()),
             upper_bound: Some(Key::K(hi).bytes()),
+            ..Default::default()
         };
         let mut it = match self.ctx.db.iter(opts) {
             Ok(it) => it,

@@ -96,6 +96,7 @@ impl Worker {
             snapshot: Some(&h.snap),
             lower_bound: Some(Key::K(h.lo).bytes()),
             upper_bound: Some(Key::K(h.hi).bytes()),
+            ..Default::default()
         };
         let mut it = match self.ctx.db.iter(ro) {
             Ok(it) => it,

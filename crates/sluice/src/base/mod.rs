@@ -1,6 +1,6 @@
 //! The base layer every other folder builds on, importing from none of them: internal keys,
 //! varint coding, the error type, the iterator protocol and its bounds, range tombstones, CRC
-//! masking and the names of files in a Db directory (Pebble's `internal/base`).
+//! masking, the names of files in a Db directory and per-operation traces (Pebble's `internal/base`).
 
 pub mod bounds;
 pub mod coding;
@@ -10,3 +10,4 @@ pub mod filenames;
 pub mod iterator;
 pub mod key;
 pub mod range_tombstone;
+pub mod trace;

@@ -228,7 +228,7 @@ impl Inner {
                     });
                 }
             }
-            children.push(file_iter(&t, f, range.clone()));
+            children.push(file_iter(&t, f, range.clone(), None));
         }
         Ok((MergingIter::new(children), tombstones))
     }

@@ -249,7 +249,7 @@ impl Db {
     }
 
     /// Applies `batch` atomically.
-    pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+    pub fn write(&self, batch: WriteBatch, opts: WriteOptions<'_>) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -261,15 +261,20 @@ impl Db {
         self.get_opt(key, &ReadOptions::default())
     }
 
-    /// The value of `key` as of `opts.snapshot`.
+    /// The value of `key` as of `opts.snapshot`, recorded into `opts.trace` if set.
     pub fn get_opt(&self, key: &[u8], opts: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
-        self.inner.get(key, opts.snapshot)
+        self.inner.get(key, opts.snapshot, opts.trace)
     }
 
-    /// An iterator over `[lower_bound, upper_bound)` as of `opts.snapshot`.
+    /// An iterator over `[lower_bound, upper_bound)` as of `opts.snapshot`; with
+    /// `opts.trace` it records every positioning call and what it stepped over until dropped.
     pub fn iter(&self, opts: ReadOptions<'_>) -> Result<DbIterator> {
-        self.inner
-            .iter(opts.snapshot, opts.lower_bound, opts.upper_bound)
+        self.inner.iter(
+            opts.snapshot,
+            opts.lower_bound,
+            opts.upper_bound,
+            opts.trace,
+        )
     }
 
     /// Takes a snapshot of the current state.

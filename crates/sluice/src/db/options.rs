@@ -395,11 +395,14 @@ impl Options {
 
 /// Options of one write.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WriteOptions {
+pub struct WriteOptions<'a> {
     /// fsync the WAL before acknowledging. Default `false`.
     pub sync: bool,
     /// Skip the WAL (the write is lost on a crash unless flushed). Default `false`.
     pub disable_wal: bool,
+    /// Record what the write did (latch wait, group commit, stall, WAL, memtable) into this
+    /// trace. Default `None`: nothing is recorded and nothing is paid.
+    pub trace: Option<&'a crate::base::trace::Trace>,
 }
 
 /// Options of a read.
@@ -411,4 +414,8 @@ pub struct ReadOptions<'a> {
     pub lower_bound: Option<Vec<u8>>,
     /// First key an iterator does not return (exclusive).
     pub upper_bound: Option<Vec<u8>>,
+    /// Record what the read did (memtable probes, tables, filter, blocks, entries stepped
+    /// over) into this trace; an iterator records until it is dropped. Default `None`:
+    /// nothing is recorded and nothing is paid.
+    pub trace: Option<&'a crate::base::trace::Trace>,
 }

@@ -5,14 +5,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::base::bounds::IterBounds;
-use crate::base::error::Result;
+use crate::base::error::{escape_bytes, Result};
 use crate::base::key::{self, ValueKind};
 use crate::base::range_tombstone::RangeTombstone;
+use crate::base::trace::{span, Trace};
 use crate::memtable::MemTable;
 use crate::read::db_iter::DbIterator;
-use crate::read::level::{file_iter, LevelIter};
+use crate::read::level::{file_iter, trace_open, LevelIter};
 use crate::read::merging::{BoxIter, MergingIter};
 use crate::read::range_del::RangeDelAggregator;
+use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version};
 
 use super::flushable::Flushable;
@@ -51,34 +53,58 @@ impl Inner {
 
     /// Point read: newest source first — active memtable, the immutable queue newest first
     /// (memtables and flushable ingests), L0 newest first, then L1..L6 — collecting the
-    /// newest range deletion covering the key on the way.
+    /// newest range deletion covering the key on the way. With a trace, each source consulted
+    /// is a span (trace invariant 1: without one, each layer only tests the `Option`).
     pub(super) fn get(
         self: &Arc<Self>,
         user_key: &[u8],
         snapshot: Option<&Snapshot>,
+        trace: Option<&Trace>,
+    ) -> Result<Option<Vec<u8>>> {
+        let root = span(trace, || format!("get {}", escape_bytes(user_key)));
+        let found = self.get_newest(user_key, snapshot, trace)?;
+        if let Some(root) = &root {
+            root.field("result", if found.is_some() { "found" } else { "none" });
+        }
+        Ok(found)
+    }
+
+    fn get_newest(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        snapshot: Option<&Snapshot>,
+        trace: Option<&Trace>,
     ) -> Result<Option<Vec<u8>>> {
         let (seq, View { mem, imm, version }) = self.sources(snapshot);
         // The pin owns the reader's only reference to the version.
         let pin = self.pin(version);
         let version = pin.version();
         let mut max_tomb = 0u64;
-        if let Some(found) = memtable_lookup(&mem, user_key, seq, &mut max_tomb) {
+        let probe = Probe {
+            user_key,
+            seq,
+            trace,
+        };
+        if let Some(found) = probe.memtable(&mem, "active", &mut max_tomb) {
             return Ok(resolve(found, max_tomb));
         }
         for entry in imm.iter().rev() {
             let found = match entry {
-                Flushable::Mem(m) => memtable_lookup(m, user_key, seq, &mut max_tomb),
+                Flushable::Mem(m) => probe.memtable(m, "immutable", &mut max_tomb),
                 Flushable::Ingested(t) => {
-                    self.files_lookup(&t.files, user_key, seq, &mut max_tomb)?
+                    self.files_lookup(&t.files, &probe, Place::Queued, &mut max_tomb)?
                 }
             };
             if let Some(found) = found {
                 return Ok(resolve(found, max_tomb));
             }
         }
+        // Sublevels are named only in traces, and computed only for them.
+        let sublevels = trace.map(|_| L0Sublevels::from_version(version));
         for (level, files) in version.levels.iter().enumerate() {
             let found = if level == 0 {
-                self.files_lookup(files, user_key, seq, &mut max_tomb)?
+                let place = Place::L0(sublevels.as_ref());
+                self.files_lookup(files, &probe, place, &mut max_tomb)?
             } else {
                 // The first file whose largest key may reach `user_key`. A file whose largest
                 // key is an exclusive range-deletion end equal to `user_key` does not hold it,
@@ -91,7 +117,7 @@ impl Inner {
                     .cloned()
                     .into_iter()
                     .collect();
-                self.files_lookup(&candidates, user_key, seq, &mut max_tomb)?
+                self.files_lookup(&candidates, &probe, Place::Level(level), &mut max_tomb)?
             };
             if let Some(found) = found {
                 return Ok(resolve(found, max_tomb));
@@ -100,19 +126,23 @@ impl Inner {
         Ok(None)
     }
 
-    /// The newest entry for `user_key` visible at `seq` in the first of `files` (newest first)
-    /// that holds one; range deletions of every file consulted raise `max_tomb`.
+    /// The newest entry for the probed key visible at its seqno in the first of `files`
+    /// (newest first) that holds one; range deletions of every file consulted raise `max_tomb`.
     fn files_lookup(
         &self,
         files: &[Arc<FileMeta>],
-        user_key: &[u8],
-        seq: u64,
+        probe: &Probe<'_>,
+        place: Place<'_>,
         max_tomb: &mut u64,
     ) -> Result<Option<Found>> {
+        let (user_key, seq) = (probe.user_key, probe.seq);
         for f in files
             .iter()
             .filter(|f| f.overlaps(Some(user_key), Some(user_key)))
         {
+            let span = span(probe.trace, || {
+                format!("table {:06} {}", f.number, place.describe(f))
+            });
             let table = self.table(f)?;
             for t in table.range_deletions() {
                 let ts = f.entry_seqno(t.seqno);
@@ -125,12 +155,15 @@ impl Inner {
                     None
                 } else {
                     table
-                        .get(user_key, key::MAX_SEQNO)?
-                        .map(|(k, v)| (k, v, f.global_seqno))
+                        .get_traced(user_key, key::MAX_SEQNO, probe.trace)?
+                        .map(|(k, v, _)| (k, v, f.global_seqno))
                 }
             } else {
-                table.get_with_seqno(user_key, seq)?
+                table.get_traced(user_key, seq, probe.trace)?
             };
+            if let Some(span) = &span {
+                span.field("result", describe_found(found.as_ref()));
+            }
             if found.is_some() {
                 return Ok(found);
             }
@@ -144,7 +177,9 @@ impl Inner {
         snapshot: Option<&Snapshot>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
+        trace: Option<&Trace>,
     ) -> Result<DbIterator> {
+        let setup = span(trace, || "iterator setup".to_string());
         let (seq, View { mem, imm, version }) = self.sources(snapshot);
         let bounds = IterBounds {
             lower: lower.clone(),
@@ -176,33 +211,34 @@ impl Inner {
                 .into_iter()
                 .map(|t| t as Arc<dyn std::any::Any + Send + Sync>),
         );
-        self.add_files(&ingested, &bounds, &mut children, &mut tombs)?;
+        let memtables = children.len();
+        self.add_files(&ingested, &bounds, &mut children, &mut tombs, trace)?;
         for (level, files) in version.levels.iter().enumerate() {
             if level == 0 {
-                self.add_files(files, &bounds, &mut children, &mut tombs)?;
+                self.add_files(files, &bounds, &mut children, &mut tombs, trace)?;
                 continue;
             }
             let in_range = in_bounds(files, &bounds);
             self.add_range_deletions(&in_range, &mut tombs)?;
             if !in_range.is_empty() {
-                children.push(Box::new(LevelIter::new(
-                    in_range,
-                    self.opener(),
-                    bounds.clone(),
-                )));
+                children.push(Box::new(
+                    LevelIter::new(in_range, self.opener(), bounds.clone()).with_trace(trace),
+                ));
             }
         }
+        if let Some(setup) = &setup {
+            setup.field("memtables", memtables);
+            setup.field("table_iters", children.len() - memtables);
+            setup.field("range_tombstones", tombs.len());
+        }
+        drop(setup);
         // The pin owns the iterator's reference to the version.
         pins.push(Arc::new(self.pin(version)) as Arc<dyn std::any::Any + Send + Sync>);
         let agg = RangeDelAggregator::new(tombs, seq);
-        Ok(DbIterator::new(
-            MergingIter::new(children),
-            seq,
-            agg,
-            lower,
-            upper,
-            pins,
-        ))
+        Ok(
+            DbIterator::new(MergingIter::new(children), seq, agg, lower, upper, pins)
+                .with_trace(trace),
+        )
     }
 
     /// One iterator per file in bounds (files that may overlap: L0, flushable ingests), and
@@ -213,12 +249,14 @@ impl Inner {
         bounds: &IterBounds,
         children: &mut Vec<BoxIter>,
         tombs: &mut Vec<RangeTombstone>,
+        trace: Option<&Trace>,
     ) -> Result<()> {
         let in_range = in_bounds(files, bounds);
         self.add_range_deletions(&in_range, tombs)?;
         for f in &in_range {
             let t = self.table(f)?;
-            children.push(file_iter(&t, f, bounds.clone()));
+            trace_open(trace, f);
+            children.push(file_iter(&t, f, bounds.clone(), trace));
         }
         Ok(())
     }
@@ -258,17 +296,64 @@ fn in_bounds(files: &[Arc<FileMeta>], bounds: &IterBounds) -> Vec<Arc<FileMeta>>
 /// An entry found for a key: (kind, value, its seqno).
 type Found = (ValueKind, Vec<u8>, u64);
 
-/// The newest entry for `user_key` visible at `seq` in a memtable; its range deletions
-/// covering the key raise `max_tomb`.
-fn memtable_lookup(m: &MemTable, user_key: &[u8], seq: u64, max_tomb: &mut u64) -> Option<Found> {
-    if m.has_range_deletions() {
-        for t in m.range_deletions() {
-            if t.seqno <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice() {
-                *max_tomb = (*max_tomb).max(t.seqno);
+/// One point read's key, seqno and trace, as every source is probed.
+struct Probe<'a> {
+    user_key: &'a [u8],
+    seq: u64,
+    trace: Option<&'a Trace>,
+}
+
+impl Probe<'_> {
+    /// The newest entry for the key visible at the seqno in a memtable; its range deletions
+    /// covering the key raise `max_tomb`.
+    fn memtable(&self, m: &MemTable, which: &str, max_tomb: &mut u64) -> Option<Found> {
+        let span = span(self.trace, || format!("memtable probe ({which})"));
+        let (user_key, seq) = (self.user_key, self.seq);
+        if m.has_range_deletions() {
+            for t in m.range_deletions() {
+                if t.seqno <= seq && t.start.as_slice() <= user_key && user_key < t.end.as_slice() {
+                    *max_tomb = (*max_tomb).max(t.seqno);
+                }
             }
         }
+        let found = m.get(user_key, seq);
+        if let Some(span) = &span {
+            span.field("result", describe_found(found.as_ref()));
+        }
+        found
     }
-    m.get(user_key, seq)
+}
+
+/// Where a table consulted by a point read sits, as its trace span names it.
+#[derive(Clone, Copy)]
+enum Place<'a> {
+    /// A flushable ingest queued above the memtables.
+    Queued,
+    /// L0, with its sublevels when tracing.
+    L0(Option<&'a L0Sublevels>),
+    /// L1 and below.
+    Level(usize),
+}
+
+impl Place<'_> {
+    fn describe(&self, f: &FileMeta) -> String {
+        match self {
+            Place::Queued => "queued ingest".to_string(),
+            Place::L0(subs) => match subs.and_then(|s| s.place_of(f.number)) {
+                Some(p) => format!("L0.{}", p.sublevel),
+                None => "L0".to_string(),
+            },
+            Place::Level(l) => format!("L{l}"),
+        }
+    }
+}
+
+fn describe_found(found: Option<&Found>) -> String {
+    match found {
+        None => "miss".to_string(),
+        Some((ValueKind::Value, v, seqno)) => format!("value({} bytes)@{seqno}", v.len()),
+        Some((kind, _, seqno)) => format!("{kind:?}@{seqno}"),
+    }
 }
 
 /// The value a found entry yields, unless a newer range deletion covers it.

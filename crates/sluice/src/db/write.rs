@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use crate::base::error::{Error, Result};
 use crate::base::filenames::wal_name;
 use crate::base::key::ValueKind;
+use crate::base::trace::{span, SpanGuard, Trace};
 use crate::memtable::MemTable;
 use crate::wal::batch::WriteBatch;
 use crate::wal::log::LogWriter;
@@ -24,7 +25,8 @@ pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(super) struct PendingWrite {
     pub(super) batch: Mutex<Option<WriteBatch>>,
-    pub(super) opts: WriteOptions,
+    /// The writer's options, less its trace (which stays with the writer's thread).
+    pub(super) opts: WriteOptions<'static>,
     pub(super) result: Mutex<Option<Result<()>>>,
     /// A barrier (flush/ingest waiting for earlier writes), never part of a write group.
     pub(super) barrier: bool,
@@ -54,21 +56,43 @@ impl WriteQueue {
 }
 
 impl Inner {
-    pub(super) fn write(self: &Arc<Self>, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+    /// Writes `batch` through the group commit. With `opts.trace`, records the latch wait (if
+    /// any), the group-commit wait and the role it ended in, and — as the leader — the group's
+    /// stall, WAL write and memtable insert.
+    pub(super) fn write(self: &Arc<Self>, batch: WriteBatch, opts: WriteOptions<'_>) -> Result<()> {
+        let trace = opts.trace;
+        let root = span(trace, || "write".to_string());
+        if let Some(root) = &root {
+            root.field("entries", batch.count());
+            root.field("bytes", batch.size_bytes());
+            root.field("sync", opts.sync);
+            root.field("wal", !opts.disable_wal);
+        }
         let mut q = self.queue.lock();
         // Writes into a range an ingest has latched wait for that ingest; others go on.
-        while q.blocks(&batch) {
-            self.queue_cv.wait(&mut q);
+        if q.blocks(&batch) {
+            let _latch = span(trace, || "latch wait (ingest)".to_string());
+            while q.blocks(&batch) {
+                self.queue_cv.wait(&mut q);
+            }
         }
         let me = Arc::new(PendingWrite {
             batch: Mutex::new(Some(batch)),
-            opts,
+            opts: WriteOptions {
+                sync: opts.sync,
+                disable_wal: opts.disable_wal,
+                trace: None,
+            },
             result: Mutex::new(None),
             barrier: false,
         });
         q.q.push_back(Arc::clone(&me));
+        let wait = span(trace, || "group commit wait".to_string());
         loop {
             if let Some(r) = me.result.lock().take() {
+                if let Some(wait) = &wait {
+                    wait.field("role", "follower (a leader logged and applied this write)");
+                }
                 return r;
             }
             if Arc::ptr_eq(q.q.front().expect("queue holds me"), &me) {
@@ -76,6 +100,10 @@ impl Inner {
             }
             self.queue_cv.wait(&mut q);
         }
+        if let Some(wait) = &wait {
+            wait.field("role", "leader");
+        }
+        drop(wait);
         // Leader: take a group of consecutive writers.
         let mut group = Vec::new();
         let mut bytes = 0;
@@ -94,7 +122,14 @@ impl Inner {
             group.push(Arc::clone(w));
         }
         drop(q);
-        let result = self.write_group(&group);
+        let result = {
+            let leader = span(trace, || "write group (leader)".to_string());
+            if let Some(leader) = &leader {
+                leader.field("writes", group.len());
+                leader.field("bytes", bytes);
+            }
+            self.write_group(&group, trace)
+        };
         let mut q = self.queue.lock();
         for w in &group {
             q.q.pop_front();
@@ -110,8 +145,12 @@ impl Inner {
     }
 
     /// The leader's work, in steps: make room, assign seqnos, log, apply, publish.
-    pub(super) fn write_group(self: &Arc<Self>, group: &[Arc<PendingWrite>]) -> Result<()> {
-        let mem = self.make_room_for_write()?;
+    pub(super) fn write_group(
+        self: &Arc<Self>,
+        group: &[Arc<PendingWrite>],
+        trace: Option<&Trace>,
+    ) -> Result<()> {
+        let mem = self.make_room_for_write(trace)?;
         let mut combined = WriteBatch::new();
         let mut sync = false;
         let mut use_wal = false;
@@ -127,6 +166,11 @@ impl Inner {
         let first = self.last_sequence.fetch_add(count, Ordering::AcqRel) + 1;
         combined.set_seqno(first);
         if use_wal {
+            let wal_span = span(trace, || "WAL write".to_string());
+            if let Some(w) = &wal_span {
+                w.field("bytes", combined.rep().len());
+                w.field("sync", sync);
+            }
             let mut wal = self.wal.lock();
             let r = wal
                 .add_record(combined.rep())
@@ -142,10 +186,15 @@ impl Inner {
         } else {
             self.state.lock().unlogged_writes = true;
         }
+        let insert = span(trace, || "memtable insert".to_string());
+        if let Some(insert) = &insert {
+            insert.field("entries", count);
+        }
         for (seq, e) in (first..).zip(combined.iter()) {
             let e = e.map_err(Error::InvalidArgument)?;
             mem.add(seq, e.kind, e.key, e.value);
         }
+        drop(insert);
         self.visible_seq
             .fetch_max(first + count - 1, Ordering::AcqRel);
         self.counters
@@ -154,11 +203,16 @@ impl Inner {
         Ok(())
     }
 
-    /// Returns the memtable to write into, stalling or switching memtables as needed.
-    pub(super) fn make_room_for_write(self: &Arc<Self>) -> Result<Arc<MemTable>> {
+    /// Returns the memtable to write into, stalling or switching memtables as needed; each
+    /// stall is a span of `trace` with its cause.
+    pub(super) fn make_room_for_write(
+        self: &Arc<Self>,
+        trace: Option<&Trace>,
+    ) -> Result<Arc<MemTable>> {
         let mut delayed = false;
         // When this write first had to stop: one stall per write, however many waits it takes.
         let mut stopped: Option<Instant> = None;
+        let mut stop_span: Option<SpanGuard<'_>> = None;
         let mut s = self.state.lock();
         loop {
             if let Some(e) = self.read_only_error(&s) {
@@ -172,6 +226,7 @@ impl Inner {
             let condition = StallCondition::of(&self.opts, &s);
             let stop = condition.as_ref().is_some_and(|c| c.stopped);
             let slow = condition.is_some() && !stop;
+            let cause = stall_cause(trace, condition.as_ref());
             if self.events.enabled() {
                 // Enqueued only: no listener runs under `state`.
                 self.track_stall(&mut s, condition);
@@ -179,6 +234,7 @@ impl Inner {
             if !delayed && slow {
                 // Slow every write a little rather than stop them all later.
                 drop(s);
+                let _slow = span(trace, || format!("stall wait (slowdown: {cause})"));
                 let t = Instant::now();
                 std::thread::sleep(Duration::from_millis(1));
                 self.record_stall(t);
@@ -188,6 +244,9 @@ impl Inner {
             }
             if stop {
                 stopped.get_or_insert_with(Instant::now);
+                if stop_span.is_none() {
+                    stop_span = span(trace, || format!("stall wait (stop: {cause})"));
+                }
                 // A write that had to stop is not slowed as well afterwards (one stall each).
                 delayed = true;
                 self.bg_cv.notify_all();
@@ -197,6 +256,7 @@ impl Inner {
             if let Some(t) = stopped.take() {
                 self.record_stall(t);
             }
+            drop(stop_span.take());
             if s.mem.approximate_bytes() < self.opts.write_buffer_size as u64 {
                 return Ok(Arc::clone(&s.mem));
             }
@@ -204,6 +264,7 @@ impl Inner {
         }
     }
 
+    /// Records the end of a stall that began at `since` in the stall counters.
     pub(super) fn record_stall(&self, since: Instant) {
         let micros = since.elapsed().as_micros() as u64;
         self.counters.stall_count.fetch_add(1, Ordering::Relaxed);
@@ -291,5 +352,13 @@ impl Inner {
         let mut q = self.queue.lock();
         q.latches.retain(|(l, _, _)| *l != id);
         self.queue_cv.notify_all();
+    }
+}
+
+/// Why writes stall, for a trace (the empty string when not tracing: nothing is computed).
+fn stall_cause(trace: Option<&Trace>, condition: Option<&StallCondition>) -> String {
+    match (trace, condition) {
+        (Some(_), Some(c)) => format!("{:?}", c.cause),
+        _ => String::new(),
     }
 }

@@ -4,13 +4,16 @@
 //! Forward: the internal iterator sits on the entry that produced `key()`.
 //! Reverse: it sits just before every entry of `key()`, whose value is saved.
 //! (LevelDB's `DBIter` scheme.) Every internal entry stepped over is counted in
-//! [`DbIterator::entries_touched`], which tests use to prove bounds cut work short.
+//! [`DbIterator::entries_touched`], which tests use to prove bounds cut work short; with a
+//! trace, each seek is a span of what it stepped over (entries, point tombstones, entries
+//! under range tombstones) and `next`/`prev` add to the trace's counters.
 
 use std::sync::Arc;
 
-use crate::base::error::Result;
+use crate::base::error::{escape_bytes, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
+use crate::base::trace::Trace;
 use crate::read::merging::MergingIter;
 use crate::read::range_del::RangeDelAggregator;
 
@@ -18,6 +21,25 @@ use crate::read::range_del::RangeDelAggregator;
 enum Dir {
     Forward,
     Reverse,
+}
+
+/// Newest visible entries that hid their key, as an iterator stepped over them.
+#[derive(Default)]
+struct DeadTally {
+    /// Point tombstones.
+    tombstones: u64,
+    /// Values under a range tombstone.
+    range_deleted: u64,
+}
+
+impl DeadTally {
+    fn count(&mut self, value: bool) {
+        if value {
+            self.range_deleted += 1;
+        } else {
+            self.tombstones += 1;
+        }
+    }
 }
 
 /// Iterator over user keys and values. Obtain one with `Db::iter`.
@@ -32,6 +54,9 @@ pub struct DbIterator {
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
     touched: u64,
+    dead: DeadTally,
+    /// Where positioning calls are recorded, if the iterator is traced.
+    trace: Option<Trace>,
     /// Keeps memtables, versions and snapshots alive for the iterator's lifetime.
     _pins: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
@@ -57,8 +82,43 @@ impl DbIterator {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             touched: 0,
+            dead: DeadTally::default(),
+            trace: None,
             _pins: pins,
         }
+    }
+
+    /// Records every positioning call into `trace` (`None`: records nothing).
+    pub(crate) fn with_trace(mut self, trace: Option<&Trace>) -> Self {
+        self.trace = trace.cloned();
+        self
+    }
+
+    /// Runs a positioning call; when traced, records what it stepped over — as a span named
+    /// `name` if `name` is given, else only in the counters. Untraced: one `Option` test.
+    fn traced(&mut self, name: Option<&dyn Fn() -> String>, op: impl FnOnce(&mut Self)) {
+        let Some(trace) = self.trace.take() else {
+            op(self);
+            return;
+        };
+        let before = (self.touched, self.dead.tombstones, self.dead.range_deleted);
+        let id = name.map(|n| trace.begin(n()));
+        op(self);
+        let entries = self.touched - before.0;
+        let tombstones = self.dead.tombstones - before.1;
+        let range_deleted = self.dead.range_deleted - before.2;
+        if let Some(id) = id {
+            trace.field(id, "entries", entries);
+            trace.field(id, "tombstones", tombstones);
+            trace.field(id, "range_deleted", range_deleted);
+            trace.field(id, "valid", self.valid);
+            trace.end(id);
+        }
+        trace.count("entries", entries);
+        trace.count("tombstones", tombstones);
+        trace.count("range_deleted", range_deleted);
+        trace.count("keys_returned", u64::from(self.valid));
+        self.trace = Some(trace);
     }
 
     /// True when positioned on a key.
@@ -94,20 +154,29 @@ impl DbIterator {
 
     /// Positions at the first key >= `lower`.
     pub fn seek_to_first(&mut self) {
-        self.dir = Dir::Forward;
-        self.iter.seek_to_first();
-        self.find_next_user_entry(None);
+        self.traced(Some(&|| "seek_to_first".to_string()), |it| {
+            it.dir = Dir::Forward;
+            it.iter.seek_to_first();
+            it.find_next_user_entry(None);
+        });
     }
 
     /// Positions at the last key < `upper`.
     pub fn seek_to_last(&mut self) {
-        self.dir = Dir::Reverse;
-        self.iter.seek_to_last();
-        self.find_prev_user_entry();
+        self.traced(Some(&|| "seek_to_last".to_string()), |it| {
+            it.dir = Dir::Reverse;
+            it.iter.seek_to_last();
+            it.find_prev_user_entry();
+        });
     }
 
     /// Positions at the first key >= `target`.
     pub fn seek(&mut self, target: &[u8]) {
+        let name = || format!("seek {}", escape_bytes(target));
+        self.traced(Some(&name), |it| it.seek_untraced(target));
+    }
+
+    fn seek_untraced(&mut self, target: &[u8]) {
         self.dir = Dir::Forward;
         let t = match &self.lower {
             Some(lo) if target < lo.as_slice() => lo.clone(),
@@ -119,6 +188,11 @@ impl DbIterator {
 
     /// Positions at the last key <= `target`.
     pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let name = || format!("seek_for_prev {}", escape_bytes(target));
+        self.traced(Some(&name), |it| it.seek_for_prev_untraced(target));
+    }
+
+    fn seek_for_prev_untraced(&mut self, target: &[u8]) {
         self.dir = Dir::Reverse;
         match &self.upper {
             Some(up) if target >= up.as_slice() => self.iter.seek_to_last(),
@@ -131,6 +205,10 @@ impl DbIterator {
 
     /// Moves to the next key.
     pub fn next(&mut self) {
+        self.traced(None, Self::next_untraced);
+    }
+
+    fn next_untraced(&mut self) {
         debug_assert!(self.valid);
         if self.dir == Dir::Reverse {
             self.dir = Dir::Forward;
@@ -152,6 +230,10 @@ impl DbIterator {
 
     /// Moves to the previous key.
     pub fn prev(&mut self) {
+        self.traced(None, Self::prev_untraced);
+    }
+
+    fn prev_untraced(&mut self) {
         debug_assert!(self.valid);
         if self.dir == Dir::Forward {
             // Step back over every entry of the current user key.
@@ -197,12 +279,13 @@ impl DbIterator {
             }
             let already = decided.as_deref().is_some_and(|d| p.user_key <= d);
             if self.visible(p.seqno) && !already {
-                let live =
-                    p.kind == ValueKind::Value && !self.range_dels.covers(p.user_key, p.seqno);
+                let value = p.kind == ValueKind::Value;
+                let live = value && !self.range_dels.covers(p.user_key, p.seqno);
                 if live {
                     self.valid = true;
                     return;
                 }
+                self.dead.count(value);
                 decided = Some(p.user_key.to_vec());
             }
             self.iter.next();
@@ -226,8 +309,11 @@ impl DbIterator {
                     if live && p.user_key < self.saved_key.as_slice() {
                         break;
                     }
-                    live =
-                        p.kind == ValueKind::Value && !self.range_dels.covers(p.user_key, p.seqno);
+                    let value = p.kind == ValueKind::Value;
+                    live = value && !self.range_dels.covers(p.user_key, p.seqno);
+                    if !live {
+                        self.dead.count(value);
+                    }
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
                     self.saved_value.clear();

@@ -9,6 +9,7 @@ use crate::base::bounds::IterBounds;
 use crate::base::error::Result;
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, compare_internal, MAX_SEQNO};
+use crate::base::trace::Trace;
 use crate::sst::table::Table;
 use crate::sst::table_iter::TableIter;
 use crate::version::FileMeta;
@@ -100,17 +101,28 @@ impl InternalIterator for GlobalSeqnoIter {
     }
 }
 
-/// Opens an iterator over one file, honouring its global seqno.
+/// Opens an iterator over one file, honouring its global seqno; its block reads are
+/// recorded into `trace` when set.
 pub fn file_iter(
     table: &Arc<Table>,
     f: &FileMeta,
     bounds: IterBounds,
+    trace: Option<&Trace>,
 ) -> Box<dyn InternalIterator + Send> {
-    let it = table.iter(bounds);
+    let mut it = table.iter(bounds);
+    it.set_trace(trace.cloned());
     if f.global_seqno > 0 {
         Box::new(GlobalSeqnoIter::new(it, f.global_seqno))
     } else {
         Box::new(it)
+    }
+}
+
+/// Records that an iterator opened `f`'s table, when tracing.
+pub fn trace_open(trace: Option<&Trace>, f: &FileMeta) {
+    if let Some(trace) = trace {
+        trace.end(trace.begin(format!("open table {:06}", f.number)));
+        trace.count("tables_opened", 1);
     }
 }
 
@@ -124,6 +136,8 @@ pub struct LevelIter {
     err: Option<crate::base::error::Error>,
     /// Files opened so far (a measure of work for bound tests).
     pub files_opened: u64,
+    /// Where opens and block reads are recorded, if the read is traced.
+    trace: Option<Trace>,
 }
 
 impl LevelIter {
@@ -151,7 +165,14 @@ impl LevelIter {
             current: None,
             err: None,
             files_opened: 0,
+            trace: None,
         }
+    }
+
+    /// Records each file opened, and its block reads, into `trace` (`None`: records nothing).
+    pub fn with_trace(mut self, trace: Option<&Trace>) -> Self {
+        self.trace = trace.cloned();
+        self
     }
 
     fn open(&mut self, i: usize) -> bool {
@@ -163,7 +184,8 @@ impl LevelIter {
         match (self.opener)(&f) {
             Ok(t) => {
                 self.files_opened += 1;
-                self.current = Some(file_iter(&t, &f, self.bounds.clone()));
+                trace_open(self.trace.as_ref(), &f);
+                self.current = Some(file_iter(&t, &f, self.bounds.clone(), self.trace.as_ref()));
                 true
             }
             Err(e) => {

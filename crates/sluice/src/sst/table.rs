@@ -22,6 +22,7 @@ use crate::base::error::{Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self};
 use crate::base::range_tombstone::RangeTombstone;
+use crate::base::trace::{span, Trace};
 use crate::fs::RandomAccessFile;
 use crate::sst::block::{Block, KeyOrder};
 use crate::sst::cache::BlockCache;
@@ -540,15 +541,40 @@ impl Table {
 
     /// The data block at `h`, from the cache when possible.
     pub fn data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        self.data_block_traced(h, None)
+    }
+
+    /// Like [`Table::data_block`], recording the read into `trace` when set: a span per block
+    /// with its offset, cache hit or miss and the bytes read from the file.
+    pub fn data_block_traced(&self, h: BlockHandle, trace: Option<&Trace>) -> Result<Arc<Block>> {
+        let span = span(trace, || format!("data block @{}", h.offset));
+        let (block, hit) = self.data_block_cached(h)?;
+        if let (Some(span), Some(t)) = (&span, trace) {
+            let read = if hit {
+                0
+            } else {
+                h.size + BLOCK_TRAILER_LEN as u64
+            };
+            span.field("cache", if hit { "hit" } else { "miss" });
+            span.field("read", format!("{read} bytes"));
+            t.count("data_blocks", 1);
+            t.count(if hit { "cache_hits" } else { "cache_misses" }, 1);
+            t.count("bytes_read", read);
+        }
+        Ok(block)
+    }
+
+    /// The block and whether it came from the cache.
+    fn data_block_cached(&self, h: BlockHandle) -> Result<(Arc<Block>, bool)> {
         if let Some(c) = &self.cache {
             if let Some(b) = c.get((self.cache_id, h.offset)) {
-                return Ok(b);
+                return Ok((b, true));
             }
             let b = Arc::new(self.read_block(h, "data")?);
             c.insert((self.cache_id, h.offset), Arc::clone(&b));
-            return Ok(b);
+            return Ok((b, false));
         }
-        Ok(Arc::new(self.read_block(h, "data")?))
+        Ok((Arc::new(self.read_block(h, "data")?), false))
     }
 
     /// The table's properties.
@@ -614,11 +640,28 @@ impl Table {
         user_key: &[u8],
         seqno: u64,
     ) -> Result<Option<(key::ValueKind, Vec<u8>, u64)>> {
-        if !self.may_contain(user_key) {
+        self.get_traced(user_key, seqno, None)
+    }
+
+    /// Like [`Table::get_with_seqno`], recording into `trace` (when set) the filter's answer
+    /// (`absent`: no usable filter, `negative`: key proven absent, `positive`), the index
+    /// (pinned in memory at open) and each data block read, with its cache hit or miss.
+    pub fn get_traced(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        seqno: u64,
+        trace: Option<&Trace>,
+    ) -> Result<Option<(key::ValueKind, Vec<u8>, u64)>> {
+        let may_contain = self.may_contain(user_key);
+        if let Some(t) = trace {
+            self.trace_filter_and_index(t, may_contain);
+        }
+        if !may_contain {
             return Ok(None);
         }
         let target = key::seek_key(user_key, seqno);
         let mut it = self.iter(IterBounds::default());
+        it.set_trace(trace.cloned());
         it.seek(&target);
         it.status()?;
         if !it.valid() {
@@ -629,6 +672,29 @@ impl Table {
             return Ok(None);
         }
         Ok(Some((parsed.kind, it.value().to_vec(), parsed.seqno)))
+    }
+
+    fn trace_filter_and_index(&self, t: &Trace, may_contain: bool) {
+        let filter = match (self.has_filter(), may_contain) {
+            (false, _) => "absent",
+            (true, false) => "negative",
+            (true, true) => "positive",
+        };
+        let s = t.span("filter");
+        s.field("result", filter);
+        drop(s);
+        t.count(
+            if filter == "negative" {
+                "filter_negative"
+            } else {
+                "filter_passed"
+            },
+            1,
+        );
+        if may_contain {
+            let s = t.span("index block");
+            s.field("pinned", format!("{} bytes", self.index_handle.size));
+        }
     }
 
     /// Reads every block, verifying checksums, key order, that the filter admits every key, and

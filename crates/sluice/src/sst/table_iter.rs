@@ -9,6 +9,7 @@ use crate::base::bounds::IterBounds;
 use crate::base::error::{clone_error, Error, Result};
 use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ParsedKey, TRAILER_LEN};
+use crate::base::trace::Trace;
 use crate::sst::block::{BlockIter, KeyOrder};
 use crate::sst::index_iter::IndexIter;
 use crate::sst::table::Table;
@@ -25,6 +26,8 @@ pub struct TableIter {
     bounds: IterBounds,
     err: Option<Error>,
     blocks_read: u64,
+    /// Where block reads are recorded, if the read is traced.
+    trace: Option<Trace>,
 }
 
 impl Table {
@@ -44,7 +47,13 @@ impl TableIter {
             bounds,
             err: None,
             blocks_read: 0,
+            trace: None,
         }
+    }
+
+    /// Records every data block this iterator reads into `trace` (`None`: records nothing).
+    pub fn set_trace(&mut self, trace: Option<Trace>) {
+        self.trace = trace;
     }
 
     /// Data blocks loaded so far (a measure of work, used by bound tests).
@@ -99,7 +108,7 @@ impl TableIter {
         if self.data.as_ref().is_some_and(|(_, off)| *off == h.offset) {
             return true;
         }
-        match self.table.data_block(h) {
+        match self.table.data_block_traced(h, self.trace.as_ref()) {
             Ok(b) => {
                 self.blocks_read += 1;
                 self.data = Some((b.iter(KeyOrder::Internal), h.offset));

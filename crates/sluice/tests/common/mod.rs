@@ -32,10 +32,11 @@ pub fn tiny_opts(fs: &MemFs) -> Options {
 }
 
 /// A synced write.
-pub fn sync() -> WriteOptions {
+pub fn sync() -> WriteOptions<'static> {
     WriteOptions {
         sync: true,
         disable_wal: false,
+        ..Default::default()
     }
 }
 

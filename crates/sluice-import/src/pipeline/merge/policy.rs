@@ -117,6 +117,7 @@ impl<'a> EmitCtx<'a> {
             snapshot: None,
             lower_bound: None,
             upper_bound: None,
+            ..Default::default()
         };
         let vals = crate::query::columnar_row(self.db, self.table, key, &ropts)?;
         let mut out = Vec::new();
@@ -395,6 +396,7 @@ impl<'a> EmitCtx<'a> {
             snapshot: None,
             lower_bound: Some(p.to_vec()),
             upper_bound: prefix_successor(p),
+            ..Default::default()
         })?;
         it.seek_to_first();
         while it.valid() {

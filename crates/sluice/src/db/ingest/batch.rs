@@ -50,6 +50,7 @@ impl Inner {
             WriteOptions {
                 sync: true,
                 disable_wal: false,
+                ..Default::default()
             },
         )?;
         // The entries carry ordinary seqnos of the batch, not a global one.

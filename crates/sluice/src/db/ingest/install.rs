@@ -76,7 +76,7 @@ impl Inner {
         opts: &IngestOptions,
         started: Instant,
     ) -> Result<Vec<IngestedFile>> {
-        self.make_room_for_write()?;
+        self.make_room_for_write(None)?;
         let plans = vec![
             IngestPlan {
                 level: 0,
