@@ -48,7 +48,7 @@ const KV: u64 = (KEY_LEN + VALUE_LEN) as u64;
 /// The ranges in the order the import visits them (a seeded shuffle).
 pub fn chunk_order() -> Vec<u64> {
     let mut order: Vec<u64> = (0..CHUNKS).collect();
-    order.sort_by_key(|&c| splitmix64(c ^ 0x5719_a1));
+    order.sort_by_key(|&c| splitmix64(c ^ 0x0057_19a1));
     order
 }
 
