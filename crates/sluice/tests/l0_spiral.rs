@@ -108,6 +108,8 @@ fn run(l0_sublevels: bool) -> Run {
     db.flush().unwrap();
     db.wait_for_background_work().unwrap();
     let m = db.metrics();
+    // Events arrive on the event thread; closing the Db delivers every one.
+    db.close().unwrap();
     let flushed = rec
         .take()
         .into_iter()
@@ -117,7 +119,6 @@ fn run(l0_sublevels: bool) -> Run {
         })
         .flatten()
         .collect();
-    db.close().unwrap();
     // 4. Compaction allowed (the default trigger): what does L0 compact?
     let db = Db::open("/db", opts(&fs, l0_sublevels, 4, &rec)).unwrap();
     db.wait_for_background_work().unwrap();
