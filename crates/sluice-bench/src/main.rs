@@ -4,7 +4,7 @@
 //! workloads arrive with the engine.
 
 use sluice_bench::trace_sample::SampleConfig;
-use sluice_bench::{engine, fair, gen, l0, online};
+use sluice_bench::{engine, fair, gen, l0, online, spiral};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -58,6 +58,11 @@ enum Workload {
     /// 50k-pair SSTs spanning the keyspace ingested one after another beside online writers.
     #[value(name = "l0-ingest-random")]
     L0IngestRandom,
+    /// CockroachDB's import death spiral: small overlapping SSTs ingested range by range in a
+    /// shuffled order while a writer puts a key at each end of the key space (wide flushes);
+    /// run with `--l0-sublevels off` and `on`.
+    #[value(name = "l0-spiral")]
+    L0Spiral,
     /// A table import (`sluice_import`) into a Db serving paced writers and readers on another
     /// key space: their latency without and during the import.
     #[value(name = "import-online")]
@@ -103,6 +108,13 @@ struct Args {
     /// Fraction of operations traced with --trace-slowest.
     #[arg(long, default_value_t = 0.01, requires = "trace_slowest")]
     trace_rate: f64,
+    /// l0-spiral: `Options::l0_sublevels` (off: RocksDB's L0).
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    l0_sublevels: bool,
+    /// l0-spiral: leave the Db in DIR (which must not hold one yet) instead of a temp dir, for
+    /// `sluice lsm --db DIR --html OUT.html`; one round only.
+    #[arg(long, value_name = "DIR")]
+    keep_db: Option<PathBuf>,
     #[command(flatten)]
     online: OnlineArgs,
 }
@@ -173,6 +185,14 @@ impl OnlineArgs {
             import_idle: self.import_idle,
             memory: sluice_import::parse_size(&self.memory)?,
         })
+    }
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("expected on or off, got {s:?}")),
     }
 }
 
@@ -337,6 +357,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         (None, Workload::L0IngestRandom) => {
             Some(Box::new(move |dir| l0::ingest_random(args.n, dir)))
+        }
+        (None, Workload::L0Spiral) => {
+            if args.keep_db.is_some() && args.rounds > 1 {
+                return Err("--keep-db takes one round".into());
+            }
+            let keep = args.keep_db.clone();
+            let on = args.l0_sublevels;
+            Some(Box::new(move |dir| {
+                spiral::spiral(args.n, on, dir, keep.as_deref())
+            }))
         }
         (None, Workload::ImportOnline) => {
             let cfg = args.online.config(args.seconds.unwrap_or(10))?;

@@ -47,6 +47,7 @@ pub fn apply_db_options(
                 o.hard_pending_compaction_bytes_limit = v.extract()?
             }
             "flush_split_bytes" => o.flush_split_bytes = v.extract()?,
+            "l0_sublevels" => o.l0_sublevels = v.extract()?,
             "max_bytes_for_level_base" => o.max_bytes_for_level_base = v.extract()?,
             "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = v.extract()?,
             "target_file_size" => o.target_file_size = v.extract()?,

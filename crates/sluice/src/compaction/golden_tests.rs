@@ -3,8 +3,9 @@
 //! output with `REWRITE=1 cargo test -p sluice golden`.
 //!
 //! `version`: one file per line, `L<level> <number>:<lo>-<hi> [size=<bytes>]`.
-//! `pick [l0_trigger=N] [base=BYTES] [mult=N] [busy=(1,2)]`: the picked compaction.
-//! `scores`: per-level targets and scores as the picker sees them.
+//! `pick [l0_trigger=N] [base=BYTES] [mult=N] [busy=(1,2)] [sublevels=off]`: the picked
+//! compaction (`sublevels=off`: RocksDB's L0, `PickerOptions::l0_sublevels` false).
+//! `scores [sublevels=off]`: per-level targets and scores as the picker sees them.
 //! `drop [snapshots=(5,9)] [bottommost=a-c|all|none]` with input lines `<key>.<seq>.<SET|DEL>` and
 //! `rangedel <start>-<end>.<seq>`, in internal-key order: each entry's decision, then the kept
 //! range deletions.
@@ -31,6 +32,7 @@ fn arg<'a>(tc: &'a datadriven::TestCase, name: &str) -> Option<&'a str> {
 fn picker_options(tc: &datadriven::TestCase) -> PickerOptions {
     PickerOptions {
         l0_compaction_trigger: arg(tc, "l0_trigger").map_or(4, |v| v.parse().unwrap()),
+        l0_sublevels: arg(tc, "sublevels") != Some("off"),
         max_bytes_for_level_base: arg(tc, "base").map_or(1000, |v| v.parse().unwrap()),
         level_multiplier: arg(tc, "mult").map_or(10, |v| v.parse().unwrap()),
     }

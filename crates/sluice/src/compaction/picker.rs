@@ -15,6 +15,10 @@
 //!    The choice says which: [`CompactionChoice::Move`], `Merge` or `IntraL0`.
 //! 4. A file already being compacted is never picked again, and a compaction never writes into
 //!    a key range another running compaction writes.
+//! 5. With sublevels off (`PickerOptions::l0_sublevels`, RocksDB's L0), L0 scores
+//!    `files / l0_compaction_trigger` and its compaction takes every L0 file, with every
+//!    base-level file their span overlaps, while no other compaction out of L0 runs: no
+//!    stacks, no intra-L0, no concurrent L0 compactions.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -27,8 +31,11 @@ use crate::version::{FileMeta, Version, NUM_LEVELS};
 /// The knobs the picker reads.
 #[derive(Debug, Clone)]
 pub struct PickerOptions {
-    /// L0 sublevel count (not file count) at which L0 scores 1 and is compacted.
+    /// L0 sublevel count (not file count) at which L0 scores 1 and is compacted (file count
+    /// with `l0_sublevels` off).
     pub l0_compaction_trigger: usize,
+    /// Sublevel-aware L0 (policy 2); `false`: RocksDB's L0 (policy 5).
+    pub l0_sublevels: bool,
     /// Target size of the base level, bytes.
     pub max_bytes_for_level_base: u64,
     /// Size ratio between adjacent levels.
@@ -148,7 +155,7 @@ pub fn level_targets(v: &Version, o: &PickerOptions) -> ([u64; NUM_LEVELS], usiz
 pub fn level_scores(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> [u64; NUM_LEVELS] {
     let (targets, base) = level_targets(v, o);
     let mut scores = [0u64; NUM_LEVELS];
-    scores[0] = l0_score(l0, o);
+    scores[0] = l0_score(v, l0, o);
     for l in base..NUM_LEVELS - 1 {
         if let Some(s) = (v.level_bytes(l) * 100).checked_div(targets[l]) {
             scores[l] = s;
@@ -161,7 +168,7 @@ pub fn level_scores(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> [u64; N
 /// excess over its target, plus L0's bytes once L0 is due for compaction.
 pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> u64 {
     let (targets, base) = level_targets(v, o);
-    let l0 = if l0_score(l0, o) >= 100 {
+    let l0 = if l0_score(v, l0, o) >= 100 {
         v.level_bytes(0)
     } else {
         0
@@ -172,10 +179,20 @@ pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions
         + l0
 }
 
-/// L0's score ×100: its read amplification (sublevels, not files: many narrow files side by
-/// side cost a read nothing) over the trigger.
-fn l0_score(l0: &L0Sublevels, o: &PickerOptions) -> u64 {
-    l0.sublevel_count() as u64 * 100 / o.l0_compaction_trigger.max(1) as u64
+/// L0's score ×100: its depth ([`l0_depth`]) over the trigger.
+fn l0_score(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> u64 {
+    l0_depth(v, l0, o) as u64 * 100 / o.l0_compaction_trigger.max(1) as u64
+}
+
+/// What L0's compaction score and the write slowdown/stop triggers count: its read
+/// amplification, sublevels (many narrow files side by side cost a read nothing); with
+/// sublevels off, its files (as RocksDB counts).
+pub fn l0_depth(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> usize {
+    if o.l0_sublevels {
+        l0.sublevel_count()
+    } else {
+        v.levels[0].len()
+    }
 }
 
 /// What the picker knows of L0 beyond the version: its sublevels marked with the running
@@ -244,7 +261,9 @@ pub fn pick_compaction_with(
     let mut order: Vec<usize> = (0..NUM_LEVELS - 1).filter(|&l| scores[l] >= 100).collect();
     order.sort_by(|a, b| scores[*b].cmp(&scores[*a]).then(a.cmp(b)));
     for level in order {
-        let choice = if level == 0 {
+        let choice = if level == 0 && !o.l0_sublevels {
+            pick_l0_all(v, base, busy)
+        } else if level == 0 {
             pick_l0(v, &sub, base, busy, l0.earliest_unflushed_seqno)
         } else {
             pick_level(v, level, busy, l0.running_outputs)
@@ -320,6 +339,28 @@ fn pick_l0(
     })
 }
 
+/// Sublevels off (policy 5, RocksDB's L0→Lbase): every L0 file, and every base file in their
+/// span. Nothing while an L0 file or one of those base files is being compacted: L0
+/// compactions run one at a time, and none is ever intra-L0.
+fn pick_l0_all(v: &Version, base: usize, busy: &HashSet<u64>) -> Option<CompactionChoice> {
+    let inputs = v.levels[0].clone();
+    if inputs.iter().any(|f| busy.contains(&f.number)) {
+        return None;
+    }
+    let lo = inputs.iter().map(|f| f.smallest_user()).min()?;
+    let hi = inputs.iter().map(|f| f.largest_user()).max()?;
+    let output_inputs = v.overlapping(base, Some(lo), Some(hi));
+    if output_inputs.iter().any(|f| busy.contains(&f.number)) {
+        return None;
+    }
+    Some(CompactionChoice::Merge {
+        level: 0,
+        output_level: base,
+        inputs,
+        output_inputs,
+    })
+}
+
 fn pick_level(
     v: &Version,
     level: usize,
@@ -375,6 +416,7 @@ mod tests {
     fn opts() -> PickerOptions {
         PickerOptions {
             l0_compaction_trigger: 4,
+            l0_sublevels: true,
             max_bytes_for_level_base: 1000,
             level_multiplier: 10,
         }

@@ -199,10 +199,11 @@ pub(super) fn flush_split_keys_with_base(
     picker: &crate::compaction::picker::PickerOptions,
     flush_split_bytes: u64,
 ) -> Vec<Vec<u8>> {
-    let mut keys = l0.flush_split_keys(flush_split_bytes);
-    if flush_split_bytes == 0 {
-        return keys;
+    if flush_split_bytes == 0 || !picker.l0_sublevels {
+        // RocksDB's L0 (sublevels off): one file per flush, however wide.
+        return Vec::new();
     }
+    let mut keys = l0.flush_split_keys(flush_split_bytes);
     let (_, base) = crate::compaction::picker::level_targets(version, picker);
     keys.extend(
         version.levels[base]
@@ -240,6 +241,7 @@ mod tests {
             .unwrap();
         let picker = PickerOptions {
             l0_compaction_trigger: 4,
+            l0_sublevels: true,
             max_bytes_for_level_base: 256 << 20,
             level_multiplier: 10,
         };
@@ -252,7 +254,12 @@ mod tests {
             flush_split_keys_with_base(&l0, &v, &picker, 4 << 20),
             vec![b"g".to_vec(), b"n".to_vec()]
         );
-        // flush_split_bytes 0 turns splitting off altogether.
+        // flush_split_bytes 0 turns splitting off altogether; so do sublevels off.
         assert!(flush_split_keys_with_base(&l0, &v, &picker, 0).is_empty());
+        let off = PickerOptions {
+            l0_sublevels: false,
+            ..picker
+        };
+        assert!(flush_split_keys_with_base(&l0, &v, &off, 4 << 20).is_empty());
     }
 }

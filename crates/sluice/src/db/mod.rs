@@ -450,6 +450,7 @@ impl Inner {
 fn picker_options(opts: &Options) -> PickerOptions {
     PickerOptions {
         l0_compaction_trigger: opts.l0_compaction_trigger,
+        l0_sublevels: opts.l0_sublevels,
         max_bytes_for_level_base: opts.max_bytes_for_level_base,
         level_multiplier: opts.max_bytes_for_level_multiplier,
     }

@@ -288,8 +288,13 @@ impl Db {
         recovered: Vec<Recovered>,
     ) -> Result<Vec<FileMeta>> {
         let mut out = Vec::new();
-        let split_keys =
-            L0Sublevels::from_version(&rec.version).flush_split_keys(opts.flush_split_bytes);
+        // No split keys with sublevels off (RocksDB's L0).
+        let split_bytes = if opts.l0_sublevels {
+            opts.flush_split_bytes
+        } else {
+            0
+        };
+        let split_keys = L0Sublevels::from_version(&rec.version).flush_split_keys(split_bytes);
         for item in recovered {
             match item {
                 Recovered::Mem(mem) => {

@@ -21,14 +21,23 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Most memtables (active + immutable) held before writes stall. Default 2.
     pub max_write_buffer_number: usize,
+    /// Organise L0 into sublevels (Pebble's L0): flushes are cut at split keys, L0's
+    /// compaction score and the write slowdown/stop triggers count L0 *sublevels*, and L0
+    /// compactions pick stacks of L0 intervals, several at once. `false`: a RocksDB-like L0 —
+    /// no flush split keys, the L0 triggers count L0 *files*, and an L0 compaction takes every
+    /// L0 file into the base level, one at a time, never intra-L0 (kept to reproduce and
+    /// compare CockroachDB's import death spiral: `sluice-bench l0-spiral`). Reads are the
+    /// same either way. Default `true`.
+    pub l0_sublevels: bool,
     /// L0 *sublevel* count (L0's read amplification, not its file count: many narrow files
     /// side by side are one sublevel) at which L0 is due for compaction: L0 scores
-    /// `sublevels / l0_compaction_trigger`. Default 4.
+    /// `sublevels / l0_compaction_trigger`; L0 *files* with `l0_sublevels` off. Default 4.
     pub l0_compaction_trigger: usize,
-    /// L0 *sublevel* count (L0's read amplification) at which each write is delayed by 1 ms.
-    /// Default 20.
+    /// L0 *sublevel* count (L0's read amplification; L0 files with `l0_sublevels` off) at
+    /// which each write is delayed by 1 ms. Default 20.
     pub l0_slowdown_writes_trigger: usize,
-    /// L0 sublevel count at which writes stop until compaction catches up. Default 36.
+    /// L0 sublevel count (files with `l0_sublevels` off) at which writes stop until compaction
+    /// catches up. Default 36.
     pub l0_stop_writes_trigger: usize,
     /// Estimated bytes compaction is behind (each level's excess over its target, L0's bytes
     /// once it is due) at which each write is delayed by 1 ms. Default 64 GiB.
@@ -36,8 +45,8 @@ pub struct Options {
     /// Pending compaction bytes at which writes stop. Default 256 GiB.
     pub hard_pending_compaction_bytes_limit: u64,
     /// A flush cuts its output where the bytes over L0's key intervals since the last cut pass
-    /// this (times the sublevel count), so new L0 files are never wide. 0: no cut. Default
-    /// 4 MiB.
+    /// this (times the sublevel count), so new L0 files are never wide. 0: no cut (nor with
+    /// `l0_sublevels` off). Default 4 MiB.
     pub flush_split_bytes: u64,
     /// Target size of the base level, in bytes. Default 256 MiB.
     pub max_bytes_for_level_base: u64,
@@ -94,6 +103,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
+            l0_sublevels: true,
             l0_compaction_trigger: 4,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
@@ -262,6 +272,7 @@ impl Options {
         match k {
             "write_buffer_size" => self.write_buffer_size = num(k, v)?,
             "max_write_buffer_number" => self.max_write_buffer_number = num(k, v)?,
+            "l0_sublevels" => self.l0_sublevels = num(k, v)?,
             "l0_compaction_trigger" => self.l0_compaction_trigger = num(k, v)?,
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = num(k, v)?,
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = num(k, v)?,
@@ -328,6 +339,7 @@ impl Options {
             "max_write_buffer_number",
             self.max_write_buffer_number.to_string(),
         );
+        kv("l0_sublevels", self.l0_sublevels.to_string());
         kv(
             "l0_compaction_trigger",
             self.l0_compaction_trigger.to_string(),

@@ -361,7 +361,8 @@ pub enum StallCause {
         limit: usize,
     },
     /// L0's read amplification reached `l0_slowdown_writes_trigger` (delayed) or
-    /// `l0_stop_writes_trigger` (stopped).
+    /// `l0_stop_writes_trigger` (stopped); with `Options::l0_sublevels` off, its file count
+    /// did (RocksDB's L0).
     L0Sublevels {
         /// L0 sublevels.
         sublevels: usize,

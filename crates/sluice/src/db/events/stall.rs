@@ -19,8 +19,13 @@ impl StallCondition {
     /// The condition of `s`, the strongest first: L0 at its stop trigger, compaction debt at
     /// its hard limit, all memtables full (stopped); L0 at its slowdown trigger, debt at its
     /// soft limit (delayed). Backpressure by L0 counts sublevels, not files: many narrow files
-    /// side by side cost a read nothing.
+    /// side by side cost a read nothing; files with `l0_sublevels` off (RocksDB's L0).
     pub(crate) fn of(o: &Options, s: &State) -> Option<StallCondition> {
+        let depth = crate::compaction::picker::l0_depth(
+            &s.version,
+            &s.l0,
+            &super::super::picker_options(o),
+        );
         let sublevels = s.l0.sublevel_count();
         let pending = s.pending_compaction_bytes;
         let l0 = |limit| StallCause::L0Sublevels {
@@ -34,7 +39,7 @@ impl StallCondition {
         };
         let memtables_full = s.mem.approximate_bytes() >= o.write_buffer_size as u64
             && s.imm.len() + 1 >= o.max_write_buffer_number;
-        let (stopped, cause) = if sublevels >= o.l0_stop_writes_trigger {
+        let (stopped, cause) = if depth >= o.l0_stop_writes_trigger {
             (true, l0(o.l0_stop_writes_trigger))
         } else if pending >= o.hard_pending_compaction_bytes_limit {
             (true, debt(o.hard_pending_compaction_bytes_limit))
@@ -42,7 +47,7 @@ impl StallCondition {
             let count = s.imm.len() + 1;
             let limit = o.max_write_buffer_number;
             (true, StallCause::Memtables { count, limit })
-        } else if sublevels >= o.l0_slowdown_writes_trigger {
+        } else if depth >= o.l0_slowdown_writes_trigger {
             (false, l0(o.l0_slowdown_writes_trigger))
         } else if pending >= o.soft_pending_compaction_bytes_limit {
             (false, debt(o.soft_pending_compaction_bytes_limit))
