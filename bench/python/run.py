@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -62,7 +63,32 @@ def timed(f):
 # -- 1. point ops and scans ---------------------------------------------------------------
 
 
-class SluiceKv:
+class Kv:
+    """What both bindings do the same way: single puts, gets, close (each engine's own
+    constructor, batches, scan and flush below)."""
+
+    db: Any
+
+    def put_single(self, pairs):
+        put = self.db.put
+        for k, v in pairs:
+            put(k, v)
+
+    def get(self, keys):
+        get = self.db.get
+        n = 0
+        for k in keys:
+            n += get(k) is not None
+        return n
+
+    def flush(self):
+        self.db.flush()
+
+    def close(self):
+        self.db.close()
+
+
+class SluiceKv(Kv):
     name = "sluice"
 
     def __init__(self, path):
@@ -73,23 +99,11 @@ class SluiceKv:
             bloom_bits_per_key=10,
         )
 
-    def put_single(self, pairs):
-        put = self.db.put
-        for k, v in pairs:
-            put(k, v)
-
     def put_batched(self, pairs):
         for i in range(0, len(pairs), 1000):
             with self.db.batch() as b:
                 for k, v in pairs[i : i + 1000]:
                     b.put(k, v)
-
-    def get(self, keys):
-        get = self.db.get
-        n = 0
-        for k in keys:
-            n += get(k) is not None
-        return n
 
     def scan(self):
         n = 0
@@ -97,14 +111,9 @@ class SluiceKv:
             n += 1
         return n
 
-    def flush(self):
-        self.db.flush()
-
-    def close(self):
-        self.db.close()
 
 
-class RocksKv:
+class RocksKv(Kv):
     name = "rocksdict"
 
     def __init__(self, path):
@@ -117,24 +126,12 @@ class RocksKv:
         o.set_block_based_table_factory(t)
         self.db = rocksdict.Rdict(str(path), o)
 
-    def put_single(self, pairs):
-        put = self.db.put
-        for k, v in pairs:
-            put(k, v)
-
     def put_batched(self, pairs):
         for i in range(0, len(pairs), 1000):
             wb = rocksdict.WriteBatch(raw_mode=True)
             for k, v in pairs[i : i + 1000]:
                 wb.put(k, v)
             self.db.write(wb)
-
-    def get(self, keys):
-        get = self.db.get
-        n = 0
-        for k in keys:
-            n += get(k) is not None
-        return n
 
     def scan(self):
         n = 0
@@ -147,11 +144,6 @@ class RocksKv:
             it.next()
         return n
 
-    def flush(self):
-        self.db.flush()
-
-    def close(self):
-        self.db.close()
 
 
 def kv_round(engine_cls, pairs, keys, root):
