@@ -5,30 +5,19 @@
 //! work and the trigger for automatic compactions is never reached, so the MANIFEST, and the
 //! file sizes in it, are the same on every run.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::Command;
 
 fn sluice(args: &[&str], stdin: &[u8]) -> Vec<u8> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run(args, stdin);
     assert!(
         out.status.success(),
         "sluice {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// `n` TSV lines `PREFIXkkkk<TAB>value` for k in `range`, values 200 bytes.
@@ -43,22 +32,7 @@ fn tsv(prefix: &str, range: std::ops::Range<u32>) -> Vec<u8> {
 /// The Db of the golden test (see the file's doc).
 fn build_db(dir: &Path) {
     let d = dir.to_str().unwrap();
-    let ex = root().join("examples");
-    sluice(
-        &[
-            "import",
-            "--db",
-            d,
-            "--schema",
-            ex.join("penguins.sql").to_str().unwrap(),
-            "--header",
-            "--null",
-            "NA",
-            "--quiet",
-            ex.join("penguins.csv").to_str().unwrap(),
-        ],
-        b"",
-    );
+    common::import_penguins(d);
     for (lo, hi) in [(0, 400), (100, 300), (200, 260), (500, 900)] {
         sluice(&["load", "--db", d], &tsv("k", lo..hi));
         sluice(&["flush", "--db", d], b"");

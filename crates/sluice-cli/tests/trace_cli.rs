@@ -2,24 +2,12 @@
 //! stderr — memtable probe, the table consulted with its filter answer, the data block and its
 //! cache miss, the seeks of a scan and their counters; the table forms trace too.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn sluice(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
+use std::path::Path;
 
 fn ok(args: &[&str], stdin: &[u8]) -> (String, String) {
-    let out = sluice(args, stdin);
+    let out = common::run(args, stdin);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "sluice {args:?}: {err}");
     (String::from_utf8_lossy(&out.stdout).into_owned(), err)
@@ -62,7 +50,7 @@ fn get_trace_shows_memtable_table_filter_and_block_on_stderr() {
 fn get_trace_of_a_missing_key_shows_the_negative_filter() {
     let dir = tempfile::tempdir().unwrap();
     let d = db_with_one_table(dir.path());
-    let out = sluice(&["get", "--db", &d, "--trace", "k0500x"], b"");
+    let out = common::run(&["get", "--db", &d, "--trace", "k0500x"], b"");
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("filter result=negative"), "{err}");
@@ -89,30 +77,11 @@ fn scan_trace_counts_keys_and_tombstones() {
     assert!(err.contains("tombstones=1"), "{err}");
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 #[test]
 fn table_get_trace_traces_the_row_read() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("db").to_str().unwrap().to_string();
-    let ex = root().join("examples");
-    ok(
-        &[
-            "import",
-            "--db",
-            &d,
-            "--schema",
-            ex.join("penguins.sql").to_str().unwrap(),
-            "--header",
-            "--null",
-            "NA",
-            "--quiet",
-            ex.join("penguins.csv").to_str().unwrap(),
-        ],
-        b"",
-    );
+    common::import_penguins(&d);
     let (out, err) = ok(&["get", "--db", &d, "--pk", "4", "--trace"], b"");
     assert!(out.starts_with("{\"id\":4,"), "{out}");
     assert!(err.contains("result=found"), "{err}");
