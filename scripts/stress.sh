@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Long stress run: builds sluice-stress in release, then alternates its three modes for H hours
-# (concurrent stress on a real directory, SIGKILL crash rounds, MemFs faults + power loss), in
-# chunks of at most 10 minutes, each chunk with the next seed. Prints every chunk's TOTALS line
+# Long stress run: builds sluice-stress in release, then alternates its modes for H hours
+# (concurrent stress on a real directory, SIGKILL crash rounds, MemFs faults + power loss,
+# SIGKILL crash rounds with imports running), in chunks of at most 10 minutes, each chunk with
+# the next seed. `--modes import` (comma-separated) runs only some of them. Prints every chunk's TOTALS line
 # and, at the end, one line with the sums (ops, kills, fault rounds, anomalies). Exits 1 if any
 # chunk found an anomaly; the failing chunk's output (seed, operation, key, history) is kept in
 # the log directory.
 #
-#   scripts/stress.sh --hours 2 [--seed 100] [--threads 8] [--bin path] [--log dir]
+#   scripts/stress.sh --hours 2 [--seed 100] [--threads 8] [--modes run,crash,faults,import]
+#                     [--bin path] [--log dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,7 @@ seed=$(date +%s)
 threads=8
 bin=""
 log=""
+mode_list="run,crash,faults,import"
 while [ $# -gt 0 ]; do
   case "$1" in
     --hours) hours=$2; shift 2 ;;
@@ -22,7 +25,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --log) log=$2; shift 2 ;;
-    *) echo "usage: $0 --hours H [--seed S] [--threads N] [--bin PATH] [--log DIR]" >&2; exit 2 ;;
+    --modes) mode_list=$2; shift 2 ;;
+    *) echo "usage: $0 --hours H [--seed S] [--threads N] [--modes LIST] [--bin PATH] [--log DIR]" >&2; exit 2 ;;
   esac
 done
 
@@ -36,17 +40,18 @@ total=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
 start=$(date +%s)
 echo "stress: ${hours}h from seed $seed, logs in $log"
 
-ops=0; kills=0; faults=0; anomalies=0; chunks=0; failed_seeds=""
+ops=0; kills=0; faults=0; imports=0; interrupted=0; anomalies=0; chunks=0; failed_seeds=""
 mode_index=0
-modes=(run crash faults)
+IFS=, read -r -a modes <<< "$mode_list"
+nmodes=${#modes[@]}
 while :; do
   now=$(date +%s)
   left=$(( total - (now - start) ))
   [ "$left" -ge 20 ] || break
-  # Chunks of at most 10 minutes, and at least three chunks (one per mode) in short runs.
-  chunk=$(( total / 3 > 60 ? total / 3 : 60 )); chunk=$(( chunk < 600 ? chunk : 600 ))
+  # Chunks of at most 10 minutes, and at least one chunk per mode in short runs.
+  chunk=$(( total / nmodes > 60 ? total / nmodes : 60 )); chunk=$(( chunk < 600 ? chunk : 600 ))
   chunk=$(( left < chunk ? left : chunk ))
-  mode=${modes[$(( mode_index % 3 ))]}
+  mode=${modes[$(( mode_index % nmodes ))]}
   mode_index=$(( mode_index + 1 ))
   work=$(mktemp -d /tmp/sluice-stress-work.XXXXXX)
   out="$log/$mode-seed$seed.log"
@@ -57,6 +62,11 @@ while :; do
     crash)
       # A kill every 0.2-2 s plus recovery and verification: about 2.5 s per kill.
       args=(crash --seed "$seed" --threads "$threads" --kills $(( chunk * 2 / 5 + 1 )) --dir "$work") ;;
+    import)
+      # A kill every 0.3-3 s of a child importing beside the workload, plus recovery and the
+      # imports' verification (a reference import per logged one): about 4 s per kill.
+      args=(crash --imports --seed "$seed" --threads "$(( threads < 4 ? threads : 4 ))" \
+        --min-ms 300 --max-ms 3000 --kills $(( chunk / 4 + 1 )) --dir "$work") ;;
     faults)
       # Rounds of 1.5 s (plus recovery); 5 rounds per seed.
       args=(faults --seed "$seed" --seeds $(( chunk / 10 + 1 )) --rounds 5 --threads 4) ;;
@@ -73,7 +83,12 @@ while :; do
   n_anom=$(field anomalies); n_anom=${n_anom:-1}
   if [ "$rc" -ne 0 ] && [ "$n_anom" -eq 0 ]; then n_anom=1; fi
   anomalies=$(( anomalies + n_anom ))
-  if [ "$mode" = crash ]; then kills=$(( kills + $(field rounds || echo 0) )); fi
+  if [ "$mode" = crash ] || [ "$mode" = import ]; then kills=$(( kills + $(field rounds || echo 0) )); fi
+  if [ "$mode" = import ]; then
+    num() { local v; v=$(field "$1"); echo "${v:-0}"; }
+    imports=$(( imports + $(num imports_done) + $(num imports_failed) ))
+    interrupted=$(( interrupted + $(num interrupted_applied) + $(num interrupted_absent) ))
+  fi
   if [ "$mode" = faults ]; then faults=$(( faults + $(field faults || echo 0) )); fi
   if [ "$n_anom" -gt 0 ]; then
     failed_seeds="$failed_seeds $mode:$seed"
@@ -84,5 +99,5 @@ while :; do
 done
 
 elapsed=$(( $(date +%s) - start ))
-echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
+echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
 [ "$anomalies" -eq 0 ]

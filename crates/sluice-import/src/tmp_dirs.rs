@@ -1,7 +1,8 @@
 //! Import temporary directories (`sluice-import-<pid>-<n>`) as the read-only commands report
 //! them (`sluice verify`, `sluice stats`): found, sized and attributed, never removed — the
-//! next import into the Db removes a dead process's ([`crate::remove_leftovers`]), and a
-//! process interrupted by SIGINT/SIGTERM removes its own
+//! next import into the Db removes a dead process's ([`crate::remove_leftovers`]), the next
+//! import whose temporary directory is the same `--tmp-dir` removes a dead process's there,
+//! and a process interrupted by SIGINT/SIGTERM removes its own
 //! ([`crate::remove_tmp_dirs_for_exit`]).
 
 use std::path::{Path, PathBuf};
@@ -36,7 +37,7 @@ impl TmpDirFound {
             }
             (Some(pid), Some(false)) => format!(
                 "left by process {pid}, which has exited (a killed import); the next import \
-                 into this Db removes it"
+                 into this Db (or with this --tmp-dir) removes it"
             ),
             _ => "an import's, running or killed; the next import into this Db removes a \
                   killed one's"

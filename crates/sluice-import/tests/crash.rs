@@ -144,3 +144,43 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
     }
     eprintln!("outcomes (before, after): {outcomes:?}");
 }
+
+#[test]
+fn a_killed_imports_directory_in_an_outside_tmp_dir_goes_with_the_next_import_there() {
+    // No open of the Db looks into a `--tmp-dir` elsewhere: the next import using it removes
+    // a dead process's directory, and leaves a running one's alone.
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    let dead_pid = {
+        let mut c = Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    };
+    let dead = tmp.join(format!("sluice-import-{dead_pid}-0"));
+    let running = tmp.join("sluice-import-1-0"); // pid 1 always runs
+    for d in [&dead, &running] {
+        std::fs::create_dir_all(d.join("runs")).unwrap();
+        std::fs::write(d.join("runs").join("0.sst"), b"spill").unwrap();
+    }
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let f = write(dir.path(), "k.csv", b"1,a,2\n");
+    import(
+        &db,
+        SCHEMA,
+        vec![f],
+        ImportOptions {
+            tmp_dir: Some(tmp.clone()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(
+        !dead.exists(),
+        "the dead process's directory is still there"
+    );
+    assert!(
+        running.exists(),
+        "a running process's directory was removed"
+    );
+}

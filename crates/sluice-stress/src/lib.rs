@@ -27,6 +27,7 @@
 
 pub mod crash;
 pub mod faults;
+pub mod imports;
 pub mod journal;
 pub mod keys;
 pub mod oracle;

@@ -76,6 +76,10 @@ enum Cmd {
         /// Operations to leave out, comma-separated (e.g. `ingest_small,compact`).
         #[arg(long, default_value = "")]
         disable: String,
+        /// The child also runs imports (row and columnar tables, indexes, every duplicate
+        /// policy, spills), each verified all-or-nothing after every kill.
+        #[arg(long)]
+        imports: bool,
     },
     /// Faults on MemFs at a random moment, then power loss, reopen, verify.
     Faults {
@@ -117,6 +121,9 @@ enum Cmd {
         threads: usize,
         #[arg(long, default_value = "")]
         disable: String,
+        /// Run imports, numbered from this one.
+        #[arg(long)]
+        imports: Option<u64>,
     },
 }
 
@@ -162,6 +169,7 @@ fn main() -> ExitCode {
             max_ms,
             disable,
             no_leak_check,
+            imports,
         } => {
             let bin = std::env::current_exe().expect("own path");
             let s = run_crash(&CrashConfig {
@@ -176,6 +184,7 @@ fn main() -> ExitCode {
                 max_ms: max_ms.max(min_ms),
                 disabled: ops(&disable),
                 check_leaks: !no_leak_check,
+                imports,
             });
             let line = s.totals_line("crash", seed, &format!("kills={kills} threads={threads}"));
             (s, line)
@@ -210,6 +219,7 @@ fn main() -> ExitCode {
             round,
             threads,
             disable,
+            imports,
         } => {
             let code = child_main(&ChildArgs {
                 dir,
@@ -217,6 +227,7 @@ fn main() -> ExitCode {
                 round,
                 threads,
                 disabled: ops(&disable),
+                imports,
             });
             return ExitCode::from(code as u8);
         }

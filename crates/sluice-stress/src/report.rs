@@ -234,13 +234,51 @@ pub struct Summary {
     pub stats: Stats,
     /// Anomalies found.
     pub anomalies: Vec<Anomaly>,
+    /// Imports verified after kills (crash mode with imports).
+    pub imports: ImportCounts,
+}
+
+/// What the imports' verification counted over the run.
+#[derive(Debug, Default, Clone)]
+pub struct ImportCounts {
+    /// Imports logged as done and found applied.
+    pub done: u64,
+    /// Imports that failed (duplicates under `error`, unique violations, refused policies), and
+    /// were found not applied.
+    pub failed: u64,
+    /// Imports interrupted by the kill and found entirely applied.
+    pub interrupted_applied: u64,
+    /// Imports interrupted by the kill and found entirely absent.
+    pub interrupted_absent: u64,
+    /// Table rows compared after recoveries (each with its index entries).
+    pub rows_checked: u64,
+}
+
+impl ImportCounts {
+    /// Whether any import was verified.
+    pub fn any(&self) -> bool {
+        self.done + self.failed + self.interrupted_applied + self.interrupted_absent > 0
+    }
+
+    /// ` imports_done=N …` for the totals line.
+    pub fn render(&self) -> String {
+        format!(
+            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} import_rows_checked={}",
+            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.rows_checked
+        )
+    }
 }
 
 impl Summary {
     /// The totals line: `TOTALS mode=… seed=… ops=… … anomalies=N`.
     pub fn totals_line(&self, mode: &str, seed: u64, extra: &str) -> String {
+        let imports = if self.imports.any() {
+            format!(" {}", self.imports.render())
+        } else {
+            String::new()
+        };
         format!(
-            "TOTALS mode={mode} seed={seed}{}{} {} anomalies={}",
+            "TOTALS mode={mode} seed={seed}{}{} {}{imports} anomalies={}",
             if extra.is_empty() { "" } else { " " },
             extra,
             self.stats.render(),

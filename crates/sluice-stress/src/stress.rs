@@ -187,6 +187,7 @@ pub fn run(cfg: &RunConfig) -> Summary {
     let s = Summary {
         stats: Stats::default(),
         anomalies: std::mem::take(&mut *anomalies.lock()),
+        imports: Default::default(),
     };
     s.stats.merge(&stats);
     s
@@ -387,9 +388,13 @@ pub fn verify_full(db: &Db, oracle: &Oracle, seed: u64, context: &str) -> Option
     None
 }
 
-/// Every entry of the database, in iteration order.
+/// Every entry of the workload's key spaces (`k`, `s`, `z`: keys from `a` on; an import's
+/// tables, under the crash mode's `--imports`, sort below them), in iteration order.
 pub fn scan_all(db: &Db) -> sluice::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut it = db.iter(ReadOptions::default())?;
+    let mut it = db.iter(ReadOptions {
+        lower_bound: Some(b"a".to_vec()),
+        ..ReadOptions::default()
+    })?;
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {

@@ -77,6 +77,7 @@ fn twenty_sigkills_lose_no_acknowledged_write() {
         max_ms: 1_500,
         disabled: Vec::new(),
         check_leaks: true,
+        imports: false,
     });
     assert_clean(&s, &s.totals_line("crash", seed, "kills=20"));
     assert_eq!(s.stats.rounds.load(Ordering::Relaxed), 20);
@@ -106,5 +107,36 @@ fn faults_then_power_loss_over_several_seeds() {
     assert!(
         s.stats.errors.load(Ordering::Relaxed) > 0,
         "faults never surfaced"
+    );
+}
+
+#[test]
+fn sigkills_during_imports_leave_each_import_whole_or_absent() {
+    let seed = seed();
+    let s = run_crash(&CrashConfig {
+        bin: env!("CARGO_BIN_EXE_sluice-stress").into(),
+        seed,
+        kills: 8,
+        dir: None,
+        keys: 2_000,
+        zcap: 20_000,
+        threads: 3,
+        min_ms: 300,
+        max_ms: 2_500,
+        disabled: Vec::new(),
+        check_leaks: true,
+        imports: true,
+    });
+    assert_clean(&s, &s.totals_line("crash", seed, "kills=8 imports"));
+    assert_eq!(s.stats.rounds.load(Ordering::Relaxed), 8);
+    assert!(
+        s.stats.get(Op::Put) > 0,
+        "the foreground workload never ran"
+    );
+    let i = &s.imports;
+    assert!(i.done > 0, "no import finished: {i:?}");
+    assert!(
+        i.interrupted_applied + i.interrupted_absent > 0,
+        "no kill landed during an import: {i:?}"
     );
 }

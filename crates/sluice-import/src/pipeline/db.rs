@@ -63,6 +63,18 @@ pub fn remove_leftovers(dir: &Path) -> usize {
     n
 }
 
+/// Removes the `sluice-import-*` directories in `parent` whose process has exited: a killed
+/// import's, in a `--tmp-dir` outside the Db directory (which no open of the Db cleans). A
+/// directory whose process runs — or may run: no `/proc` to tell — is left alone; so is one
+/// of this process (`live`).
+fn remove_dead(parent: &Path, live: &HashSet<PathBuf>) {
+    for d in crate::find_tmp_dirs(parent) {
+        if d.process_running == Some(false) && !live.contains(&d.path) {
+            let _ = std::fs::remove_dir_all(&d.path);
+        }
+    }
+}
+
 /// Opens (or creates) a Db with its persisted options (defaults for a new one) and removes
 /// what a killed import left in it.
 pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
@@ -123,6 +135,7 @@ impl TmpDir {
         std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
         // Made and registered under one lock: `remove_tmp_dirs_for_exit` sees it, or stops it.
         let mut live = live_dirs().lock().unwrap_or_else(|e| e.into_inner());
+        remove_dead(parent, &live);
         if EXITING.load(Ordering::SeqCst) {
             return Err(ImportError::InvalidArgument(
                 "the process is exiting".into(),

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use sluice::Db;
 
+use crate::imports::{self, ImportModel};
 use crate::journal::{self, Journal};
 use crate::report::{Anomaly, Op, Stats, Summary};
 use crate::storage::{stress_options, Storage};
@@ -45,6 +46,9 @@ pub struct CrashConfig {
     pub disabled: Vec<Op>,
     /// Check for leftover table files after each recovery.
     pub check_leaks: bool,
+    /// The child also runs imports one after another ([`crate::imports`]), verified after
+    /// each kill.
+    pub imports: bool,
 }
 
 /// Applies a round's report to the counters.
@@ -111,6 +115,7 @@ pub fn run_crash(cfg: &CrashConfig) -> Summary {
     let stderr_path = root.join("child.stderr");
     let mut model = CrashModel::new(cfg.keys, cfg.zcap, Loss::ProcessKill);
     model.check_leaks = cfg.check_leaks;
+    let mut import_model = cfg.imports.then(|| ImportModel::new(cfg.seed));
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
     for round in 0..cfg.kills {
         let context = format!("kill {round}");
@@ -140,6 +145,13 @@ pub fn run_crash(cfg: &CrashConfig) -> Summary {
                 ])
                 .args(["--threads", &cfg.threads.to_string()])
                 .args(["--disable", &names(&cfg.disabled)])
+                .args(
+                    import_model
+                        .as_ref()
+                        .map(|m| ["--imports".to_string(), m.next.to_string()])
+                        .into_iter()
+                        .flatten(),
+                )
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(stderr)
@@ -187,6 +199,10 @@ pub fn run_crash(cfg: &CrashConfig) -> Summary {
                 )
             })?;
             let report = model.verify_round(&db, &*storage.fs(), &journals, cfg.seed, &context)?;
+            if let Some(m) = import_model.as_mut() {
+                m.verify_round(&db, &root, &context)?;
+                let _ = std::fs::remove_file(root.join(imports::LOG));
+            }
             db.close().map_err(|e| {
                 boxed(
                     cfg.seed,
@@ -206,6 +222,9 @@ pub fn run_crash(cfg: &CrashConfig) -> Summary {
             }
         }
     }
+    if let Some(m) = import_model {
+        summary.imports = m.counts;
+    }
     summary
 }
 
@@ -222,6 +241,8 @@ pub struct ChildArgs {
     pub threads: usize,
     /// Operations left out of the mix.
     pub disabled: Vec<Op>,
+    /// Run imports too, numbered from this one.
+    pub imports: Option<u64>,
 }
 
 /// The child: opens the database, runs the journaled workload until killed (or 10 minutes).
@@ -265,6 +286,16 @@ pub fn child_main(args: &ChildArgs) -> i32 {
         context: format!("kill {} (child)", args.round),
         disabled: args.disabled.clone(),
     });
+    if let Some(first) = args.imports {
+        let (db, root, stop) = (Arc::clone(&ctx.db), args.dir.clone(), Arc::clone(&ctx.stop));
+        let (seed, deadline) = (args.seed, ctx.deadline);
+        std::thread::spawn(move || {
+            if let Err(e) = imports::run_child_imports(db, root, seed, first, stop, deadline) {
+                eprintln!("child: the import thread failed: {e}");
+                std::process::exit(1);
+            }
+        });
+    }
     let epoch = Instant::now();
     let jdir = args.dir.join("journal");
     run_phase(&ctx, args.threads, args.round, |t| {

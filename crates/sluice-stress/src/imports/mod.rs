@@ -1,0 +1,504 @@
+//! Imports under process kills: the crash mode's child runs `sluice-import` imports (row and
+//! columnar layouts, secondary and unique indexes, every `--on-duplicate` policy, spills under
+//! an 8 MiB budget, parallel merges, temporary directories in and outside the Db) one after
+//! another beside the journaled foreground workload, and is killed at a random moment — in any
+//! phase of an import: reading, sorting, spilling, merging, writing final files, ingesting.
+//!
+//! After each kill the driver checks ([`ImportModel::verify_round`]), besides the workload's
+//! own verification (nothing acknowledged to the writers lost):
+//! 1. every import the child logged as done is in its table, and every one it logged as
+//!    failed is not — compared with the same import run, uninterrupted, on a fresh Db holding
+//!    the table's verified rows (the *reference*; a failed import must fail there too);
+//! 2. the import in flight at the kill is in its table entirely or not at all: the table
+//!    equals the reference before it or the reference after it;
+//! 3. every table equals its model, and every secondary and unique index holds exactly the
+//!    entries its table's rows make — no more, no fewer;
+//! 4. once the next open has cleaned up (what `sluice_import::open_db` does), no
+//!    `sluice-import-*` directory is left in the Db directory; and one a killed import left in
+//!    the imports' other temporary directory (`--tmp-dir`) is gone once the next import there
+//!    is done.
+//!
+//! Imports are numbered across rounds and drawn from `(seed, number)` ([`spec::ImportSpec`]),
+//! so the driver re-creates each one from the child's log: `start N`, then `done N` or
+//! `failed N: reason`, each line synced before the import starts or after it returns.
+
+pub mod spec;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use sluice::{Db, ReadOptions};
+use sluice_import::keycode::{encode_value, prefix, prefix_successor};
+use sluice_import::{find_tmp_dirs, remove_leftovers, Import, ImportOptions, OnDuplicate};
+use sluice_import::{OutputFormat, ProgressMode, TableReader};
+
+use crate::report::{Anomaly, ImportCounts};
+use spec::{ImportSpec, TABLES};
+
+/// The child's log of imports, in the run's directory (beside the journal directory, whose
+/// files are all thread journals).
+pub const LOG: &str = "imports.log";
+
+/// Where imports whose spec says so put their temporary directory (outside the Db).
+pub fn outside_tmp(root: &Path) -> PathBuf {
+    root.join("import-tmp")
+}
+
+fn inputs_dir(root: &Path) -> PathBuf {
+    root.join("inputs")
+}
+
+/// The child's import thread: imports numbered from `first` until `stop` or `deadline`.
+pub fn run_child_imports(
+    db: Arc<Db>,
+    root: PathBuf,
+    seed: u64,
+    first: u64,
+    stop: Arc<AtomicBool>,
+    deadline: Instant,
+) -> std::io::Result<()> {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(root.join(LOG))?;
+    let mut line = |s: String| -> std::io::Result<()> {
+        log.write_all(s.as_bytes())?;
+        log.sync_data()
+    };
+    let mut n = first;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        let spec = ImportSpec::new(seed, n);
+        let files = spec.write_inputs(&inputs_dir(&root))?;
+        line(format!("start {n}\n"))?;
+        let r = Import::new(spec.schema(), files, spec.options(&outside_tmp(&root)))
+            .and_then(|i| i.run(&db));
+        match r {
+            Ok(_) => line(format!("done {n}\n"))?,
+            Err(e) => line(format!("failed {n}: {}\n", one_line(&e.to_string())))?,
+        }
+        n += 1;
+    }
+    Ok(())
+}
+
+fn one_line(s: &str) -> String {
+    s.replace('\n', " ")
+}
+
+/// How an import of the child's log ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    Failed(String),
+    /// Started, no end logged: the kill came during it (or just after it returned).
+    InFlight,
+}
+
+fn read_log(path: &Path) -> Result<Vec<(u64, Outcome)>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let mut out: Vec<(u64, Outcome)> = Vec::new();
+    for l in text.lines() {
+        let (word, rest) = l.split_once(' ').unwrap_or((l, ""));
+        let num = |s: &str| s.parse::<u64>().map_err(|_| format!("bad log line {l:?}"));
+        match word {
+            "start" => out.push((num(rest)?, Outcome::InFlight)),
+            "done" | "failed" => {
+                let (n, why) = rest.split_once(": ").unwrap_or((rest, ""));
+                let n = num(n)?;
+                match out.last_mut() {
+                    Some((m, o)) if *m == n && *o == Outcome::InFlight => {
+                        *o = if word == "done" {
+                            Outcome::Done
+                        } else {
+                            Outcome::Failed(why.to_string())
+                        }
+                    }
+                    _ => return Err(format!("log line {l:?} ends no started import")),
+                }
+            }
+            _ => return Err(format!("bad log line {l:?}")),
+        }
+    }
+    Ok(out)
+}
+
+/// A table's verified rows (CSV lines in primary key order); `None`: not in the catalog.
+type TableState = Option<Vec<String>>;
+
+/// The driver's model of the imported tables, carried from round to round.
+#[derive(Debug)]
+pub struct ImportModel {
+    seed: u64,
+    /// The number of the next import the child starts.
+    pub next: u64,
+    tables: Vec<TableState>,
+    /// What was verified so far.
+    pub counts: ImportCounts,
+    /// Killed imports' directories in the other temporary directory, found at the last
+    /// verification: the next import done there must have removed them.
+    stale_outside: Vec<PathBuf>,
+}
+
+impl ImportModel {
+    /// No table imported yet.
+    pub fn new(seed: u64) -> Self {
+        ImportModel {
+            seed,
+            next: 0,
+            tables: vec![None; TABLES.len()],
+            counts: ImportCounts::default(),
+            stale_outside: Vec::new(),
+        }
+    }
+
+    /// Checks 1-4 of the module doc for the round whose child logged into `root` (the run's
+    /// directory), on the reopened `db`.
+    pub fn verify_round(
+        &mut self,
+        db: &Db,
+        root: &Path,
+        context: &str,
+    ) -> Result<(), Box<Anomaly>> {
+        let seed = self.seed;
+        let bad = |op: &str, read: String, detail: String| {
+            Box::new(Anomaly::without_key(
+                seed,
+                context.to_string(),
+                op,
+                read,
+                detail,
+            ))
+        };
+        let log =
+            read_log(&root.join(LOG)).map_err(|e| bad("import log", e, "malformed".into()))?;
+        // Steps 1 and 2: each logged import against the reference.
+        for (i, (n, outcome)) in log.iter().enumerate() {
+            if *n != self.next {
+                return Err(bad(
+                    "import log",
+                    format!("import {n}"),
+                    format!("expected import {} next", self.next),
+                ));
+            }
+            if *outcome == Outcome::InFlight && i + 1 != log.len() {
+                return Err(bad(
+                    "import log",
+                    format!("import {n}"),
+                    "started twice".into(),
+                ));
+            }
+            let spec = ImportSpec::new(self.seed, *n);
+            self.check_one(db, root, &spec, outcome)
+                .map_err(|(read, detail)| bad(&spec.describe(), read, detail))?;
+            self.next += 1;
+        }
+        // Step 3: every table and index against the model.
+        for (t, (name, _)) in TABLES.iter().enumerate() {
+            let found =
+                table_state(db, t).map_err(|e| bad("read table", e, "table unreadable".into()))?;
+            if found != self.tables[t] {
+                return Err(bad(
+                    "read table",
+                    name.to_string(),
+                    format!("differs from the model: {}", diff(&self.tables[t], &found)),
+                ));
+            }
+            self.counts.rows_checked += found.map_or(0, |r| r.len() as u64);
+        }
+        // Step 4: leftovers. In the Db directory, once the next open has cleaned up; in the
+        // other temporary directory, which no open looks into, once an import there is done.
+        remove_leftovers(db.path());
+        let left = find_tmp_dirs(db.path());
+        if !left.is_empty() {
+            return Err(bad(
+                "leftovers",
+                left.iter()
+                    .map(|d| d.describe())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                "import temporary directories left in the Db directory after the next open".into(),
+            ));
+        }
+        let outside_done = log
+            .iter()
+            .any(|(n, o)| *o == Outcome::Done && ImportSpec::new(self.seed, *n).outside_tmp);
+        if outside_done {
+            if let Some(p) = self.stale_outside.iter().find(|p| p.exists()) {
+                return Err(bad(
+                    "leftovers",
+                    p.display().to_string(),
+                    "a killed import's temporary directory is still there after an import with the same temporary directory".into(),
+                ));
+            }
+        }
+        self.stale_outside = find_tmp_dirs(&outside_tmp(root))
+            .into_iter()
+            .filter(|d| d.process_running == Some(false))
+            .map(|d| d.path)
+            .collect();
+        let _ = std::fs::remove_dir_all(inputs_dir(root));
+        Ok(())
+    }
+
+    /// One logged import: its reference result, compared with what the child logged (and, for
+    /// the one in flight, with the table found).
+    fn check_one(
+        &mut self,
+        db: &Db,
+        root: &Path,
+        spec: &ImportSpec,
+        outcome: &Outcome,
+    ) -> Result<(), (String, String)> {
+        let before = self.tables[spec.table].clone();
+        let after = reference(&before, spec, root)
+            .map_err(|e| (e, "reference import could not run".into()))?;
+        match (outcome, after) {
+            (Outcome::Done, Ok(rows)) => {
+                self.tables[spec.table] = Some(rows);
+                self.counts.done += 1;
+            }
+            (Outcome::Done, Err(e)) => {
+                return Err((
+                    "logged done".into(),
+                    format!("the reference import fails: {e}"),
+                ))
+            }
+            (Outcome::Failed(why), Ok(_)) => {
+                return Err((
+                    format!("logged failed: {why}"),
+                    "the reference import succeeds".into(),
+                ))
+            }
+            (Outcome::Failed(_), Err(_)) => self.counts.failed += 1,
+            (Outcome::InFlight, after) => {
+                let found =
+                    table_state(db, spec.table).map_err(|e| (e, "table unreadable".into()))?;
+                match after {
+                    Ok(rows) if found.as_ref() == Some(&rows) => {
+                        self.tables[spec.table] = Some(rows);
+                        self.counts.interrupted_applied += 1;
+                    }
+                    _ if found == before => self.counts.interrupted_absent += 1,
+                    after => {
+                        let after = after.ok();
+                        return Err((
+                            format!("interrupted: {}", diff(&before, &found)),
+                            format!(
+                                "the table is neither as before the import nor as after it (after: {})",
+                                diff(&after, &found)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The import of `spec`, uninterrupted, into a fresh Db holding `before`: the table's rows
+/// after it, or the import's error. (`Err` of the outer result: the harness failed.)
+fn reference(
+    before: &TableState,
+    spec: &ImportSpec,
+    root: &Path,
+) -> Result<Result<Vec<String>, String>, String> {
+    let scratch = root.join("reference");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let db = sluice_import::open_db(scratch.join("db"), true).map_err(|e| e.to_string())?;
+    let quiet = ImportOptions {
+        table: Some(spec.table_name().into()),
+        header: true,
+        on_duplicate: OnDuplicate::Error,
+        progress: ProgressMode::Off,
+        memory: 64 << 20,
+        ..ImportOptions::default()
+    };
+    if let Some(rows) = before {
+        let header = spec::header(spec.table);
+        let path = scratch.join("before.csv");
+        std::fs::write(&path, format!("{header}{}\n", rows.join("\n")))
+            .map_err(|e| e.to_string())?;
+        Import::new(spec.schema(), vec![path], quiet)
+            .and_then(|i| i.run(&db))
+            .map_err(|e| format!("loading the rows before the import: {e}"))?;
+    }
+    let files = spec.write_inputs(&scratch).map_err(|e| e.to_string())?;
+    let r = Import::new(spec.schema(), files, spec.options(&scratch)).and_then(|i| i.run(&db));
+    let out = match r {
+        Ok(_) => Ok(table_state(&db, spec.table)?.unwrap_or_default()),
+        Err(e) => Err(one_line(&e.to_string())),
+    };
+    db.close().map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(out)
+}
+
+/// The rows of table `t` in primary key order, after checking that each of its indexes holds
+/// exactly the entries its rows make; `None` when the catalog has no such table.
+fn table_state(db: &Db, t: usize) -> Result<TableState, String> {
+    let name = TABLES[t].0;
+    let tables = TableReader::tables(db).map_err(|e| e.to_string())?;
+    if !tables.iter().any(|d| d.name == name) {
+        return Ok(None);
+    }
+    let r = TableReader::open(db, Some(name)).map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    let mut want: Vec<Vec<Vec<u8>>> = vec![Vec::new(); r.table.indexes.len()];
+    r.scan(None, None, None, None, |row| {
+        rows.push(r.format_row(row, OutputFormat::Csv));
+        for (ix, keys) in r.table.indexes.iter().zip(&mut want) {
+            let mut k = prefix(r.table.id, ix.id);
+            for &c in ix.columns.iter().chain(&r.table.primary_key) {
+                encode_value(&mut k, &row[c]);
+            }
+            keys.push(k);
+        }
+        Ok(())
+    })
+    .map_err(|e| format!("scan of {name}: {e}"))?;
+    for (ix, mut want) in r.table.indexes.iter().zip(want) {
+        want.sort();
+        let got = raw_keys(db, r.table.id, ix.id).map_err(|e| format!("index {}: {e}", ix.name))?;
+        if got != want {
+            let extra = got.iter().find(|k| want.binary_search(k).is_err());
+            let missing = want.iter().find(|k| got.binary_search(k).is_err());
+            return Err(format!(
+                "index {} of {name} has {} entries for {} rows; an entry no row makes: {:?}; a row's entry missing: {:?}",
+                ix.name,
+                got.len(),
+                want.len(),
+                extra.map(|k| k.escape_ascii().to_string()),
+                missing.map(|k| k.escape_ascii().to_string()),
+            ));
+        }
+    }
+    Ok(Some(rows))
+}
+
+fn raw_keys(db: &Db, table: u32, index: u32) -> sluice::Result<Vec<Vec<u8>>> {
+    let p = prefix(table, index);
+    let mut it = db.iter(ReadOptions {
+        upper_bound: prefix_successor(&p),
+        lower_bound: Some(p),
+        ..Default::default()
+    })?;
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push(it.key().to_vec());
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
+/// A short account of how `found` differs from `want`.
+fn diff(want: &TableState, found: &TableState) -> String {
+    match (want, found) {
+        (None, None) => "both absent".into(),
+        (None, Some(f)) => format!("expected no table, found {} rows", f.len()),
+        (Some(w), None) => format!("expected {} rows, found no table", w.len()),
+        (Some(w), Some(f)) => {
+            let first = w.iter().zip(f).position(|(a, b)| a != b);
+            match first {
+                Some(i) => format!(
+                    "{} rows expected, {} found; row {i}: expected {:?}, found {:?}",
+                    w.len(),
+                    f.len(),
+                    w[i],
+                    f[i]
+                ),
+                None if w.len() == f.len() => "equal".into(),
+                None => format!(
+                    "{} rows expected, {} found (a prefix agrees)",
+                    w.len(),
+                    f.len()
+                ),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_reads_back_and_rejects_what_it_cannot_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(LOG);
+        std::fs::write(&p, "start 4\ndone 4\nstart 5\nfailed 5: dup: 1\nstart 6\n").unwrap();
+        assert_eq!(
+            read_log(&p).unwrap(),
+            vec![
+                (4, Outcome::Done),
+                (5, Outcome::Failed("dup: 1".into())),
+                (6, Outcome::InFlight)
+            ]
+        );
+        std::fs::write(&p, "start 4\ndone 5\n").unwrap();
+        assert!(read_log(&p).is_err());
+        assert_eq!(read_log(&dir.path().join("none")).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn an_import_half_applied_or_missing_is_caught() {
+        // The reference of import 0 run for real, then the model told it was done while the
+        // Db holds nothing: verification must fail; and a Db holding the rows passes.
+        let root = tempfile::tempdir().unwrap();
+        let journal = root.path();
+        let seed = (0..200)
+            .find(|&s| {
+                let (a, b) = (ImportSpec::new(s, 0), ImportSpec::new(s, 1));
+                a.rows < 2_000 && a.on_duplicate != OnDuplicate::Error && b.rows < 2_000
+            })
+            .unwrap();
+        std::fs::write(journal.join(LOG), "start 0\ndone 0\n").unwrap();
+        let db = sluice_import::open_db(root.path().join("db"), true).unwrap();
+        let mut m = ImportModel::new(seed);
+        let e = m.verify_round(&db, root.path(), "t").unwrap_err();
+        assert!(e.to_string().contains("differs from the model"), "{e}");
+
+        let spec = ImportSpec::new(seed, 0);
+        let files = spec.write_inputs(&root.path().join("in")).unwrap();
+        Import::new(spec.schema(), files, spec.options(root.path()))
+            .unwrap()
+            .run(&db)
+            .unwrap();
+        let mut m = ImportModel::new(seed);
+        m.verify_round(&db, root.path(), "t").unwrap();
+        assert_eq!(m.counts.done, 1);
+        assert_eq!(m.next, 1);
+
+        // Interrupted: applied or not, both pass; a stray index entry does not.
+        std::fs::write(journal.join(LOG), "start 1\n").unwrap();
+        let mut m2 = ImportModel {
+            next: 1,
+            ..ImportModel::new(seed)
+        };
+        m2.tables = m.tables.clone();
+        m2.verify_round(&db, root.path(), "t").unwrap();
+        let t = TableReader::open(&db, Some(spec.table_name()))
+            .unwrap()
+            .table;
+        let mut k = prefix(t.id, t.indexes[0].id);
+        k.extend_from_slice(b"\x01stray");
+        db.put(&k, b"").unwrap();
+        let mut m3 = ImportModel {
+            next: 1,
+            ..ImportModel::new(seed)
+        };
+        m3.tables = m.tables.clone();
+        let e = m3.verify_round(&db, root.path(), "t").unwrap_err();
+        assert!(e.to_string().contains("an entry no row makes"), "{e}");
+    }
+}
