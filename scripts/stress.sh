@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Long stress run: builds sluice-stress in release, then alternates its modes for H hours
 # (concurrent stress on a real directory, SIGKILL crash rounds, MemFs faults + power loss,
-# SIGKILL crash rounds with imports running), in chunks of at most 10 minutes, each chunk with
+# SIGKILL crash rounds with imports running, imports with injected I/O errors beside the
+# concurrent workload), in chunks of at most 10 minutes, each chunk with
 # the next seed. `--modes import` (comma-separated) runs only some of them. Prints every chunk's TOTALS line
 # and, at the end, one line with the sums (ops, kills, fault rounds, anomalies). Exits 1 if any
 # chunk found an anomaly; the failing chunk's output (seed, operation, key, history) is kept in
 # the log directory.
 #
-#   scripts/stress.sh --hours 2 [--seed 100] [--threads 8] [--modes run,crash,faults,import]
+#   scripts/stress.sh --hours 2 [--seed 100] [--threads 8] [--modes run,crash,faults,import,import-faults]
 #                     [--bin path] [--log dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ seed=$(date +%s)
 threads=8
 bin=""
 log=""
-mode_list="run,crash,faults,import"
+mode_list="run,crash,faults,import,import-faults"
 while [ $# -gt 0 ]; do
   case "$1" in
     --hours) hours=$2; shift 2 ;;
@@ -40,7 +41,7 @@ total=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
 start=$(date +%s)
 echo "stress: ${hours}h from seed $seed, logs in $log"
 
-ops=0; kills=0; faults=0; imports=0; interrupted=0; anomalies=0; chunks=0; failed_seeds=""
+ops=0; kills=0; faults=0; imports=0; interrupted=0; import_faults=0; anomalies=0; chunks=0; failed_seeds=""
 mode_index=0
 IFS=, read -r -a modes <<< "$mode_list"
 nmodes=${#modes[@]}
@@ -67,6 +68,11 @@ while :; do
       # imports' verification (a reference import per logged one): about 4 s per kill.
       args=(crash --imports --seed "$seed" --threads "$(( threads < 4 ? threads : 4 ))" \
         --min-ms 300 --max-ms 3000 --kills $(( chunk / 4 + 1 )) --dir "$work") ;;
+    import-faults)
+      # Imports one after another beside the workload, three in four with EIO or ENOSPC
+      # injected at a random point, each checked at once; phases of 60 s.
+      args=(run --imports --seed "$seed" --threads "$(( threads < 4 ? threads : 4 ))" \
+        --secs "$chunk" --dir "$work" --reopen-every 60) ;;
     faults)
       # Rounds of 1.5 s (plus recovery); 5 rounds per seed.
       args=(faults --seed "$seed" --seeds $(( chunk / 10 + 1 )) --rounds 5 --threads 4) ;;
@@ -84,10 +90,11 @@ while :; do
   if [ "$rc" -ne 0 ] && [ "$n_anom" -eq 0 ]; then n_anom=1; fi
   anomalies=$(( anomalies + n_anom ))
   if [ "$mode" = crash ] || [ "$mode" = import ]; then kills=$(( kills + $(field rounds || echo 0) )); fi
-  if [ "$mode" = import ]; then
-    num() { local v; v=$(field "$1"); echo "${v:-0}"; }
+  num() { local v; v=$(field "$1"); echo "${v:-0}"; }
+  if [ "$mode" = import ] || [ "$mode" = import-faults ]; then
     imports=$(( imports + $(num imports_done) + $(num imports_failed) ))
     interrupted=$(( interrupted + $(num interrupted_applied) + $(num interrupted_absent) ))
+    import_faults=$(( import_faults + $(num imports_faulted) ))
   fi
   if [ "$mode" = faults ]; then faults=$(( faults + $(field faults || echo 0) )); fi
   if [ "$n_anom" -gt 0 ]; then
@@ -99,5 +106,5 @@ while :; do
 done
 
 elapsed=$(( $(date +%s) - start ))
-echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
+echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted imports_faulted=$import_faults anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
 [ "$anomalies" -eq 0 ]

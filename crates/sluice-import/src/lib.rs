@@ -31,6 +31,8 @@ pub mod catalog;
 pub mod distributed;
 pub mod error;
 #[doc(hidden)]
+pub mod failpoints;
+#[doc(hidden)]
 pub mod fuzz;
 pub mod input;
 pub mod keycode;

@@ -46,6 +46,10 @@ enum Cmd {
         /// Operations to leave out, comma-separated (e.g. `ingest_small,compact`).
         #[arg(long, default_value = "")]
         disable: String,
+        /// Also run imports beside the workload, most with an I/O error (EIO, ENOSPC)
+        /// injected at a random point, each checked at once (needs --dir).
+        #[arg(long)]
+        imports: bool,
     },
     /// Kill a child running the workload with SIGKILL, reopen, verify; repeat.
     Crash {
@@ -145,6 +149,7 @@ fn main() -> ExitCode {
             keys,
             reopen_every,
             disable,
+            imports,
         } => {
             let s = run(&RunConfig {
                 seed,
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
                 dir,
                 reopen_every,
                 disabled: ops(&disable),
+                imports,
             });
             let line = s.totals_line("run", seed, &format!("threads={threads} secs={secs}"));
             (s, line)

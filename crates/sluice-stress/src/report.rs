@@ -250,6 +250,8 @@ pub struct ImportCounts {
     pub interrupted_applied: u64,
     /// Imports interrupted by the kill and found entirely absent.
     pub interrupted_absent: u64,
+    /// Imports failed by an injected I/O error and found absent (the faults mode).
+    pub faulted: u64,
     /// Table rows compared after recoveries (each with its index entries).
     pub rows_checked: u64,
 }
@@ -257,14 +259,15 @@ pub struct ImportCounts {
 impl ImportCounts {
     /// Whether any import was verified.
     pub fn any(&self) -> bool {
-        self.done + self.failed + self.interrupted_applied + self.interrupted_absent > 0
+        self.done + self.failed + self.interrupted_applied + self.interrupted_absent + self.faulted
+            > 0
     }
 
     /// ` imports_done=N …` for the totals line.
     pub fn render(&self) -> String {
         format!(
-            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} import_rows_checked={}",
-            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.rows_checked
+            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} imports_faulted={} import_rows_checked={}",
+            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.faulted, self.rows_checked
         )
     }
 }

@@ -8,16 +8,19 @@
 //! 3. verify the whole key space ([`verify_full`]);
 //! 4. close, reopen, and go to 2 until the time is up or an anomaly was found.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use rand::{Rng, SeedableRng};
 use sluice::events::check_against_manifest;
 use sluice::fs::MemFs;
 use sluice::{Db, ReadOptions};
+use sluice_import::failpoints::POINTS;
 
+use crate::imports::ImportModel;
 use crate::journal::Journal;
 use crate::keys::{make_value, show, Key};
 use crate::oracle::Oracle;
@@ -44,6 +47,9 @@ pub struct RunConfig {
     pub reopen_every: f64,
     /// Operations left out of the mix.
     pub disabled: Vec<Op>,
+    /// Imports run one after another beside the workload, most with an I/O error injected at
+    /// a random point ([`crate::imports::ImportModel::run_faulted`]); needs `dir`.
+    pub imports: bool,
 }
 
 impl Default for RunConfig {
@@ -57,6 +63,7 @@ impl Default for RunConfig {
             dir: None,
             reopen_every: 5.0,
             disabled: Vec::new(),
+            imports: false,
         }
     }
 }
@@ -111,6 +118,11 @@ pub fn run(cfg: &RunConfig) -> Summary {
         Ok(db) => Arc::new(db),
         Err(e) => return fail(summary, cfg.seed, format!("open: {e}")),
     };
+    let imports = match (&cfg.dir, cfg.imports) {
+        (Some(d), true) => Some((d.clone(), Arc::new(Mutex::new(ImportModel::new(cfg.seed))))),
+        (None, true) => return fail(summary, cfg.seed, "imports need a real directory".into()),
+        _ => None,
+    };
     let oracle = Arc::new(Oracle::fresh(cfg.keys, cfg.zcap));
     let stats = Arc::new(Stats::default());
     let anomalies = Arc::new(Mutex::new(Vec::new()));
@@ -130,7 +142,23 @@ pub fn run(cfg: &RunConfig) -> Summary {
             context: format!("phase {phase}"),
             disabled: cfg.disabled.clone(),
         });
+        let importer = imports.as_ref().map(|(root, model)| {
+            let (ctx, root, model) = (Arc::clone(&ctx), root.clone(), Arc::clone(model));
+            std::thread::spawn(move || faulted_imports(&ctx, &root, &model, phase))
+        });
         run_phase(&ctx, cfg.threads, phase, |_| Journal::off());
+        if let Some(h) = importer {
+            if h.join().is_err() {
+                ctx.anomaly(anomaly(
+                    cfg.seed,
+                    &ctx.context,
+                    "import",
+                    "-",
+                    String::new(),
+                    "the import thread panicked".into(),
+                ));
+            }
+        }
         if anomalies.lock().is_empty() {
             if let Some(a) = verify_full(&db, &oracle, cfg.seed, &ctx.context) {
                 ctx.anomaly(a);
@@ -187,10 +215,43 @@ pub fn run(cfg: &RunConfig) -> Summary {
     let s = Summary {
         stats: Stats::default(),
         anomalies: std::mem::take(&mut *anomalies.lock()),
-        imports: Default::default(),
+        imports: imports
+            .map(|(_, m)| m.lock().counts.clone())
+            .unwrap_or_default(),
     };
     s.stats.merge(&stats);
     s
+}
+
+/// The import thread of one phase: imports until the phase's deadline, three in four with an
+/// I/O error injected at a random point of a random phase, each checked at once.
+fn faulted_imports(ctx: &Ctx, root: &Path, model: &Mutex<ImportModel>, phase: u64) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(thread_seed(ctx.seed, phase, usize::MAX));
+    let mut model = model.lock();
+    while Instant::now() < ctx.deadline && !ctx.stop.load(Ordering::Relaxed) {
+        let fault = rng.gen_bool(0.75).then(|| {
+            let point = POINTS[rng.gen_range(0..POINTS.len())];
+            let kind = if rng.gen_bool(0.5) { "eio" } else { "enospc" };
+            // Points reached once an import fail on their first call; those reached per
+            // file (runs, final files) on one of the first few.
+            let skip = match point {
+                "import::spill" | "import::run_read" | "import::final_file" => rng.gen_range(0..4),
+                _ => 0,
+            };
+            (point, format!("{skip}*off->return({kind})"))
+        });
+        if fault.is_some() {
+            ctx.stats.faults.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Err(a) = model.run_faulted(&ctx.db, root, fault, &ctx.context) {
+            ctx.anomaly(*a);
+            return;
+        }
+    }
+    // The tables no import of the phase touched are intact too.
+    if let Err((op, read, detail)) = model.check_tables(&ctx.db) {
+        ctx.anomaly(anomaly(ctx.seed, &ctx.context, op, "-", read, detail));
+    }
 }
 
 fn fail(mut s: Summary, seed: u64, why: String) -> Summary {

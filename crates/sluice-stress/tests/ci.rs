@@ -36,6 +36,7 @@ fn concurrent_stress_on_a_real_directory_with_reopens() {
         dir: Some(dir.path().to_path_buf()),
         reopen_every: 13.0,
         disabled: Vec::new(),
+        imports: false,
     });
     assert_clean(&s, &s.totals_line("run", seed, "threads=8 secs=40"));
     for op in [
@@ -139,4 +140,35 @@ fn sigkills_during_imports_leave_each_import_whole_or_absent() {
         i.interrupted_applied + i.interrupted_absent > 0,
         "no kill landed during an import: {i:?}"
     );
+}
+
+#[test]
+fn injected_io_errors_fail_imports_cleanly_beside_the_workload() {
+    // In a process of its own: failpoints are process-wide, and the other tests' drivers
+    // import too (their reference imports).
+    let dir = tempfile::tempdir().unwrap();
+    let seed = seed();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice-stress"))
+        .args(["run", "--imports", "--secs", "30", "--threads", "3", "--keys", "2000"])
+        .args(["--reopen-every", "10", "--seed", &seed.to_string()])
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stdout.lines().find(|l| l.starts_with("TOTALS")).unwrap_or("");
+    println!("{line}");
+    assert!(out.status.success(), "{line}\n{stderr}");
+    let field = |k: &str| -> u64 {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(k)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in {line:?}"))
+    };
+    assert_eq!(field("anomalies"), 0, "{stderr}");
+    assert!(field("imports_faulted") > 0, "no injected fault failed an import");
+    assert!(field("imports_done") > 0, "no import succeeded");
+    // The workload never saw an error: a failed import touches nothing of theirs.
+    assert_eq!(field("errors"), 0);
+    assert!(field("put") > 0 && field("get") > 0);
 }

@@ -147,6 +147,7 @@ impl FinalWriter {
     pub fn finish_current(&mut self) -> sluice::Result<()> {
         if let Some(w) = self.cur.take() {
             if w.entries() > 0 {
+                crate::failpoints::inject_at("import::final_file", &self.dir)?;
                 self.files.push(w.finish()?);
             }
         }

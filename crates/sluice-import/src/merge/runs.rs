@@ -38,6 +38,7 @@ pub fn write_run(
         drop(w);
         return Ok(None);
     }
+    crate::failpoints::inject_at("import::spill", path)?;
     w.finish()?;
     Ok(Some(path.to_path_buf()))
 }

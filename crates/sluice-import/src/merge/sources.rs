@@ -205,6 +205,7 @@ impl RunSource {
 
     /// Opens a run positioned on its first entry in `range`.
     pub fn open_range(path: &Path, with_src: bool, range: &IterBounds) -> sluice::Result<Self> {
+        crate::failpoints::inject_at("import::run_read", path)?;
         let table = Table::open_path(path, &TableReadOptions::new())?;
         // A run's stored key is the entry key followed by its source position, so the table's
         // own bound finds the first stored key at or past `lower`; an entry whose key is a

@@ -64,6 +64,7 @@ impl<'p> FileChunks<'p> {
             };
             (kind, map)
         } else {
+            crate::failpoints::inject("import::input").map_err(|e| ImportError::io(path, e))?;
             let r = open_input(path, Arc::clone(&counter)).map_err(|e| ImportError::io(path, e))?;
             let bounds = match cfg.format {
                 Format::Csv => Boundaries::Csv(CsvScanner::new(cfg.delimiter, cfg.quote)),

@@ -132,6 +132,7 @@ impl TmpDir {
             N.fetch_add(1, Ordering::Relaxed)
         );
         let path = parent.join(name);
+        crate::failpoints::inject("import::tmp_dir").map_err(|e| ImportError::io(parent, e))?;
         std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
         // Made and registered under one lock: `remove_tmp_dirs_for_exit` sees it, or stops it.
         let mut live = live_dirs().lock().unwrap_or_else(|e| e.into_inner());

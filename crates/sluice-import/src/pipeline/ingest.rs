@@ -16,6 +16,7 @@ impl Import {
         }
         let path = plan.tmp.path.join("catalog.sst");
         let mut w = SstWriter::create(&path, self.final_options())?;
+        crate::failpoints::inject_at("import::catalog", &path)?;
         w.put(
             &catalog::table_key(&plan.table.name),
             &catalog::table_value(&plan.table),
@@ -45,6 +46,7 @@ impl Import {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
+        crate::failpoints::inject_at("import::ingest", &paths[0])?;
         let placed = db.ingest(
             &paths,
             &IngestOptions {

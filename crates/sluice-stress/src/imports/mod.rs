@@ -95,6 +95,8 @@ enum Outcome {
     Failed(String),
     /// Started, no end logged: the kill came during it (or just after it returned).
     InFlight,
+    /// Failed on an injected I/O error (the faults mode): must have changed nothing.
+    Faulted(String),
 }
 
 fn read_log(path: &Path) -> Result<Vec<(u64, Outcome)>, String> {
@@ -200,39 +202,63 @@ impl ImportModel {
             self.next += 1;
         }
         // Step 3: every table and index against the model.
-        for (t, (name, _)) in TABLES.iter().enumerate() {
-            let found =
-                table_state(db, t).map_err(|e| bad("read table", e, "table unreadable".into()))?;
-            if found != self.tables[t] {
-                return Err(bad(
-                    "read table",
-                    name.to_string(),
-                    format!("differs from the model: {}", diff(&self.tables[t], &found)),
-                ));
-            }
-            self.counts.rows_checked += found.map_or(0, |r| r.len() as u64);
-        }
+        self.check_tables(db)
+            .map_err(|(op, read, detail)| bad(op, read, detail))?;
         // Step 4: leftovers. In the Db directory, once the next open has cleaned up; in the
         // other temporary directory, which no open looks into, once an import there is done.
         remove_leftovers(db.path());
+        let outside_done = log
+            .iter()
+            .any(|(n, o)| *o == Outcome::Done && ImportSpec::new(self.seed, *n).outside_tmp);
+        self.check_leftovers(db, root, outside_done)
+            .map_err(|(read, detail)| bad("leftovers", read, detail))?;
+        let _ = std::fs::remove_dir_all(inputs_dir(root));
+        Ok(())
+    }
+
+    /// Step 3: every table equals its model; its indexes hold exactly its rows' entries.
+    /// Returns the failing step, what was found and why it is wrong.
+    pub fn check_tables(&mut self, db: &Db) -> Result<(), (&'static str, String, String)> {
+        (0..TABLES.len()).try_for_each(|t| self.check_table(db, t))
+    }
+
+    /// Step 3 for table `t`.
+    fn check_table(&mut self, db: &Db, t: usize) -> Result<(), (&'static str, String, String)> {
+        let found =
+            table_state(db, t).map_err(|e| ("read table", e, "table unreadable".to_string()))?;
+        if found != self.tables[t] {
+            return Err((
+                "read table",
+                TABLES[t].0.to_string(),
+                format!("differs from the model: {}", diff(&self.tables[t], &found)),
+            ));
+        }
+        self.counts.rows_checked += found.map_or(0, |r| r.len() as u64);
+        Ok(())
+    }
+
+    /// Step 4: no import temporary directory in the Db directory; none of those a killed
+    /// import left in the other temporary directory once an import there is done
+    /// (`outside_done`).
+    fn check_leftovers(
+        &mut self,
+        db: &Db,
+        root: &Path,
+        outside_done: bool,
+    ) -> Result<(), (String, String)> {
         let left = find_tmp_dirs(db.path());
         if !left.is_empty() {
-            return Err(bad(
-                "leftovers",
+            return Err((
                 left.iter()
                     .map(|d| d.describe())
                     .collect::<Vec<_>>()
                     .join("; "),
-                "import temporary directories left in the Db directory after the next open".into(),
+                "import temporary directories left in the Db directory".into(),
             ));
         }
-        let outside_done = log
-            .iter()
-            .any(|(n, o)| *o == Outcome::Done && ImportSpec::new(self.seed, *n).outside_tmp);
         if outside_done {
             if let Some(p) = self.stale_outside.iter().find(|p| p.exists()) {
-                return Err(bad(
-                    "leftovers",
+                return Err((
                     p.display().to_string(),
                     "a killed import's temporary directory is still there after an import with the same temporary directory".into(),
                 ));
@@ -240,9 +266,71 @@ impl ImportModel {
         }
         self.stale_outside = find_tmp_dirs(&outside_tmp(root))
             .into_iter()
-            .filter(|d| d.process_running == Some(false))
+            .filter(|d| d.process_running != Some(true))
             .map(|d| d.path)
             .collect();
+        Ok(())
+    }
+
+    /// One import of the faults mode, run on `db` beside the workload with `fault` (a point of
+    /// [`sluice_import::failpoints::POINTS`] and its `fail` action) configured, then checked
+    /// at once: its table as the reference says when it succeeded, as before when it failed,
+    /// and no temporary directory left either way. (The other tables: [`Self::check_tables`]
+    /// at the end of each phase.)
+    pub fn run_faulted(
+        &mut self,
+        db: &Db,
+        root: &Path,
+        fault: Option<(&str, String)>,
+        context: &str,
+    ) -> Result<(), Box<Anomaly>> {
+        let (seed, spec) = (self.seed, ImportSpec::new(self.seed, self.next));
+        let bad = |read: String, detail: String| {
+            Box::new(Anomaly::without_key(
+                seed,
+                context.to_string(),
+                &spec.describe(),
+                read,
+                detail,
+            ))
+        };
+        let files = spec
+            .write_inputs(&inputs_dir(root))
+            .map_err(|e| bad(e.to_string(), "harness I/O failed".into()))?;
+        if let Some((point, action)) = &fault {
+            fail::cfg(*point, action).map_err(|e| bad(e, "bad failpoint".into()))?;
+        }
+        let r = Import::new(spec.schema(), files, spec.options(&outside_tmp(root)))
+            .and_then(|i| i.run(db));
+        if let Some((point, _)) = &fault {
+            fail::remove(*point);
+        }
+        let outcome = match r {
+            Ok(_) => Outcome::Done,
+            Err(e) => {
+                let msg = one_line(&e.to_string());
+                // The injected errors: EIO (os error 5) and ENOSPC (os error 28).
+                if fault.is_some()
+                    && (msg.contains("(os error 5)") || msg.contains("(os error 28)"))
+                {
+                    // A user must be told where: the file or directory the error hit.
+                    if !msg.contains(&*root.to_string_lossy()) {
+                        return Err(bad(msg, "the import's error names no file".into()));
+                    }
+                    Outcome::Faulted(msg)
+                } else {
+                    Outcome::Failed(msg)
+                }
+            }
+        };
+        let done = outcome == Outcome::Done;
+        self.check_one(db, root, &spec, &outcome)
+            .map_err(|(read, detail)| bad(read, detail))?;
+        self.next += 1;
+        self.check_table(db, spec.table)
+            .map_err(|(_, read, detail)| bad(read, detail))?;
+        self.check_leftovers(db, root, done && spec.outside_tmp)
+            .map_err(|(read, detail)| bad(read, detail))?;
         let _ = std::fs::remove_dir_all(inputs_dir(root));
         Ok(())
     }
@@ -277,6 +365,17 @@ impl ImportModel {
                 ))
             }
             (Outcome::Failed(_), Err(_)) => self.counts.failed += 1,
+            (Outcome::Faulted(why), _) => {
+                let found =
+                    table_state(db, spec.table).map_err(|e| (e, "table unreadable".into()))?;
+                if found != before {
+                    return Err((
+                        format!("failed on an injected fault: {why}"),
+                        format!("the import changed its table: {}", diff(&before, &found)),
+                    ));
+                }
+                self.counts.faulted += 1;
+            }
             (Outcome::InFlight, after) => {
                 let found =
                     table_state(db, spec.table).map_err(|e| (e, "table unreadable".into()))?;

@@ -75,19 +75,25 @@ impl ImportSpec {
             .choose(&mut rng)
             .expect("non-empty");
         // Mostly small imports (many per round), some large enough to spill under 8 MiB.
-        let rows = if rng.gen_bool(0.25) {
-            rng.gen_range(60_000..=140_000)
+        // (Each row makes ~3 index entries of ~60 bytes: 50k rows are over the sort budget.)
+        let rows = if rng.gen_bool(0.15) {
+            rng.gen_range(50_000..=90_000)
         } else {
             rng.gen_range(50..=6_000)
         };
-        let span = (rows as u64 * rng.gen_range(1..=4)).max(64);
+        // Keys from [0, span) (and the slots above it): a table stays under ~450k rows however
+        // many imports run.
+        let span = (rows as u64 * rng.gen_range(1..=2)).max(64);
         // Under `error` most imports must succeed: distinct keys unless one duplicate is planted.
         let distinct = on_duplicate == OnDuplicate::Error && rng.gen_bool(0.85);
+        // Distinct keys under `error` go to one of three slots above the others' key space,
+        // so that they do not collide with the rows already there (unless the slot is taken).
+        let slot = (number % 3 + 1) * 1_000_000;
         let ids: Vec<u64> = if distinct {
             let mut v: Vec<u64> =
                 rand::seq::index::sample(&mut rng, span as usize, rows.min(span as usize))
                     .into_iter()
-                    .map(|i| i as u64)
+                    .map(|i| slot + i as u64)
                     .collect();
             if rng.gen_bool(0.5) {
                 v.sort_unstable(); // sorted input takes the streaming path
