@@ -203,25 +203,7 @@ impl<'a> EmitCtx<'a> {
 
     /// The row as a CSV record (for the rejects file).
     pub(crate) fn row_record(&self, value: &[u8]) -> Vec<u8> {
-        let Ok(vals) = decode_row(value, &self.types()) else {
-            return Vec::new();
-        };
-        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
-        let fields: Vec<String> = self
-            .table
-            .visible_columns()
-            .map(|(i, c)| {
-                let mut s = String::new();
-                format_text(&vals[i], &c.ty, &mut s);
-                s
-            })
-            .collect();
-        let _ = w.write_record(&fields);
-        let mut out = w.into_inner().unwrap_or_default();
-        while out.last() == Some(&b'\n') {
-            out.pop();
-        }
-        out
+        row_record(self.table, value)
     }
 
     /// The secondary keys of a row (by slot), given its primary key.
@@ -420,4 +402,27 @@ impl<'a> EmitCtx<'a> {
         it.status()?;
         Ok(())
     }
+}
+
+/// A stored row value as a CSV record of its visible columns (for the rejects file).
+pub(crate) fn row_record(table: &TableDef, value: &[u8]) -> Vec<u8> {
+    let types: Vec<ColumnType> = table.columns.iter().map(|c| c.ty).collect();
+    let Ok(vals) = decode_row(value, &types) else {
+        return Vec::new();
+    };
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    let fields: Vec<String> = table
+        .visible_columns()
+        .map(|(i, c)| {
+            let mut s = String::new();
+            format_text(&vals[i], &c.ty, &mut s);
+            s
+        })
+        .collect();
+    let _ = w.write_record(&fields);
+    let mut out = w.into_inner().unwrap_or_default();
+    while out.last() == Some(&b'\n') {
+        out.pop();
+    }
+    out
 }
