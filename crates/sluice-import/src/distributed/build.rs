@@ -363,8 +363,14 @@ fn commit_inner(
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    // Files from other processes or machines: every block is verified as it is copied in.
-    let placed = db.ingest(&paths, &IngestOptions::default())?;
+    // Files from other processes or machines: every block is verified. They are handed over
+    // (the job's directory goes next), so they are hard-linked into the Db where they share
+    // its filesystem, copied where they do not.
+    let opts = IngestOptions {
+        link_files: true,
+        ..IngestOptions::default()
+    };
+    let placed = db.ingest(&paths, &opts)?;
     Ok(slots.into_iter().zip(placed).collect())
 }
 
