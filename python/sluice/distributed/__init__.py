@@ -531,6 +531,8 @@ class _Progress:
     def start(self, name: str, total: int) -> None:
         self.name, self.total, self.count, self.t0 = name, total, 0, time.perf_counter()
         self._draw()
+        if total == 0:
+            self.done()
 
     def phase(self, name: str, total: int) -> Callable[[], None]:
         """Starts phase ``name`` of ``total`` tasks; returns the callback a finished task calls."""
