@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -17,7 +16,9 @@ use sluice_import::distributed::job::{
     begin_job, job_dir, list_jobs, mark_shuffled, record_done, save_plan, Fingerprint,
 };
 use sluice_import::distributed::rejects::{tally_rejects, RowReject};
-use sluice_import::distributed::{build_range, commit, export_ranges, JobPlan, RangeManifest};
+use sluice_import::distributed::{
+    build_range, commit, export_ranges, FromPrimary, JobPlan, RangeManifest,
+};
 use sluice_import::{open_db, Import, ImportError, OnDuplicate, OtherRow};
 
 const SCHEMA: &str = "CREATE TABLE t (id BIGINT PRIMARY KEY, grp TEXT, email TEXT, n BIGINT); \
@@ -162,7 +163,7 @@ fn build_all(
     job: Job,
     mut done: Vec<RangeManifest>,
 ) -> Result<Vec<RangeManifest>, ImportError> {
-    let mut dropped: HashSet<u64> = done.iter().flat_map(|m| m.dropped.clone()).collect();
+    let mut from = FromPrimary::of(&done);
     for slot in 0..plan.slots() {
         for range in 0..plan.ranges(slot) {
             if done
@@ -177,13 +178,13 @@ fn build_all(
                 &["a1"]
             };
             for attempt in attempts {
-                let m = build_range(plan, slot, range, encoded, &dropped, work, attempt)?;
+                let m = build_range(plan, slot, range, encoded, &from, work, attempt)?;
                 record_done(work, &m)?;
                 done.push(RangeManifest::from_json(&m.to_json())?);
             }
         }
         if slot == 0 {
-            dropped = done.iter().flat_map(|m| m.dropped.clone()).collect();
+            from = FromPrimary::of(&done);
         }
     }
     Ok(done)
@@ -265,12 +266,10 @@ fn duplicates_and_unique_values_fail_naming_both_rows() {
 }
 
 #[test]
-fn a_table_without_a_key_or_with_rows_under_last_is_refused() {
+fn a_table_without_a_primary_key_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_db(dir.path().join("db"), true).unwrap();
     single_machine(&db, &rows(10, i64::MAX, true), OnDuplicate::Error).unwrap();
-    let e = JobPlan::new(&db, SCHEMA, None, OnDuplicate::Last, "j", vec![]).unwrap_err();
-    assert!(e.to_string().contains("already holds rows"), "{e}");
     let e = JobPlan::new(
         &db,
         "CREATE TABLE k (a INT)",
@@ -319,6 +318,31 @@ fn onto_stored_rows(
     (one, many, same)
 }
 
+/// `b` with other groups and emails (`<id>@y`) for the same ids.
+fn restyle(b: &RecordBatch) -> RecordBatch {
+    let ids = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
+    let grp: Vec<String> = ids.iter().map(|i| format!("h{}", i.unwrap() % 3)).collect();
+    let email: Vec<String> = ids.iter().map(|i| format!("{}@y", i.unwrap())).collect();
+    RecordBatch::try_from_iter(vec![
+        ("id", Arc::clone(b.column(0))),
+        ("grp", Arc::new(StringArray::from(grp)) as ArrayRef),
+        ("email", Arc::new(StringArray::from(email))),
+        ("n", Arc::clone(b.column(3))),
+    ])
+    .unwrap()
+}
+
+/// One row: `id`, group `g`, `email`, n 1.
+fn one_row(id: i64, email: &str) -> RecordBatch {
+    RecordBatch::try_from_iter(vec![
+        ("id", Arc::new(Int64Array::from(vec![id])) as ArrayRef),
+        ("grp", Arc::new(StringArray::from(vec!["g"]))),
+        ("email", Arc::new(StringArray::from(vec![email]))),
+        ("n", Arc::new(Int64Array::from(vec![1i64]))),
+    ])
+    .unwrap()
+}
+
 #[test]
 fn a_table_with_rows_meets_them_as_sluice_import_does() {
     // Stored: ids 0..400 (emails unique); input: ids 0..2000 step 7 % 700 → many stored.
@@ -329,6 +353,15 @@ fn a_table_with_rows_meets_them_as_sluice_import_does() {
     one.unwrap();
     many.unwrap();
     assert!(same, "first: the Dbs differ");
+    // last: the input row replaces the stored one; the stored row's index entries that the
+    // new values do not have go (other groups, other emails), and an email freed that way
+    // (5@x) may be taken by another row (id 5000).
+    let mut replacing: Vec<RecordBatch> = input.iter().map(restyle).collect();
+    replacing.push(one_row(5000, "5@x"));
+    let (one, many, same) = onto_stored_rows(&base, &replacing, Job::new(OnDuplicate::Last, 5));
+    one.unwrap();
+    many.unwrap();
+    assert!(same, "last: the Dbs differ");
     // error: the first input row meeting a stored one is refused as such.
     let (one, many, same) = onto_stored_rows(&base, &input, Job::new(OnDuplicate::Error, 5));
     let (one, many) = (one.unwrap_err(), many.unwrap_err());
@@ -356,13 +389,7 @@ fn a_table_with_rows_meets_them_as_sluice_import_does() {
     many.unwrap();
     assert!(same, "error + max_errors: the Dbs differ");
     // A new row whose unique email a stored row (another id) holds.
-    let clash = RecordBatch::try_from_iter(vec![
-        ("id", Arc::new(Int64Array::from(vec![5000i64])) as ArrayRef),
-        ("grp", Arc::new(StringArray::from(vec!["g"]))),
-        ("email", Arc::new(StringArray::from(vec!["7@x"]))),
-        ("n", Arc::new(Int64Array::from(vec![1i64]))),
-    ])
-    .unwrap();
+    let clash = one_row(5000, "7@x");
     let (one, many, same) = onto_stored_rows(&base, &[clash], Job::new(OnDuplicate::Error, 2));
     assert!(matches!(
         one.unwrap_err(),

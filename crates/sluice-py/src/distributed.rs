@@ -2,7 +2,6 @@
 //! plans travel as JSON text (picklable), batches as Arrow (the C data interface), every call
 //! that parses, sorts or writes runs without the GIL.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 
 use arrow_array::RecordBatch;
@@ -13,7 +12,7 @@ use pyo3_arrow::PyRecordBatch;
 use sluice_import::distributed::job::{self, Fingerprint};
 use sluice_import::distributed::rejects::{tally_rejects, RowReject};
 use sluice_import::distributed::{
-    build_range, commit, export_ranges, JobPlan, RangeManifest, TextOptions,
+    build_range, commit, export_ranges, FromPrimary, JobPlan, RangeManifest, TextOptions,
 };
 use sluice_import::OnDuplicate;
 
@@ -203,9 +202,10 @@ pub fn ranges(py: Python<'_>, plan_json: &str, slot: usize) -> PyResult<u32> {
     Ok(plan(py, plan_json)?.ranges(slot))
 }
 
-/// Step 4: one range's SSTs; returns its manifest (JSON).
+/// Step 4: one range's SSTs; returns its manifest (JSON). `dropped` and `deletions`: what the
+/// primary ranges decided (secondary ranges only).
 #[pyfunction]
-#[pyo3(signature = (plan_json, slot, range, data, dropped, dir, attempt))]
+#[pyo3(signature = (plan_json, slot, range, data, dropped, dir, attempt, deletions=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     py: Python<'_>,
@@ -216,12 +216,16 @@ pub fn build(
     dropped: Vec<u64>,
     dir: PathBuf,
     attempt: String,
+    deletions: Vec<(u32, Vec<u8>)>,
 ) -> PyResult<String> {
     let p = plan(py, plan_json)?;
     let input = batches(data)?;
     detached(py, move || {
-        let drop: HashSet<u64> = dropped.into_iter().collect();
-        let m = build_range(&p, slot, range, &input, &drop, &dir, &attempt)?;
+        let from = FromPrimary {
+            dropped: dropped.into_iter().collect(),
+            deletions,
+        };
+        let m = build_range(&p, slot, range, &input, &from, &dir, &attempt)?;
         // Durable before the task reports it: a rerun of the job reuses it.
         job::record_done(&dir, &m)?;
         Ok(m.to_json())

@@ -8,13 +8,17 @@ The flow (``run``), with every step that touches data in a task:
 3. cut (driver): ``ranges`` ranges per index from the sample (full keys; a unique index on
    its unique prefix, so every holder of a value meets in one range);
 4. partition (tasks): each input encoded again, its entries written per (index, range) as Arrow
-   IPC files under the work directory (the shuffle: on several machines it must be shared);
-5. build (tasks): each range's entries sorted, duplicates resolved, SSTs written under a
-   per-attempt directory — primary ranges first, whose dropped rows the secondary ranges
-   then leave out;
-6. commit (driver): one manifest per range, disjoint ranges checked, one ``Db`` ingest: every
-   file at the bottom level, nothing compacted. Nothing is visible before; a failure leaves the
-   Db as it was, and the work directory is removed either way.
+   IPC files under the job's directory (the shuffle: on several machines it must be shared);
+   a table that already holds rows has its stored keys exported there by the driver;
+5. build (tasks): each range's entries sorted, duplicates resolved (against stored rows too),
+   SSTs written under a per-attempt directory and the range recorded as done — primary ranges
+   first, whose dropped rows the secondary ranges then leave out (and whose replaced stored
+   entries they delete);
+6. commit (driver): rejects added up against ``max_errors``, one manifest per range, disjoint
+   ranges checked, one ``Db`` ingest: every file at the bottom level of an empty table,
+   nothing compacted (or ``output="files"``: range sets and ``ranges.json``). Nothing is
+   visible before; a failure leaves the Db as it was. The job's directory is removed after the
+   commit, or kept for a rerun with the same ``job_id`` when the driver dies before it.
 
 An input is one source of rows in a known order — a file (read by the import's own readers, so
 a row's place and value are what ``sluice import`` sees) or one Arrow block of a dataset — and
@@ -241,8 +245,13 @@ def _export_existing(raw: Any, plan: str, shuffle_dir: str, page: int = 1 << 16)
     return n
 
 
-def _build_task(args: Tuple[str, int, int, str, List[int], str, Optional[str]]) -> str:
-    plan, slot, rng, shuffle_dir, dropped, work_dir, fail = args
+# A build task's arguments: plan, slot, range, shuffle dir, the rows the primary dropped, the
+# stored entries it deletes (slot, key), work dir, the failpoint's marker.
+BuildArgs = Tuple[str, int, int, str, List[int], List[Tuple[int, bytes]], str, Optional[str]]
+
+
+def _build_task(args: BuildArgs) -> str:
+    plan, slot, rng, shuffle_dir, dropped, deletions, work_dir, fail = args
     ipc = importlib.import_module("pyarrow.ipc")
     d = os.path.join(shuffle_dir, f"s{slot}-r{rng}")
     tables = []
@@ -251,7 +260,9 @@ def _build_task(args: Tuple[str, int, int, str, List[int], str, Optional[str]]) 
             if name.endswith(".arrow"):
                 with ipc.open_file(os.path.join(d, name)) as r:
                     tables.append(r.read_all())
-    manifest = str(_sluice.build(plan, slot, rng, tables, dropped, work_dir, _attempt()))
+    manifest = str(
+        _sluice.build(plan, slot, rng, tables, dropped, work_dir, _attempt(), deletions)
+    )
     if fail:
         _fail_once(fail, work_dir)
     return manifest
@@ -497,8 +508,8 @@ def _build(
     fail: Optional[str],
 ) -> Tuple[List[str], int]:
     """Step 5: every range not finished by an earlier run, primary ranges first (their dropped
-    rows leave the secondary ranges). Returns one manifest per range and how many were
-    reused."""
+    rows leave the secondary ranges, the stored entries they replaced are deleted there).
+    Returns one manifest per range and how many were reused."""
     done = {(m["slot"], m["range"]): m for m in map(_json, state["done"])}
     by_range = {k: json.dumps(m) for k, m in done.items()}
     slots = 1 + len(_json(plan)["table"]["indexes"])
@@ -506,13 +517,17 @@ def _build(
     tick = bar.phase("build", len(todo) - len([k for k in todo if k in done]))
     primary = [(0, r) for s, r in todo if s == 0 and (s, r) not in done]
     for k, m in zip(primary, engine.run_tasks(
-        _build_task, [(plan, 0, r, shuffle, [], base, fail) for _, r in primary], tick
+        _build_task, [(plan, 0, r, shuffle, [], [], base, fail) for _, r in primary], tick
     )):
         by_range[k] = m
-    dropped = sorted({d for k, m in by_range.items() if k[0] == 0 for d in _json(m)["dropped"]})
+    decided = [_json(m) for k, m in by_range.items() if k[0] == 0]
+    dropped = sorted({d for m in decided for d in m["dropped"]})
+    deletions = [(int(s), bytes(k)) for m in decided for s, k in m.get("deletions", [])]
     secondary = [(s, r) for s, r in todo if s > 0 and (s, r) not in done]
     for k, m in zip(secondary, engine.run_tasks(
-        _build_task, [(plan, s, r, shuffle, dropped, base, fail) for s, r in secondary], tick
+        _build_task,
+        [(plan, s, r, shuffle, dropped, deletions, base, fail) for s, r in secondary],
+        tick,
     )):
         by_range[k] = m
     return [by_range[k] for k in todo], len([k for k in todo if k in done])

@@ -18,7 +18,7 @@ use crate::catalog;
 use crate::error::{OtherRow, RowPlace};
 use crate::merge::FinalWriter;
 use crate::parse::LINE_BITS;
-use crate::pipeline::merge::policy::row_record;
+use crate::pipeline::merge::policy::{row_record, secondary_keys};
 use crate::ImportError;
 
 /// One SST of a range.
@@ -61,6 +61,32 @@ pub struct RangeManifest {
     /// Rows rejected as duplicates (`error` with `max_errors`), in key order.
     #[serde(default)]
     pub rejects: Vec<RowReject>,
+    /// (slot, key): the secondary entries of stored rows that input rows replaced (`last`)
+    /// and do not have themselves; the secondary builds delete them.
+    #[serde(default)]
+    pub deletions: Vec<(u32, Vec<u8>)>,
+}
+
+/// What the primary ranges decided that the secondary ranges must follow.
+#[derive(Debug, Clone, Default)]
+pub struct FromPrimary {
+    /// Source positions of the rows left out of the primary index.
+    pub dropped: HashSet<u64>,
+    /// (slot, key) of stored entries to delete.
+    pub deletions: Vec<(u32, Vec<u8>)>,
+}
+
+impl FromPrimary {
+    /// Gathered from the primary ranges' manifests.
+    pub fn of(manifests: &[RangeManifest]) -> FromPrimary {
+        let primary = || manifests.iter().filter(|m| m.slot == 0);
+        FromPrimary {
+            dropped: primary().flat_map(|m| m.dropped.iter().copied()).collect(),
+            deletions: primary()
+                .flat_map(|m| m.deletions.iter().cloned())
+                .collect(),
+        }
+    }
 }
 
 impl RangeManifest {
@@ -98,19 +124,29 @@ type Item<'a> = (&'a [u8], &'a [u8], u64);
 
 /// Step 4: the entries of (`slot`, `range`) found in `batches` (encoded batches; entries of
 /// other slots or of other ranges under the plan's cut points are skipped), sorted, the
-/// duplicate policy applied (primary) or the unique values checked, entries of `drop`ped rows
-/// left out (secondary), written as SSTs under `attempt_dir(dir, job, attempt)`. Stored
-/// entries (source position 0, from [`JobPlan::existing_entries`]) take part in the checks and
-/// are never written.
+/// duplicate policy applied (primary) or the unique values checked, entries of rows the
+/// primary dropped left out and its deletions written (secondary, `from`), as SSTs under
+/// `attempt_dir(dir, job, attempt)`. Stored entries (source position 0, from
+/// [`JobPlan::existing_entries`]) take part in the checks and are never written.
 pub fn build_range(
     plan: &JobPlan,
     slot: usize,
     range: u32,
     batches: &[RecordBatch],
-    drop: &HashSet<u64>,
+    from: &FromPrimary,
     dir: &Path,
     attempt: &str,
 ) -> Result<RangeManifest, ImportError> {
+    let drop = &from.dropped;
+    let mut deletions: Vec<&[u8]> = from
+        .deletions
+        .iter()
+        .filter(|(s, k)| *s as usize == slot && plan.range_of(slot, k) == range)
+        .map(|(_, k)| k.as_slice())
+        .collect();
+    deletions.sort_unstable();
+    let deleted: HashSet<&[u8]> = deletions.iter().copied().collect();
+    let mut deletions = deletions.into_iter().peekable();
     let mut items = range_items(plan, slot, range, batches)?;
     items.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
     let out = attempt_dir(dir, &plan.job_id, attempt);
@@ -127,6 +163,7 @@ pub fn build_range(
         dropped: Vec::new(),
         duplicates: 0,
         rejects: Vec::new(),
+        deletions: Vec::new(),
     };
     let mut entries = 0u64;
     let t = &plan.table;
@@ -159,17 +196,33 @@ pub fn build_range(
             continue;
         }
         let keep: Vec<&Item<'_>> = if slot == 0 {
-            res.primary(new, !old.is_empty())?.into_iter().collect()
+            res.primary(new, old.first().copied())?
+                .into_iter()
+                .collect()
         } else if unique && t.unique_prefix(slot, new[0].0).is_some() {
-            vec![res.unique(slot, &g, old.first().copied(), new)?]
+            // A stored holder of the value is no conflict once this import deletes its entry.
+            let holder = old
+                .iter()
+                .copied()
+                .find(|s| s.0 != new[0].0 && !deleted.contains(s.0));
+            vec![res.unique(slot, &g, holder, new)?]
         } else {
             // A plain index, or NULLs in a unique index (exempt): every entry stays.
             new.to_vec()
         };
         for e in keep {
+            while let Some(d) = deletions.next_if(|d| *d <= e.0) {
+                // Equal: the input row has the entry again; its put is all that is needed.
+                if d < e.0 {
+                    w.delete(d)?;
+                }
+            }
             w.put(e.0, e.1)?;
             entries += 1;
         }
+    }
+    for d in deletions {
+        w.delete(d)?;
     }
     let files = w
         .finish()?
@@ -192,6 +245,7 @@ pub fn build_range(
         dropped: res.dropped,
         duplicates: res.duplicates,
         rejects: res.rejects,
+        deletions: res.deletions,
     })
 }
 
@@ -230,6 +284,7 @@ struct Resolution<'p> {
     dropped: Vec<u64>,
     duplicates: u64,
     rejects: Vec<RowReject>,
+    deletions: Vec<(u32, Vec<u8>)>,
 }
 
 impl Resolution<'_> {
@@ -243,14 +298,15 @@ impl Resolution<'_> {
         }
     }
 
-    /// The input rows `new` of one primary key (source order), `stored`: the table already
-    /// has it. Returns the row kept, as `sluice import` would: later input rows are refused
+    /// The input rows `new` of one primary key (source order), and the stored row with it if
+    /// any. Returns the row kept, as `sluice import` would: later input rows are refused
     /// (`error`) or dropped (`first`, `last` keeps the last), then the survivor meets the stored
-    /// row (`error`: refused; `first`: dropped).
+    /// row (`error`: refused; `first`: dropped; `last`: it replaces the stored row, whose index
+    /// entries it does not share are deleted).
     fn primary<'i>(
         &mut self,
         new: &[&'i Item<'i>],
-        stored: bool,
+        stored: Option<&Item<'_>>,
     ) -> Result<Option<&'i Item<'i>>, ImportError> {
         let plan = self.plan;
         let key = new[0].0;
@@ -275,27 +331,37 @@ impl Resolution<'_> {
             }
         }
         let kept = new[keep];
-        if !stored {
+        let Some(stored) = stored else {
             return Ok(Some(kept));
-        }
-        self.dropped.push(kept.2);
+        };
         match plan.on_duplicate.as_str() {
             "error" => {
+                self.dropped.push(kept.2);
                 let err = ImportError::DuplicateKey {
                     place: place(plan, kept.2),
                     key: plan.table.show_pk(key),
                     other: OtherRow::Stored(plan.table.name.clone()),
                 };
                 self.reject(kept.2, err, kept.1)?;
+                Ok(None)
             }
-            "first" => self.duplicates += 1,
+            "first" => {
+                self.dropped.push(kept.2);
+                self.duplicates += 1;
+                Ok(None)
+            }
             _ => {
-                return Err(ImportError::Internal(
-                    "on_duplicate last over stored rows reached a build".into(),
-                ))
+                let new_keys = secondary_keys(&plan.table, key, kept.1);
+                let old_keys = secondary_keys(&plan.table, key, stored.1);
+                for (n, k) in old_keys.into_iter().enumerate() {
+                    if new_keys.get(n) != Some(&k) {
+                        self.deletions.push((n as u32 + 1, k));
+                    }
+                }
+                self.duplicates += 1;
+                Ok(Some(kept))
             }
         }
-        Ok(None)
     }
 
     /// The input entries `new` holding the unique value `value` of slot `slot`, and the

@@ -29,9 +29,12 @@
 //! input's entries, so the build of each range meets the stored keys of its range and applies
 //! the duplicate policy to them as `sluice import` does (`error`: the new row is refused as a
 //! duplicate of an existing row; `first`: the stored row stays, the new one is dropped with its
-//! index entries). The cost: one sequential read of the table's primary and unique indexes by
-//! the coordinator, and those keys through the shuffle. `last` on such a table is refused: the
-//! replaced rows' old secondary entries would need deletions in the same ingest.
+//! index entries; `last`: the new row replaces it, and the stored row's secondary entries that
+//! the new row does not have are deleted — the primary build returns them as
+//! [`RangeManifest::deletions`], the secondary builds write them as deletions in the same
+//! ingest, and a unique value freed that way is no conflict). The cost: one sequential read of
+//! the table's primary and unique indexes by the coordinator (under `last` the primary with its
+//! rows' values), and those entries through the shuffle.
 //!
 //! Not yet: tables without a primary key (their hidden row ids are assigned by one reader),
 //! the columnar layout.
@@ -57,7 +60,7 @@ use crate::parse::{parse_chunk, ArrowBatch, Chunk, FieldMap, ParseConfig};
 use crate::schema::{parse_schema, Layout, TableDef};
 use crate::{ImportError, OnDuplicate};
 
-pub use build::{attempt_dir, build_range, commit, RangeFile, RangeManifest};
+pub use build::{attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest};
 pub use output::{export_ranges, RangeSet, RangesManifest};
 use rejects::{over_limit, RowReject};
 
@@ -146,14 +149,6 @@ impl JobPlan {
             )));
         }
         let existing_rows = !created && has_rows(db, &table)?;
-        if existing_rows && on_duplicate == OnDuplicate::Last {
-            return Err(ImportError::InvalidArgument(format!(
-                "table {} already holds rows: the distributed import supports \
-                 on_duplicate error or first on it, not last (a replaced row's old index \
-                 entries would need deleting in the same ingest; use sluice import)",
-                table.name
-            )));
-        }
         let on_duplicate = match on_duplicate {
             OnDuplicate::Error => "error",
             OnDuplicate::First => "first",
@@ -301,8 +296,9 @@ impl JobPlan {
     }
 
     /// Up to `limit` stored keys of slot `slot` after `after` (`None`: from the first), as an
-    /// encoded batch with source position 0 and empty values, and the last key returned (to
-    /// pass as `after` for the next page; `None`: no more).
+    /// encoded batch with source position 0 and empty values (the primary index under `last`:
+    /// the stored rows, whose replaced index entries the build deletes), and the last key
+    /// returned (to pass as `after` for the next page; `None`: no more).
     pub fn existing_entries(
         &self,
         db: &Db,
@@ -328,7 +324,12 @@ impl JobPlan {
         let mut last = None;
         let mut n = 0;
         while it.valid() && n < limit {
-            b.append(slot, it.key(), &[], 0);
+            let value = if slot == 0 && self.on_duplicate == "last" {
+                it.value()
+            } else {
+                &[]
+            };
+            b.append(slot, it.key(), value, 0);
             last = Some(it.key().to_vec());
             n += 1;
             it.next();
