@@ -295,3 +295,27 @@ def test_output_files_one_range_set_into_a_fresh_db(tmp_path):
         want = [(k, v) for k, v in whole if k.startswith(prefix)
                 and (lo is None or k >= lo) and (hi is None or k < hi)]
         assert dump(tmp_path / f"r{r['slot']}-{r['range']}") == want
+
+
+def test_arrow_inputs_resume_only_under_the_callers_fingerprint(tmp_path):
+    """A job that fails other than on its data (here an I/O error of a build task, which the
+    local engine does not retry) is kept under the caller's id; Arrow inputs resume only with
+    the same ``input_fingerprint``, never without one."""
+    from sluice.distributed import jobs
+
+    t = pa.table({"id": pa.array(range(500), pa.int64()), "grp": [f"g{i % 4}" for i in range(500)],
+                  "email": [f"{i}@a" for i in range(500)], "price": pa.array([1] * 500, pa.int64())})
+    inputs = [(f"block {i}", ("arrow", t.slice(i * 100, 100))) for i in range(5)]
+    db = str(tmp_path / "db")
+    opts = dict(ranges=3, job_id="arrow", input_fingerprint="snapshot 7")
+    with pytest.raises(OSError, match="injected"):
+        run(Engine(), db, ITEMS_SQL, inputs, _fail_build_once=str(tmp_path / "m"), **opts)
+    assert jobs(db) == ["arrow"] and dump(db) == []
+    with pytest.raises(sluice.InvalidArgumentError, match="cannot be resumed: input"):
+        run(Engine(), db, ITEMS_SQL, inputs, ranges=3, job_id="arrow")
+    s = run(Engine(), db, ITEMS_SQL, inputs, **opts)
+    # The failed task had recorded its range before failing: at least that one is reused.
+    assert s["reused_ranges"] >= 1 and s["rows"] == 500 and jobs(db) == []
+    with sluice.open(tmp_path / "one") as one:
+        one.import_arrow(ITEMS_SQL, t)
+    assert dump(db) == dump(tmp_path / "one")
