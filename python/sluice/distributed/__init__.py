@@ -4,7 +4,8 @@ Spark) and committed in one atomic ingest.
 The flow (``run``), with every step that touches data in a task:
 
 1. plan (driver): the table bound to the Db's catalog, the duplicate policy, the inputs;
-2. sample (tasks): each input encoded to keys; every ``sample_every``-th key comes back;
+2. sample (tasks): each input encoded to keys; an evenly spaced sample of them comes back
+   (``sample_per_range`` keys a range in all, or every ``sample_every``-th key);
 3. cut (driver): ``ranges`` ranges per index from the sample (full keys; a unique index on
    its unique prefix, so every holder of a value meets in one range);
 4. partition (tasks): each input encoded again, its entries written per (index, range) as Arrow
@@ -172,10 +173,19 @@ def _load(loader: Any) -> Any:
     return loader() if callable(loader) else loader
 
 
-def _sample_task(args: Tuple[str, int, Any, int]) -> List[Tuple[int, bytes]]:
-    plan, source, loader, every = args
+def _sample_task(args: Tuple[str, int, Any, int, int]) -> List[Tuple[int, bytes]]:
+    """Every ``every``-th entry of input ``source`` (``every`` 0: as many as it takes to keep
+    about ``keep`` keys of each index)."""
+    plan, source, loader, every, keep = args
+    batches = _encode(plan, source, _load(loader))[0]
+    if every <= 0:
+        # An encoded batch holds one entry per row and index, so spacing the sample over all
+        # entries keeps about `keep` keys of each index.
+        slots = 1 + len(_json(plan)["table"]["indexes"])
+        entries = sum(b.num_rows for b in batches)
+        every = max(1, entries // max(1, keep * slots))
     out: List[Tuple[int, bytes]] = []
-    for b in _encode(plan, source, _load(loader))[0]:
+    for b in batches:
         out.extend(_sluice.sample_keys(b, every))
     return out
 
@@ -321,7 +331,8 @@ def run(
     table: Optional[str] = None,
     on_duplicate: str = "error",
     ranges: Optional[int] = None,
-    sample_every: int = 16,
+    sample_every: Optional[int] = None,
+    sample_per_range: int = 128,
     work_dir: Optional[str] = None,
     job_id: Optional[str] = None,
     text: Optional[Dict[str, Any]] = None,
@@ -353,6 +364,10 @@ def run(
     ``output``: ``"db"`` (one atomic ingest) or ``"files"``: each range's SSTs and a
     ``ranges.json`` in ``out_dir`` (the Db is read for its catalog, never written).
 
+    Sampling: ``sample_per_range`` keys for each range of each index in all (spread evenly over
+    the inputs and within each), so that what reaches the driver does not grow with the data;
+    or, with ``sample_every``, every that-many-th key of every input.
+
     Returns a summary: table, rows, rejected, duplicates_dropped, files (slot, level,
     entries), bytes written, ranges, balance (largest primary range / mean, in bytes), phases
     (seconds), reused_ranges, and for files output ``out_dir``."""
@@ -373,13 +388,19 @@ def run(
         plan = _sluice.plan_job(
             raw, schema_sql, job, names, table, on_duplicate, text or {}, max_errors
         )
-        options = json.dumps({"ranges": ranges, "sample_every": sample_every, "output": output})
+        options = json.dumps({
+            "ranges": ranges,
+            "sample_every": sample_every,
+            "sample_per_range": sample_per_range,
+            "output": output,
+        })
         state = _sluice.begin_job(
             raw, plan, schema_sql, _input_fingerprints(inputs, input_fingerprint), options, base
         )
         try:
             try:
-                plan, n_ranges = _cut(engine, bar, plan, state, inputs, sample_every, ranges, base)
+                sampling = (sample_every or 0, sample_per_range)
+                plan, n_ranges = _cut(engine, bar, plan, state, inputs, sampling, ranges, base)
                 phases["sample"] = time.perf_counter() - t0
                 bad = _shuffle(engine, bar, raw, plan, state, inputs, shuffle, base, job)
                 # Early: the bad rows alone may already be too many.
@@ -457,21 +478,24 @@ def _cut(
     plan: str,
     state: Dict[str, Any],
     inputs: Sequence[Input],
-    sample_every: int,
+    sampling: Tuple[int, int],
     ranges: Optional[int],
     base: str,
 ) -> Tuple[str, int]:
-    """Steps 2-3: the plan with cut points — an earlier run's, or from a new sample."""
+    """Steps 2-3: the plan with cut points — an earlier run's, or from a new sample
+    (``sampling``: every how-many-th key, 0 for about ``per_range`` keys a range)."""
     if state["plan"] is not None:
         return str(state["plan"]), _sluice.ranges(state["plan"], 0)
     slots = 1 + len(_json(plan)["table"]["indexes"])
-    items = [(plan, i, loader, sample_every) for i, (_, loader) in enumerate(inputs)]
+    n_ranges = ranges or max(1, 2 * _workers(engine))
+    every, per_range = sampling
+    keep = -(-per_range * n_ranges // max(1, len(inputs)))
+    items = [(plan, i, loader, every, keep) for i, (_, loader) in enumerate(inputs)]
     samples_lists = engine.run_tasks(_sample_task, items, bar.phase("sample", len(items)))
     samples: List[List[bytes]] = [[] for _ in range(slots)]
     for lst in samples_lists:
         for slot, key in lst:
             samples[slot].append(bytes(key))
-    n_ranges = ranges or max(1, 2 * _workers(engine))
     plan = _sluice.set_cuts(plan, samples, n_ranges)
     _sluice.save_job_plan(plan, base)
     return plan, n_ranges
