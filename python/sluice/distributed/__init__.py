@@ -174,10 +174,11 @@ def _load(loader: Any) -> Any:
 
 
 def _sample_task(args: Tuple[str, int, Any, int, int]) -> List[Tuple[int, bytes]]:
-    """Every ``every``-th entry of input ``source`` (``every`` 0: as many as it takes to keep
-    about ``keep`` keys of each index)."""
+    """The key in the middle of every ``every`` entries of input ``source`` (``every`` 0: as
+    many as it takes to keep about ``keep`` keys of each index)."""
     plan, source, loader, every, keep = args
-    batches = _encode(plan, source, _load(loader))[0]
+    pa = importlib.import_module("pyarrow")
+    batches = [pa.record_batch(b) for b in _encode(plan, source, _load(loader))[0]]
     if every <= 0:
         # An encoded batch holds one entry per row and index, so spacing the sample over all
         # entries keeps about `keep` keys of each index.
@@ -185,8 +186,20 @@ def _sample_task(args: Tuple[str, int, Any, int, int]) -> List[Tuple[int, bytes]
         entries = sum(b.num_rows for b in batches)
         every = max(1, entries // max(1, keep * slots))
     out: List[Tuple[int, bytes]] = []
+    # Each chunk's entries are sorted: a key taken at the start of every stretch of `every`
+    # would be its stretch's smallest and pull the cuts low; the middle one does not. The
+    # position carries over from batch to batch.
+    pos = every // 2
     for b in batches:
-        out.extend(_sluice.sample_keys(b, every))
+        n = b.num_rows
+        if pos >= n:
+            pos -= n
+            continue
+        idx = pa.array(range(pos, n, every), pa.int64())
+        pos = idx[-1].as_py() + every - n
+        slots_taken = b.column(0).take(idx).to_pylist()
+        keys_taken = b.column(2).take(idx).to_pylist()
+        out.extend(zip(slots_taken, keys_taken))
     return out
 
 
@@ -332,7 +345,7 @@ def run(
     on_duplicate: str = "error",
     ranges: Optional[int] = None,
     sample_every: Optional[int] = None,
-    sample_per_range: int = 128,
+    sample_per_range: int = 1024,
     work_dir: Optional[str] = None,
     job_id: Optional[str] = None,
     text: Optional[Dict[str, Any]] = None,
