@@ -34,6 +34,15 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::build, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::commit_job, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::sample_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::existing_slots, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::existing_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::export_job, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::begin_job, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::save_job_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::job_shuffled, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::abort_job_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::tally_job_rejects, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -4,17 +4,22 @@ Spark) and committed in one atomic ingest.
 The flow (``run``), with every step that touches data in a task:
 
 1. plan (driver): the table bound to the Db's catalog, the duplicate policy, the inputs;
-2. sample (tasks): each input encoded to keys; every ``sample_every``-th key comes back;
+2. sample (tasks): each input encoded to keys; an evenly spaced sample of them comes back
+   (``sample_per_range`` keys a range in all, or every ``sample_every``-th key);
 3. cut (driver): ``ranges`` ranges per index from the sample (full keys; a unique index on
    its unique prefix, so every holder of a value meets in one range);
 4. partition (tasks): each input encoded again, its entries written per (index, range) as Arrow
-   IPC files under the work directory (the shuffle: on several machines it must be shared);
-5. build (tasks): each range's entries sorted, duplicates resolved, SSTs written under a
-   per-attempt directory — primary ranges first, whose dropped rows the secondary ranges
-   then leave out;
-6. commit (driver): one manifest per range, disjoint ranges checked, one ``Db`` ingest: every
-   file at the bottom level, nothing compacted. Nothing is visible before; a failure leaves the
-   Db as it was, and the work directory is removed either way.
+   IPC files under the job's directory (the shuffle: on several machines it must be shared);
+   a table that already holds rows has its stored keys exported there by the driver;
+5. build (tasks): each range's entries sorted, duplicates resolved (against stored rows too),
+   SSTs written under a per-attempt directory and the range recorded as done — primary ranges
+   first, whose dropped rows the secondary ranges then leave out (and whose replaced stored
+   entries they delete);
+6. commit (driver): rejects added up against ``max_errors``, one manifest per range, disjoint
+   ranges checked, one ``Db`` ingest: every file at the bottom level of an empty table,
+   nothing compacted (or ``output="files"``: range sets and ``ranges.json``). Nothing is
+   visible before; a failure leaves the Db as it was. The job's directory is removed after the
+   commit, or kept for a rerun with the same ``job_id`` when the driver dies before it.
 
 An input is one source of rows in a known order — a file (read by the import's own readers, so
 a row's place and value are what ``sluice import`` sees) or one Arrow block of a dataset — and
@@ -31,7 +36,6 @@ from __future__ import annotations
 import importlib
 import os
 import json
-import shutil
 import sys
 import time
 import uuid
@@ -65,17 +69,24 @@ class Engine:
 
     name = "local"
 
-    def run_tasks(self, fn: Task, items: Sequence[Any]) -> List[Any]:
-        """``map`` with data errors raised here, in the driver, as the tasks raised them."""
+    def run_tasks(
+        self, fn: Task, items: Sequence[Any], tick: Optional[Callable[[], None]] = None
+    ) -> List[Any]:
+        """``map`` with data errors raised here, in the driver, as the tasks raised them;
+        ``tick`` is called as tasks finish (for a progress bar)."""
         out = []
-        for ok, value in self.map(_Guarded(fn), items):
+        for ok, value in self.map(_Guarded(fn), items, tick or (lambda: None)):
             if not ok:
                 raise value
             out.append(value)
         return out
 
-    def map(self, fn: Task, items: Sequence[Any]) -> List[Any]:
-        return [fn(x) for x in items]
+    def map(self, fn: Task, items: Sequence[Any], tick: Callable[[], None]) -> List[Any]:
+        out = []
+        for x in items:
+            out.append(fn(x))
+            tick()
+        return out
 
 
 class RayEngine(Engine):
@@ -88,12 +99,18 @@ class RayEngine(Engine):
         if not self.ray.is_initialized():
             self.ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
 
-    def map(self, fn: Task, items: Sequence[Any]) -> List[Any]:
+    def map(self, fn: Task, items: Sequence[Any], tick: Callable[[], None]) -> List[Any]:
         def task(x: Any) -> Any:
             return fn(x)
 
         remote = self.ray.remote(max_retries=2, retry_exceptions=[OSError])(task)
-        return list(self.ray.get([remote.remote(x) for x in items]))
+        refs = [remote.remote(x) for x in items]
+        pending = list(refs)
+        while pending:
+            ready, pending = self.ray.wait(pending, num_returns=1)
+            for _ in ready:
+                tick()
+        return list(self.ray.get(refs))
 
 
 class SparkEngine(Engine):
@@ -114,12 +131,15 @@ class SparkEngine(Engine):
             )
         self.spark = spark
 
-    def map(self, fn: Task, items: Sequence[Any]) -> List[Any]:
+    def map(self, fn: Task, items: Sequence[Any], tick: Callable[[], None]) -> List[Any]:
         if not items:
             return []
         sc = self.spark.sparkContext
         indexed = list(enumerate(items))
         out = sc.parallelize(indexed, len(indexed)).map(lambda kv: (kv[0], fn(kv[1]))).collect()
+        # A job's tasks report to the driver only at its end.
+        for _ in items:
+            tick()
         return [v for _, v in sorted(out, key=lambda kv: kv[0])]
 
 
@@ -139,32 +159,57 @@ def engine_named(name: str, workers: Optional[int] = None) -> Engine:
 Input = Tuple[str, Any]
 
 
-def _encode(plan: str, source: int, loaded: Any) -> List[Any]:
+def _encode(plan: str, source: int, loaded: Any) -> Tuple[List[Any], List[str]]:
+    """The entries of one input and the rows it rejected (JSON), as the core returns them."""
     kind, value = loaded
     if kind == "file":
-        return list(_sluice.encode_file(plan, value, source))
-    return list(_sluice.encode(plan, value, source))
+        batches, rejects = _sluice.encode_file(plan, value, source)
+    else:
+        batches, rejects = _sluice.encode(plan, value, source)
+    return list(batches), list(rejects)
 
 
 def _load(loader: Any) -> Any:
     return loader() if callable(loader) else loader
 
 
-def _sample_task(args: Tuple[str, int, Any, int]) -> List[Tuple[int, bytes]]:
-    plan, source, loader, every = args
+def _sample_task(args: Tuple[str, int, Any, int, int]) -> List[Tuple[int, bytes]]:
+    """The key in the middle of every ``every`` entries of input ``source`` (``every`` 0: as
+    many as it takes to keep about ``keep`` keys of each index)."""
+    plan, source, loader, every, keep = args
+    pa = importlib.import_module("pyarrow")
+    batches = [pa.record_batch(b) for b in _encode(plan, source, _load(loader))[0]]
+    if every <= 0:
+        # An encoded batch holds one entry per row and index, so spacing the sample over all
+        # entries keeps about `keep` keys of each index.
+        slots = 1 + len(_json(plan)["table"]["indexes"])
+        entries = sum(b.num_rows for b in batches)
+        every = max(1, entries // max(1, keep * slots))
     out: List[Tuple[int, bytes]] = []
-    for b in _encode(plan, source, _load(loader)):
-        out.extend(_sluice.sample_keys(b, every))
+    # Each chunk's entries are sorted: a key taken at the start of every stretch of `every`
+    # would be its stretch's smallest and pull the cuts low; the middle one does not. The
+    # position carries over from batch to batch.
+    pos = every // 2
+    for b in batches:
+        n = b.num_rows
+        if pos >= n:
+            pos -= n
+            continue
+        idx = pa.array(range(pos, n, every), pa.int64())
+        pos = idx[-1].as_py() + every - n
+        slots_taken = b.column(0).take(idx).to_pylist()
+        keys_taken = b.column(2).take(idx).to_pylist()
+        out.extend(zip(slots_taken, keys_taken))
     return out
 
 
-def _partition_task(args: Tuple[str, int, Any, str]) -> List[Tuple[int, int]]:
-    """Encodes input `source` and writes its entries per (slot, range): the shuffle's map side."""
-    plan, source, loader, shuffle_dir = args
+def _write_parts(batches: List[Any], shuffle_dir: str, name: str) -> List[Tuple[int, int]]:
+    """Writes encoded ``batches`` per (slot, range) as ``s<slot>-r<range>/<name>.arrow`` (each
+    file written under a temporary name and renamed: a rerun overwrites it whole)."""
     pa = importlib.import_module("pyarrow")
     pc = importlib.import_module("pyarrow.compute")
     ipc = importlib.import_module("pyarrow.ipc")
-    batches = [pa.record_batch(b) for b in _encode(plan, source, _load(loader))]
+    batches = [pa.record_batch(b) for b in batches]
     if not batches:
         return []
     table = pa.Table.from_batches(batches)
@@ -174,16 +219,62 @@ def _partition_task(args: Tuple[str, int, Any, str]) -> List[Tuple[int, int]]:
         part = table.filter(pc.and_(pc.equal(table["slot"], slot), pc.equal(table["range"], rng)))
         d = os.path.join(shuffle_dir, f"s{slot}-r{rng}")
         os.makedirs(d, exist_ok=True)
-        tmp = os.path.join(d, f".src{source}.{uuid.uuid4().hex}")
+        tmp = os.path.join(d, f".{name}.{uuid.uuid4().hex}")
         with ipc.new_file(tmp, part.schema) as w:
             w.write_table(part)
-        os.replace(tmp, os.path.join(d, f"src{source}.arrow"))
+        os.replace(tmp, os.path.join(d, f"{name}.arrow"))
         written.append((slot, rng))
     return written
 
 
-def _build_task(args: Tuple[str, int, int, str, List[int], str, Optional[str]]) -> str:
-    plan, slot, rng, shuffle_dir, dropped, out_dir, fail = args
+def _partition_task(args: Tuple[str, int, Any, str]) -> List[Tuple[int, int]]:
+    """Encodes input `source` and writes its entries per (slot, range): the shuffle's map side.
+    Its rejected rows go to ``rejects/src<source>.json`` beside them."""
+    plan, source, loader, shuffle_dir = args
+    batches, rejects = _encode(plan, source, _load(loader))
+    d = os.path.join(shuffle_dir, "rejects")
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".src{source}.{uuid.uuid4().hex}")
+    with open(tmp, "w") as f:
+        json.dump(rejects, f)
+    os.replace(tmp, os.path.join(d, f"src{source}.json"))
+    return _write_parts(batches, shuffle_dir, f"src{source}")
+
+
+def _shuffled_rejects(shuffle_dir: str) -> List[str]:
+    d = os.path.join(shuffle_dir, "rejects")
+    out: List[str] = []
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(d, name)) as f:
+                out.extend(json.load(f))
+    return out
+
+
+def _export_existing(raw: Any, plan: str, shuffle_dir: str, page: int = 1 << 16) -> int:
+    """The stored keys of a table that holds rows (primary and unique indexes) into the shuffle,
+    a page at a time, for the builds to meet. Returns how many."""
+    n = 0
+    for slot in _sluice.existing_slots(plan):
+        after: Optional[bytes] = None
+        number = 0
+        while True:
+            batch, after = _sluice.existing_entries(raw, plan, slot, after, page)
+            _write_parts([batch], shuffle_dir, f"existing-s{slot}-{number:06d}")
+            n += batch.num_rows
+            number += 1
+            if after is None:
+                break
+    return n
+
+
+# A build task's arguments: plan, slot, range, shuffle dir, the rows the primary dropped, the
+# stored entries it deletes (slot, key), work dir, the failpoint's marker.
+BuildArgs = Tuple[str, int, int, str, List[int], List[Tuple[int, bytes]], str, Optional[str]]
+
+
+def _build_task(args: BuildArgs) -> str:
+    plan, slot, rng, shuffle_dir, dropped, deletions, work_dir, fail = args
     ipc = importlib.import_module("pyarrow.ipc")
     d = os.path.join(shuffle_dir, f"s{slot}-r{rng}")
     tables = []
@@ -192,9 +283,11 @@ def _build_task(args: Tuple[str, int, int, str, List[int], str, Optional[str]]) 
             if name.endswith(".arrow"):
                 with ipc.open_file(os.path.join(d, name)) as r:
                     tables.append(r.read_all())
-    manifest = str(_sluice.build(plan, slot, rng, tables, dropped, out_dir, _attempt()))
+    manifest = str(
+        _sluice.build(plan, slot, rng, tables, dropped, work_dir, _attempt(), deletions)
+    )
     if fail:
-        _fail_once(fail, out_dir)
+        _fail_once(fail, work_dir)
     return manifest
 
 
@@ -220,6 +313,28 @@ def _attempt() -> str:
     return uuid.uuid4().hex
 
 
+def _input_fingerprints(inputs: Sequence[Input], caller: Optional[str]) -> List[str]:
+    """What a rerun must find unchanged, per input: a file's path, size and modification time;
+    for any other input (an Arrow block, a DataFrame partition) the caller's
+    ``input_fingerprint``, or — without one — a value no rerun can match, so such a job is
+    never resumed on trust."""
+    out = []
+    for name, loader in inputs:
+        if isinstance(loader, tuple) and loader[0] == "file":
+            st = os.stat(loader[1])
+            out.append(f"{name}: file {loader[1]} size {st.st_size} mtime_ns {st.st_mtime_ns}")
+        elif caller is not None:
+            out.append(f"{name}: vouched for by the caller as {caller!r}")
+        else:
+            out.append(f"{name}: not a file and no input_fingerprint given (run {uuid.uuid4().hex})")
+    return out
+
+
+class _DataError(Exception):
+    """Marks an error that makes a job's work worthless (a bad row past the limit, a
+    duplicate): the job is aborted, not kept for a rerun."""
+
+
 def run(
     engine: Engine,
     db_path: str,
@@ -229,82 +344,287 @@ def run(
     table: Optional[str] = None,
     on_duplicate: str = "error",
     ranges: Optional[int] = None,
-    sample_every: int = 16,
+    sample_every: Optional[int] = None,
+    sample_per_range: int = 1024,
     work_dir: Optional[str] = None,
     job_id: Optional[str] = None,
     text: Optional[Dict[str, Any]] = None,
+    max_errors: int = 0,
+    rejects: Optional[str] = None,
+    output: str = "db",
+    out_dir: Optional[str] = None,
+    input_fingerprint: Optional[str] = None,
     progress: bool = False,
     _fail_build_once: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The distributed import of ``inputs`` into the Db at ``db_path`` (see the module doc).
-    Returns a summary: table, rows, duplicates_dropped, files (slot, level, entries), bytes
-    written, ranges, balance (largest primary range / mean, in bytes), phases (seconds)."""
+
+    ``job_id``: names the job's directory, ``<work_dir>/sluice-job-<job_id>`` (``work_dir``
+    defaults to the Db's directory; on several machines it must be shared). A rerun with the
+    same id resumes: it reuses the cut points, the shuffle and every finished range, and
+    refuses if the inputs (files: size and modification time; other inputs: the caller's
+    ``input_fingerprint``, without which they are never resumed), the schema, the table's
+    catalog entry, the Db or an option that changes the output differ. A job that fails on
+    its data (a bad row past ``max_errors``, a duplicate under ``error``) is removed; one that
+    fails otherwise (a crash, an interrupt, an engine failure) is kept for a rerun when it has
+    an id the caller chose (``abort(db_path, job_id)`` removes it; ``jobs(db_path)`` lists
+    them). Without ``job_id`` a random one is used and the job is never kept.
+
+    ``max_errors``/``rejects``: as ``sluice import``'s — bad rows (and, under ``error``,
+    duplicate keys) tolerated across all tasks, written to ``rejects`` (``# reason`` then the
+    record) by the coordinator; past the limit the job fails and nothing is visible.
+
+    ``output``: ``"db"`` (one atomic ingest) or ``"files"``: each range's SSTs and a
+    ``ranges.json`` in ``out_dir`` (the Db is read for its catalog, never written).
+
+    Sampling: ``sample_per_range`` keys for each range of each index in all (spread evenly over
+    the inputs and within each), so that what reaches the driver does not grow with the data;
+    or, with ``sample_every``, every that-many-th key of every input.
+
+    Returns a summary: table, rows, rejected, duplicates_dropped, files (slot, level,
+    entries), bytes written, ranges, balance (largest primary range / mean, in bytes), phases
+    (seconds), reused_ranges, and for files output ``out_dir``."""
+    if output not in ("db", "files"):
+        raise ValueError(f"output {output!r}: db or files")
+    if output == "files" and not out_dir:
+        raise ValueError("output='files' needs out_dir")
+    chosen_id = job_id is not None
     job = job_id or uuid.uuid4().hex[:12]
+    bar = _Progress(progress)
     t0 = time.perf_counter()
     phases: Dict[str, float] = {}
     with _open(db_path) as db:
         raw = db._raw()
-        base = work_dir or os.path.join(str(db.path), f"sluice-job-{job}-work")
-        shuffle = os.path.join(base, "shuffle")
-        os.makedirs(shuffle, exist_ok=True)
+        base = os.path.abspath(work_dir or str(db.path))
+        shuffle = os.path.join(base, f"sluice-job-{job}", "shuffle")
+        names = [n for n, _ in inputs]
+        plan = _sluice.plan_job(
+            raw, schema_sql, job, names, table, on_duplicate, text or {}, max_errors
+        )
+        options = json.dumps({
+            "ranges": ranges,
+            "sample_every": sample_every,
+            "sample_per_range": sample_per_range,
+            "output": output,
+        })
+        state = _sluice.begin_job(
+            raw, plan, schema_sql, _input_fingerprints(inputs, input_fingerprint), options, base
+        )
         try:
-            names = [n for n, _ in inputs]
-            plan = _sluice.plan_job(raw, schema_sql, job, names, table, on_duplicate, text or {})
-            slots = 1 + len(_json(plan)["table"]["indexes"])
-            _say(progress, f"plan: {len(inputs)} inputs, {slots} indexes")
-            samples_lists = engine.run_tasks(
-                _sample_task, [(plan, i, loader, sample_every) for i, (_, loader) in enumerate(inputs)]
-            )
-            samples: List[List[bytes]] = [[] for _ in range(slots)]
-            for lst in samples_lists:
-                for slot, key in lst:
-                    samples[slot].append(bytes(key))
-            n_ranges = ranges or max(1, 2 * _workers(engine))
-            plan = _sluice.set_cuts(plan, samples, n_ranges)
-            phases["sample"] = time.perf_counter() - t0
-            _say(progress, f"sample: {sum(map(len, samples))} keys, {n_ranges} ranges a slot")
-            engine.run_tasks(
-                _partition_task, [(plan, i, loader, shuffle) for i, (_, loader) in enumerate(inputs)]
-            )
-            phases["encode_shuffle"] = time.perf_counter() - t0 - sum(phases.values())
-            out_dir = os.path.join(base, "out")
-            primary = engine.run_tasks(
-                _build_task,
-                [(plan, 0, r, shuffle, [], out_dir, _fail_build_once) for r in range(_sluice.ranges(plan, 0))],
-            )
-            dropped = sorted({d for m in primary for d in _json(m)["dropped"]})
-            secondary = engine.run_tasks(
-                _build_task,
-                [
-                    (plan, s, r, shuffle, dropped, out_dir, _fail_build_once)
-                    for s in range(1, slots)
-                    for r in range(_sluice.ranges(plan, s))
-                ],
-            )
-            phases["build"] = time.perf_counter() - t0 - sum(phases.values())
-            manifests = list(primary) + list(secondary)
-            files = _sluice.commit_job(raw, plan, manifests, out_dir)
+            try:
+                sampling = (sample_every or 0, sample_per_range)
+                plan, n_ranges = _cut(engine, bar, plan, state, inputs, sampling, ranges, base)
+                phases["sample"] = time.perf_counter() - t0
+                bad = _shuffle(engine, bar, raw, plan, state, inputs, shuffle, base, job)
+                # Early: the bad rows alone may already be too many.
+                _sluice.tally_job_rejects(bad, [], max_errors)
+                phases["encode_shuffle"] = time.perf_counter() - t0 - sum(phases.values())
+                manifests, reused = _build(engine, bar, plan, state, shuffle, base, _fail_build_once)
+                phases["build"] = time.perf_counter() - t0 - sum(phases.values())
+                parsed = [_json(m) for m in manifests]
+                dups = [r for m in parsed if m["slot"] == 0 for r in m.get("rejects", [])]
+                rejected = _sluice.tally_job_rejects(
+                    bad, [json.dumps(r) for r in dups], max_errors, rejects
+                )
+            except _errors.Error as e:
+                if isinstance(e, OSError):
+                    raise
+                raise _DataError() from e
+            if os.environ.get("SLUICE_DISTRIBUTED_CRASH_BEFORE_COMMIT"):
+                # Tests: the coordinator dies here, with every range built and nothing committed.
+                os._exit(137)
+            bar.start("ingest", 1)
+            if output == "db":
+                files = list(_sluice.commit_job(raw, plan, manifests, base))
+            else:
+                ranges_json = _json(_sluice.export_job(plan, manifests, base, str(out_dir)))
+                files = [
+                    {"slot": r["slot"], "level": None, "entries": f["entries"]}
+                    for r in ranges_json["ranges"]
+                    for f in r["files"]
+                ]
+            bar.tick()
+            bar.done()
             phases["ingest"] = time.perf_counter() - t0 - sum(phases.values())
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
-    parsed = [_json(m) for m in manifests]
+        except _DataError as e:
+            _sluice.abort_job_dir(base, job)
+            assert e.__cause__ is not None
+            raise e.__cause__ from None
+        except BaseException:
+            if chosen_id and os.path.isdir(os.path.join(base, f"sluice-job-{job}")):
+                print(
+                    f"sluice.distributed: job {job} kept in {base} for a rerun with the same "
+                    f"job id (sluice.distributed.abort removes it)",
+                    file=sys.stderr,
+                )
+            else:
+                _sluice.abort_job_dir(base, job)
+            raise
     rows = sum(m["entries"] for m in parsed if m["slot"] == 0)
     range_bytes = [sum(f["bytes"] for f in m["files"]) for m in parsed if m["slot"] == 0]
     mean = sum(range_bytes) / max(1, len(range_bytes))
     phases["total"] = time.perf_counter() - t0
-    _say(progress, f"imported {rows} rows in {phases['total']:.2f} s")
-    return {
+    out = {
         "table": _json(plan)["table"]["name"],
+        "created": _json(plan)["created"],
         "rows": rows,
-        "duplicates_dropped": len(dropped),
-        "files": list(files),
+        "rejected": rejected,
+        "duplicates_dropped": sum(m.get("duplicates", 0) for m in parsed if m["slot"] == 0),
+        "files": files,
         "bytes": sum(f["bytes"] for m in parsed for f in m["files"]),
         "ranges": n_ranges,
         # The largest primary range over the mean, in bytes (1.0: perfectly even).
         "balance": max(range_bytes, default=0) / mean if mean else 1.0,
         "phases": phases,
         "engine": engine.name,
+        "job_id": job,
+        "reused_ranges": reused,
     }
+    if output == "files":
+        out["out_dir"] = str(out_dir)
+    return out
+
+
+def _cut(
+    engine: Engine,
+    bar: "_Progress",
+    plan: str,
+    state: Dict[str, Any],
+    inputs: Sequence[Input],
+    sampling: Tuple[int, int],
+    ranges: Optional[int],
+    base: str,
+) -> Tuple[str, int]:
+    """Steps 2-3: the plan with cut points — an earlier run's, or from a new sample
+    (``sampling``: every how-many-th key, 0 for about ``per_range`` keys a range)."""
+    if state["plan"] is not None:
+        return str(state["plan"]), _sluice.ranges(state["plan"], 0)
+    slots = 1 + len(_json(plan)["table"]["indexes"])
+    n_ranges = ranges or max(1, 2 * _workers(engine))
+    every, per_range = sampling
+    keep = -(-per_range * n_ranges // max(1, len(inputs)))
+    items = [(plan, i, loader, every, keep) for i, (_, loader) in enumerate(inputs)]
+    samples_lists = engine.run_tasks(_sample_task, items, bar.phase("sample", len(items)))
+    samples: List[List[bytes]] = [[] for _ in range(slots)]
+    for lst in samples_lists:
+        for slot, key in lst:
+            samples[slot].append(bytes(key))
+    plan = _sluice.set_cuts(plan, samples, n_ranges)
+    _sluice.save_job_plan(plan, base)
+    return plan, n_ranges
+
+
+def _shuffle(
+    engine: Engine,
+    bar: "_Progress",
+    raw: Any,
+    plan: str,
+    state: Dict[str, Any],
+    inputs: Sequence[Input],
+    shuffle: str,
+    base: str,
+    job: str,
+) -> List[str]:
+    """Step 4, unless an earlier run completed it: every input's entries and the table's stored
+    keys per (slot, range). Returns the bad rows (JSON)."""
+    if not state["shuffled"]:
+        items = [(plan, i, loader, shuffle) for i, (_, loader) in enumerate(inputs)]
+        engine.run_tasks(_partition_task, items, bar.phase("encode+shuffle", len(items)))
+        _export_existing(raw, plan, shuffle)
+        _sluice.job_shuffled(base, job)
+    return _shuffled_rejects(shuffle)
+
+
+def _build(
+    engine: Engine,
+    bar: "_Progress",
+    plan: str,
+    state: Dict[str, Any],
+    shuffle: str,
+    base: str,
+    fail: Optional[str],
+) -> Tuple[List[str], int]:
+    """Step 5: every range not finished by an earlier run, primary ranges first (their dropped
+    rows leave the secondary ranges, the stored entries they replaced are deleted there).
+    Returns one manifest per range and how many were reused."""
+    done = {(m["slot"], m["range"]): m for m in map(_json, state["done"])}
+    by_range = {k: json.dumps(m) for k, m in done.items()}
+    slots = 1 + len(_json(plan)["table"]["indexes"])
+    todo = [(s, r) for s in range(slots) for r in range(_sluice.ranges(plan, s))]
+    tick = bar.phase("build", len(todo) - len([k for k in todo if k in done]))
+    primary = [(0, r) for s, r in todo if s == 0 and (s, r) not in done]
+    for k, m in zip(primary, engine.run_tasks(
+        _build_task, [(plan, 0, r, shuffle, [], [], base, fail) for _, r in primary], tick
+    )):
+        by_range[k] = m
+    decided = [_json(m) for k, m in by_range.items() if k[0] == 0]
+    dropped = sorted({d for m in decided for d in m["dropped"]})
+    deletions = [(int(s), bytes(k)) for m in decided for s, k in m.get("deletions", [])]
+    secondary = [(s, r) for s, r in todo if s > 0 and (s, r) not in done]
+    for k, m in zip(secondary, engine.run_tasks(
+        _build_task,
+        [(plan, s, r, shuffle, dropped, deletions, base, fail) for s, r in secondary],
+        tick,
+    )):
+        by_range[k] = m
+    return [by_range[k] for k in todo], len([k for k in todo if k in done])
+
+
+class _Progress:
+    """A bar per phase on standard error (``progress=False``: silent)."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.name = ""
+        self.total = 0
+        self.count = 0
+        self.t0 = 0.0
+
+    def start(self, name: str, total: int) -> None:
+        self.name, self.total, self.count, self.t0 = name, total, 0, time.perf_counter()
+        self._draw()
+        if total == 0:
+            self.done()
+
+    def phase(self, name: str, total: int) -> Callable[[], None]:
+        """Starts phase ``name`` of ``total`` tasks; returns the callback a finished task calls."""
+        self.start(name, total)
+        return self.tick
+
+    def tick(self) -> None:
+        self.count += 1
+        self._draw()
+        if self.count >= self.total:
+            self.done()
+
+    def done(self) -> None:
+        if self.on and self.name:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self.name = ""
+
+    def _draw(self) -> None:
+        if not self.on or not self.name:
+            return
+        width = 30
+        filled = width * self.count // max(1, self.total)
+        sys.stderr.write(
+            f"\r{self.name:<15} [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total}"
+            f" tasks {time.perf_counter() - self.t0:6.1f} s"
+        )
+        sys.stderr.flush()
+
+
+def abort(db_path: str, job_id: str, work_dir: Optional[str] = None) -> bool:
+    """Removes the directory of job ``job_id`` (kept by a coordinator that died or was
+    interrupted before its commit) from ``work_dir`` (default: the Db's directory). Returns
+    whether there was one. Do not abort a job that is still running."""
+    return bool(_sluice.abort_job_dir(os.path.abspath(work_dir or str(db_path)), job_id))
+
+
+def jobs(db_path: str, work_dir: Optional[str] = None) -> List[str]:
+    """The ids of the jobs kept for a rerun in ``work_dir`` (default: the Db's directory)."""
+    return list(_sluice.jobs(os.path.abspath(work_dir or str(db_path))))
 
 
 def _json(s: str) -> Any:
@@ -317,11 +637,6 @@ def _workers(engine: Engine) -> int:
     if isinstance(engine, RayEngine):
         return int(engine.ray.cluster_resources().get("CPU", 1))
     return 1
-
-
-def _say(on: bool, msg: str) -> None:
-    if on:
-        print(f"sluice.distributed: {msg}", flush=True)
 
 
 def import_files(
@@ -345,4 +660,13 @@ def import_files(
     return run(engine_named(engine, workers), db_path, schema_sql, inputs, text=text, **options)
 
 
-__all__ = ["run", "import_files", "Engine", "RayEngine", "SparkEngine", "engine_named"]
+__all__ = [
+    "run",
+    "import_files",
+    "abort",
+    "jobs",
+    "Engine",
+    "RayEngine",
+    "SparkEngine",
+    "engine_named",
+]

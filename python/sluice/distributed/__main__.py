@@ -1,14 +1,16 @@
 """``python -m sluice.distributed import --engine ray|spark --db DIR --schema S.sql FILES...``:
-``sluice import``'s input options, the files imported through Ray or Spark tasks."""
+``sluice import``'s input options, the files imported through Ray or Spark tasks, and the
+same summary ``sluice import`` prints. ``jobs --db DIR`` lists the jobs kept for a rerun,
+``abort --db DIR --job-id ID`` removes one."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
-from . import import_files
+from . import abort, import_files, jobs
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -27,9 +29,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     imp.add_argument("--quote", default='"', help="quote character, or 'none'")
     imp.add_argument("--null")
     imp.add_argument("--on-duplicate", choices=["error", "first", "last"], default="error")
+    imp.add_argument("--max-errors", type=int, default=0, help="bad rows tolerated (default 0)")
+    imp.add_argument("--rejects", help="write rejected rows here")
+    imp.add_argument("--job-id", help="name the job: a rerun with the same id resumes it")
+    imp.add_argument("--work-dir", help="the job's directory's parent (default: the Db's)")
+    imp.add_argument("--output", choices=["db", "files"], default="db")
+    imp.add_argument("--out", help="with --output files: where the range sets go")
     imp.add_argument("--json", action="store_true", help="print the summary as JSON")
+    imp.add_argument("--no-progress", action="store_true", help="no progress bars")
     imp.add_argument("files", nargs="+")
+    for name, what in [("jobs", "list the jobs kept for a rerun"), ("abort", "remove a kept job")]:
+        p = sub.add_parser(name, help=what)
+        p.add_argument("--db", required=True)
+        p.add_argument("--work-dir")
+        if name == "abort":
+            p.add_argument("--job-id", required=True)
     a = ap.parse_args(argv)
+    if a.cmd == "jobs":
+        for j in jobs(a.db, a.work_dir):
+            print(j)
+        return 0
+    if a.cmd == "abort":
+        found = abort(a.db, a.job_id, a.work_dir)
+        print(f"job {a.job_id}: {'removed' if found else 'not found'}")
+        return 0 if found else 1
     with open(a.schema) as f:
         schema = f.read()
     s = import_files(
@@ -46,18 +69,41 @@ def main(argv: Optional[List[str]] = None) -> int:
         table=a.table,
         on_duplicate=a.on_duplicate,
         ranges=a.ranges,
-        progress=not a.json,
+        max_errors=a.max_errors,
+        rejects=a.rejects,
+        job_id=a.job_id,
+        work_dir=a.work_dir,
+        output=a.output,
+        out_dir=a.out,
+        progress=not (a.json or a.no_progress),
     )
     if a.json:
         print(json.dumps(s))
     else:
-        levels = sorted({f["level"] for f in s["files"]})
-        print(
-            f"imported {s['rows']} rows into {s['table']} with {s['engine']}: {len(s['files'])} "
-            f"files at levels {levels}, {s['ranges']} ranges an index, "
-            + ", ".join(f"{k} {v:.2f} s" for k, v in s["phases"].items())
-        )
+        print(summary_text(s))
     return 0
+
+
+def summary_text(s: Dict[str, Any]) -> str:
+    """``sluice import``'s summary of a distributed import (its phases are this import's)."""
+    total = s["phases"]["total"]
+    size = f"{s['bytes'] / 1e6:.1f} MB" if s["bytes"] >= 1_000_000 else f"{s['bytes'] / 1e3:.1f} KB"
+    lines = [
+        f"imported {s['rows']} rows into {s['table']}{' (new table)' if s['created'] else ''} "
+        f"({size} in {total:.2f} s: {s['rows'] / max(total, 1e-9):.0f} rows/s)",
+        "  phases: " + ", ".join(
+            f"{k.replace('_', '+')} {v:.2f} s" for k, v in s["phases"].items() if k != "total"
+        ) + f"; engine {s['engine']}, {s['ranges']} ranges an index, "
+        f"{s['reused_ranges']} ranges reused",
+        f"  rejected {s['rejected']}, duplicates dropped {s['duplicates_dropped']}",
+    ]
+    for f in s["files"]:
+        index = "catalog" if f["slot"] is None else ("primary" if f["slot"] == 0 else f"index {f['slot']}")
+        level = "-" if f["level"] is None else str(f["level"])
+        lines.append(f"  file {index:<20} L{level}  {f['entries']} entries")
+    if "out_dir" in s:
+        lines.append(f"  range sets in {s['out_dir']} (ranges.json)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,14 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 use sluice::{Db, IngestOptions, SstWriter, TableOptions};
 
+use super::job::job_dir;
+use super::rejects::{over_limit, RowReject};
 use super::JobPlan;
 use crate::catalog;
 use crate::error::{OtherRow, RowPlace};
 use crate::merge::FinalWriter;
 use crate::parse::LINE_BITS;
+use crate::pipeline::merge::policy::{row_record, secondary_keys};
 use crate::ImportError;
 
 /// One SST of a range.
@@ -48,9 +51,42 @@ pub struct RangeManifest {
     pub files: Vec<RangeFile>,
     /// Entries written.
     pub entries: u64,
-    /// Source positions of the rows the duplicate policy dropped (primary ranges): their
-    /// secondary entries must be left out.
+    /// Source positions of the rows left out of the primary index (primary ranges): dropped
+    /// by the duplicate policy or rejected. Their secondary entries must be left out too.
     pub dropped: Vec<u64>,
+    /// Rows the duplicate policy dropped (`first`, `last`; an input row meeting a stored
+    /// row under `first` counts too).
+    #[serde(default)]
+    pub duplicates: u64,
+    /// Rows rejected as duplicates (`error` with `max_errors`), in key order.
+    #[serde(default)]
+    pub rejects: Vec<RowReject>,
+    /// (slot, key): the secondary entries of stored rows that input rows replaced (`last`)
+    /// and do not have themselves; the secondary builds delete them.
+    #[serde(default)]
+    pub deletions: Vec<(u32, Vec<u8>)>,
+}
+
+/// What the primary ranges decided that the secondary ranges must follow.
+#[derive(Debug, Clone, Default)]
+pub struct FromPrimary {
+    /// Source positions of the rows left out of the primary index.
+    pub dropped: HashSet<u64>,
+    /// (slot, key) of stored entries to delete.
+    pub deletions: Vec<(u32, Vec<u8>)>,
+}
+
+impl FromPrimary {
+    /// Gathered from the primary ranges' manifests.
+    pub fn of(manifests: &[RangeManifest]) -> FromPrimary {
+        let primary = || manifests.iter().filter(|m| m.slot == 0);
+        FromPrimary {
+            dropped: primary().flat_map(|m| m.dropped.iter().copied()).collect(),
+            deletions: primary()
+                .flat_map(|m| m.deletions.iter().cloned())
+                .collect(),
+        }
+    }
 }
 
 impl RangeManifest {
@@ -78,43 +114,40 @@ fn place(plan: &JobPlan, src: u64) -> RowPlace {
     }
 }
 
-/// The directory of one attempt of a job: `dir/<job id>/<attempt>`.
+/// The directory of one attempt of a job: `dir/sluice-job-<job id>/<attempt>`.
 pub fn attempt_dir(dir: &Path, job_id: &str, attempt: &str) -> PathBuf {
-    dir.join(format!("sluice-job-{job_id}")).join(attempt)
+    job_dir(dir, job_id).join(attempt)
 }
 
+/// One entry of a range: key, value, source position (0: a stored entry).
+type Item<'a> = (&'a [u8], &'a [u8], u64);
+
 /// Step 4: the entries of (`slot`, `range`) found in `batches` (encoded batches; entries of
-/// other slots or of other ranges under the plan's cut points are skipped), sorted, the duplicate policy applied (primary) or the
-/// unique values checked, entries of `drop`ped rows left out (secondary), written as SSTs
-/// under `attempt_dir(dir, job, attempt)`.
+/// other slots or of other ranges under the plan's cut points are skipped), sorted, the
+/// duplicate policy applied (primary) or the unique values checked, entries of rows the
+/// primary dropped left out and its deletions written (secondary, `from`), as SSTs under
+/// `attempt_dir(dir, job, attempt)`. Stored entries (source position 0, from
+/// [`JobPlan::existing_entries`]) take part in the checks and are never written.
 pub fn build_range(
     plan: &JobPlan,
     slot: usize,
     range: u32,
     batches: &[RecordBatch],
-    drop: &HashSet<u64>,
+    from: &FromPrimary,
     dir: &Path,
     attempt: &str,
 ) -> Result<RangeManifest, ImportError> {
-    let mut items: Vec<(&[u8], &[u8], u64)> = Vec::new();
-    for b in batches {
-        let cols = b.columns();
-        if cols.len() != 5 {
-            return Err(ImportError::InvalidArgument(
-                "not an encoded batch (slot, range, key, value, src)".into(),
-            ));
-        }
-        let slots = cols[0].as_primitive::<UInt32Type>();
-        let (keys, values) = (cols[2].as_binary::<i32>(), cols[3].as_binary::<i32>());
-        let srcs = cols[4].as_primitive::<UInt64Type>();
-        for i in 0..b.num_rows() {
-            // The range by the plan's cuts, not the batch's column: a batch encoded before the
-            // cuts were set (range 0) is routed right too.
-            if slots.value(i) as usize == slot && plan.range_of(slot, keys.value(i)) == range {
-                items.push((keys.value(i), values.value(i), srcs.value(i)));
-            }
-        }
-    }
+    let drop = &from.dropped;
+    let mut deletions: Vec<&[u8]> = from
+        .deletions
+        .iter()
+        .filter(|(s, k)| *s as usize == slot && plan.range_of(slot, k) == range)
+        .map(|(_, k)| k.as_slice())
+        .collect();
+    deletions.sort_unstable();
+    let deleted: HashSet<&[u8]> = deletions.iter().copied().collect();
+    let mut deletions = deletions.into_iter().peekable();
+    let mut items = range_items(plan, slot, range, batches)?;
     items.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
     let out = attempt_dir(dir, &plan.job_id, attempt);
     std::fs::create_dir_all(&out).map_err(|e| ImportError::io(&out, e))?;
@@ -125,68 +158,71 @@ pub fn build_range(
         TableOptions::default(),
         Arc::new(AtomicU64::new(0)),
     );
-    let mut dropped = Vec::new();
+    let mut res = Resolution {
+        plan,
+        dropped: Vec::new(),
+        duplicates: 0,
+        rejects: Vec::new(),
+        deletions: Vec::new(),
+    };
     let mut entries = 0u64;
     let t = &plan.table;
     let unique = slot > 0 && t.indexes[slot - 1].unique;
+    // Entries with equal keys (primary) or equal unique values: one group.
+    let group_key = |k: &[u8]| -> Vec<u8> {
+        if unique {
+            t.unique_prefix(slot, k)
+                .map_or_else(|| k.to_vec(), <[u8]>::to_vec)
+        } else {
+            k.to_vec()
+        }
+    };
     let mut i = 0;
     while i < items.len() {
-        // Entries with equal keys (primary) or equal unique values: one group.
-        let group_key = |k: &[u8]| -> Vec<u8> {
-            if unique {
-                t.unique_prefix(slot, k)
-                    .map_or_else(|| k.to_vec(), <[u8]>::to_vec)
-            } else {
-                k.to_vec()
-            }
-        };
         let g = group_key(items[i].0);
         let mut j = i + 1;
         while j < items.len() && (slot == 0 || unique) && group_key(items[j].0) == g {
             j += 1;
         }
-        let group: Vec<&(&[u8], &[u8], u64)> = items[i..j]
+        let group: Vec<&Item<'_>> = items[i..j]
             .iter()
             .filter(|e| slot == 0 || !drop.contains(&e.2))
             .collect();
         i = j;
-        let Some(first) = group.first() else {
+        // Stored entries sort first in their group (source position 0).
+        let stored = group.iter().take_while(|e| e.2 == 0).count();
+        let (old, new) = group.split_at(stored);
+        if new.is_empty() {
             continue;
-        };
-        let keep = if group.len() == 1 || (unique && t.unique_prefix(slot, first.0).is_none()) {
-            // One row, or NULLs in a unique index (exempt): every entry stays.
-            group.clone()
-        } else if slot == 0 {
-            match plan.on_duplicate.as_str() {
-                "first" => {
-                    dropped.extend(group[1..].iter().map(|e| e.2));
-                    vec![group[0]]
-                }
-                "last" => {
-                    let last = group.len() - 1;
-                    dropped.extend(group[..last].iter().map(|e| e.2));
-                    vec![group[last]]
-                }
-                _ => {
-                    return Err(ImportError::DuplicateKey {
-                        place: place(plan, group[1].2),
-                        key: t.show_pk(first.0),
-                        other: OtherRow::Input(Some(place(plan, first.2))),
-                    })
-                }
-            }
+        }
+        let keep: Vec<&Item<'_>> = if slot == 0 {
+            res.primary(new, old.first().copied())?
+                .into_iter()
+                .collect()
+        } else if unique && t.unique_prefix(slot, new[0].0).is_some() {
+            // A stored holder of the value is no conflict once this import deletes its entry.
+            let holder = old
+                .iter()
+                .copied()
+                .find(|s| s.0 != new[0].0 && !deleted.contains(s.0));
+            vec![res.unique(slot, &g, holder, new)?]
         } else {
-            return Err(ImportError::UniqueViolation {
-                place: place(plan, group[1].2),
-                index: t.indexes[slot - 1].name.clone(),
-                value: t.show_unique_value(slot, &g),
-                other: OtherRow::Input(Some(place(plan, first.2))),
-            });
+            // A plain index, or NULLs in a unique index (exempt): every entry stays.
+            new.to_vec()
         };
         for e in keep {
+            while let Some(d) = deletions.next_if(|d| *d <= e.0) {
+                // Equal: the input row has the entry again; its put is all that is needed.
+                if d < e.0 {
+                    w.delete(d)?;
+                }
+            }
             w.put(e.0, e.1)?;
             entries += 1;
         }
+    }
+    for d in deletions {
+        w.delete(d)?;
     }
     let files = w
         .finish()?
@@ -206,15 +242,160 @@ pub fn build_range(
         attempt: attempt.to_string(),
         files,
         entries,
-        dropped,
+        dropped: res.dropped,
+        duplicates: res.duplicates,
+        rejects: res.rejects,
+        deletions: res.deletions,
     })
 }
 
+/// The entries of (`slot`, `range`) in `batches`.
+fn range_items<'b>(
+    plan: &JobPlan,
+    slot: usize,
+    range: u32,
+    batches: &'b [RecordBatch],
+) -> Result<Vec<Item<'b>>, ImportError> {
+    let mut items = Vec::new();
+    for b in batches {
+        let cols = b.columns();
+        if cols.len() != 5 {
+            return Err(ImportError::InvalidArgument(
+                "not an encoded batch (slot, range, key, value, src)".into(),
+            ));
+        }
+        let slots = cols[0].as_primitive::<UInt32Type>();
+        let (keys, values) = (cols[2].as_binary::<i32>(), cols[3].as_binary::<i32>());
+        let srcs = cols[4].as_primitive::<UInt64Type>();
+        for i in 0..b.num_rows() {
+            // The range by the plan's cuts, not the batch's column: a batch encoded before the
+            // cuts were set (range 0) is routed right too.
+            if slots.value(i) as usize == slot && plan.range_of(slot, keys.value(i)) == range {
+                items.push((keys.value(i), values.value(i), srcs.value(i)));
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// The duplicate policy and unique checks of one range, with what they left out.
+struct Resolution<'p> {
+    plan: &'p JobPlan,
+    dropped: Vec<u64>,
+    duplicates: u64,
+    rejects: Vec<RowReject>,
+    deletions: Vec<(u32, Vec<u8>)>,
+}
+
+impl Resolution<'_> {
+    /// Counts a rejected row; more than `max_errors` in this range alone fail it.
+    fn reject(&mut self, src: u64, error: ImportError, value: &[u8]) -> Result<(), ImportError> {
+        let record = row_record(&self.plan.table, value);
+        self.rejects.extend(RowReject::new(src, &error, &record));
+        match over_limit(&self.rejects, self.plan.max_errors) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The input rows `new` of one primary key (source order), and the stored row with it if
+    /// any. Returns the row kept, as `sluice import` would: later input rows are refused
+    /// (`error`) or dropped (`first`, `last` keeps the last), then the survivor meets the stored
+    /// row (`error`: refused; `first`: dropped; `last`: it replaces the stored row, whose index
+    /// entries it does not share are deleted).
+    fn primary<'i>(
+        &mut self,
+        new: &[&'i Item<'i>],
+        stored: Option<&Item<'_>>,
+    ) -> Result<Option<&'i Item<'i>>, ImportError> {
+        let plan = self.plan;
+        let key = new[0].0;
+        let keep = match plan.on_duplicate.as_str() {
+            "last" => new.len() - 1,
+            _ => 0,
+        };
+        for (n, e) in new.iter().enumerate() {
+            if n == keep {
+                continue;
+            }
+            self.dropped.push(e.2);
+            if plan.on_duplicate == "error" {
+                let err = ImportError::DuplicateKey {
+                    place: place(plan, e.2),
+                    key: plan.table.show_pk(key),
+                    other: OtherRow::Input(Some(place(plan, new[0].2))),
+                };
+                self.reject(e.2, err, e.1)?;
+            } else {
+                self.duplicates += 1;
+            }
+        }
+        let kept = new[keep];
+        let Some(stored) = stored else {
+            return Ok(Some(kept));
+        };
+        match plan.on_duplicate.as_str() {
+            "error" => {
+                self.dropped.push(kept.2);
+                let err = ImportError::DuplicateKey {
+                    place: place(plan, kept.2),
+                    key: plan.table.show_pk(key),
+                    other: OtherRow::Stored(plan.table.name.clone()),
+                };
+                self.reject(kept.2, err, kept.1)?;
+                Ok(None)
+            }
+            "first" => {
+                self.dropped.push(kept.2);
+                self.duplicates += 1;
+                Ok(None)
+            }
+            _ => {
+                let new_keys = secondary_keys(&plan.table, key, kept.1);
+                let old_keys = secondary_keys(&plan.table, key, stored.1);
+                for (n, k) in old_keys.into_iter().enumerate() {
+                    if new_keys.get(n) != Some(&k) {
+                        self.deletions.push((n as u32 + 1, k));
+                    }
+                }
+                self.duplicates += 1;
+                Ok(Some(kept))
+            }
+        }
+    }
+
+    /// The input entries `new` holding the unique value `value` of slot `slot`, and the
+    /// stored entry holding it if any: only one may.
+    fn unique<'i>(
+        &self,
+        slot: usize,
+        value: &[u8],
+        stored: Option<&Item<'_>>,
+        new: &[&'i Item<'i>],
+    ) -> Result<&'i Item<'i>, ImportError> {
+        let (plan, t) = (self.plan, &self.plan.table);
+        let (refused, other) = match (stored, new.get(1)) {
+            (Some(s), _) => (
+                new[0],
+                OtherRow::Stored(t.show_pk_of_secondary(s.0, value.len())),
+            ),
+            (None, Some(second)) => (*second, OtherRow::Input(Some(place(plan, new[0].2)))),
+            (None, None) => return Ok(new[0]),
+        };
+        Err(ImportError::UniqueViolation {
+            place: place(plan, refused.2),
+            index: t.indexes[slot - 1].name.clone(),
+            value: t.show_unique_value(slot, value),
+            other,
+        })
+    }
+}
+
 /// Step 5: exactly one manifest per (slot, range) — the first given of each, the others
-/// ignored — checked (this job's, disjoint key ranges per slot, files present), then the
-/// catalog entry (a new table) and every file in **one** `Db::ingest`. Returns the files
-/// ingested per slot. Every attempt directory of the job under `dir` is removed afterwards,
-/// whether the commit succeeded or not.
+/// ignored — checked (this job's, disjoint key ranges per slot), then the catalog entry (a new
+/// table) and every file in **one** `Db::ingest`. Returns the files ingested per slot
+/// (`u32::MAX`: the catalog's). The job's directory under `dir` is removed afterwards, whether
+/// the commit succeeded or not.
 pub fn commit(
     db: &Db,
     plan: &JobPlan,
@@ -222,8 +403,7 @@ pub fn commit(
     dir: &Path,
 ) -> Result<Vec<(u32, sluice::IngestedFile)>, ImportError> {
     let result = commit_inner(db, plan, manifests, dir);
-    let job_dir = dir.join(format!("sluice-job-{}", plan.job_id));
-    let _ = std::fs::remove_dir_all(job_dir);
+    let _ = std::fs::remove_dir_all(job_dir(dir, &plan.job_id));
     result
 }
 
@@ -233,6 +413,39 @@ fn commit_inner(
     manifests: Vec<RangeManifest>,
     dir: &Path,
 ) -> Result<Vec<(u32, sluice::IngestedFile)>, ImportError> {
+    let chosen = choose_manifests(plan, manifests)?;
+    let mut paths = Vec::new();
+    let mut slots = Vec::new();
+    for ((slot, _), m) in &chosen {
+        for f in &m.files {
+            paths.push(f.path.clone());
+            slots.push(*slot);
+        }
+    }
+    if let Some(path) = catalog_sst(plan, dir)? {
+        paths.push(path);
+        slots.push(u32::MAX);
+    }
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Files from other processes or machines: every block is verified. They are handed over
+    // (the job's directory goes next), so they are hard-linked into the Db where they share
+    // its filesystem, copied where they do not.
+    let opts = IngestOptions {
+        link_files: true,
+        ..IngestOptions::default()
+    };
+    let placed = db.ingest(&paths, &opts)?;
+    Ok(slots.into_iter().zip(placed).collect())
+}
+
+/// One manifest per (slot, range) — the first of each — all of `plan`'s job, their files'
+/// key ranges disjoint within each slot.
+pub(super) fn choose_manifests(
+    plan: &JobPlan,
+    manifests: Vec<RangeManifest>,
+) -> Result<BTreeMap<(u32, u32), RangeManifest>, ImportError> {
     let mut chosen: BTreeMap<(u32, u32), RangeManifest> = BTreeMap::new();
     for m in manifests {
         if m.job_id != plan.job_id {
@@ -243,15 +456,9 @@ fn commit_inner(
         }
         chosen.entry((m.slot, m.range)).or_insert(m);
     }
-    let mut paths = Vec::new();
-    let mut slots = Vec::new();
     let mut by_slot: BTreeMap<u32, Vec<&RangeFile>> = BTreeMap::new();
     for ((slot, _), m) in &chosen {
-        for f in &m.files {
-            by_slot.entry(*slot).or_default().push(f);
-            paths.push(f.path.clone());
-            slots.push(*slot);
-        }
+        by_slot.entry(*slot).or_default().extend(&m.files);
     }
     for (slot, files) in &mut by_slot {
         files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
@@ -265,23 +472,22 @@ fn commit_inner(
             }
         }
     }
-    if plan.created {
-        let path = attempt_dir(dir, &plan.job_id, "commit").join("catalog.sst");
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
-        }
-        let mut w = SstWriter::create(&path, TableOptions::default())?;
-        w.put(
-            &catalog::table_key(&plan.table.name),
-            &catalog::table_value(&plan.table),
-        )?;
-        paths.push(w.finish()?.path);
-        slots.push(u32::MAX);
+    Ok(chosen)
+}
+
+/// The catalog entry of a table the job creates, as an SST under the job's directory.
+pub(super) fn catalog_sst(plan: &JobPlan, dir: &Path) -> Result<Option<PathBuf>, ImportError> {
+    if !plan.created {
+        return Ok(None);
     }
-    if paths.is_empty() {
-        return Ok(Vec::new());
+    let path = attempt_dir(dir, &plan.job_id, "commit").join("catalog.sst");
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
     }
-    // Files from other processes or machines: every block is verified as it is copied in.
-    let placed = db.ingest(&paths, &IngestOptions::default())?;
-    Ok(slots.into_iter().zip(placed).collect())
+    let mut w = SstWriter::create(&path, TableOptions::default())?;
+    w.put(
+        &catalog::table_key(&plan.table.name),
+        &catalog::table_value(&plan.table),
+    )?;
+    Ok(Some(w.finish()?.path))
 }

@@ -6,9 +6,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-
-use super::JobPlan;
+use super::rejects::over_limit;
+use super::{Encoded, JobPlan};
 use crate::input::Format;
 use crate::parse::{parse_chunk, FileChunks};
 use crate::ImportError;
@@ -35,17 +34,23 @@ impl JobPlan {
     }
 
     /// Step 2 for input number `source` (a file): every row of it encoded, one batch per chunk
-    /// (per Parquet batch). The file is read whole by this call: one file is one task's input.
-    pub fn encode_file(&self, path: &Path, source: usize) -> Result<Vec<RecordBatch>, ImportError> {
+    /// (per Parquet batch), and its bad rows (more than `max_errors` fail the call). The file
+    /// is read whole by this call: one file is one task's input.
+    pub fn encode_file(&self, path: &Path, source: usize) -> Result<Encoded, ImportError> {
         let name = self.sources.get(source).cloned().unwrap_or_default();
         let cfg = self.parse_config(self.format_of(path)?);
         let counter = Arc::new(AtomicU64::new(0));
         let mut chunks =
             FileChunks::open(path, &name, source, &cfg, self.text.header, CHUNK, counter)?;
-        let mut out = Vec::new();
+        let (mut out, mut rejects) = (Vec::new(), Vec::new());
         while let Some(chunk) = chunks.next_chunk()? {
-            out.push(self.entries_batch(parse_chunk(&cfg, chunk))?);
+            let (batch, bad) = self.entries_batch(parse_chunk(&cfg, chunk))?;
+            out.push(batch);
+            rejects.extend(bad);
+            if let Some(e) = over_limit(&rejects, self.max_errors) {
+                return Err(e);
+            }
         }
-        Ok(out)
+        Ok((out, rejects))
     }
 }

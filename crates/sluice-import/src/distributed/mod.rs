@@ -18,14 +18,32 @@
 //!    written as SSTs under a per-attempt directory; returns a [`RangeManifest`].
 //! 5. [`commit`] (coordinator): one manifest per (slot, range), ranges checked disjoint, the
 //!    catalog entry, then every file in **one** `Db::ingest`. Nothing is visible before it; a
-//!    failed job leaves the Db exactly as it was.
+//!    failed job leaves the Db exactly as it was. Or [`export_ranges`]: the ranges' SSTs and a
+//!    ranges manifest in a directory, for stores that own key ranges per node.
 //!
-//! Not yet: tables that already hold rows (refused: the check against stored rows needs the
-//! Db in every task), tables without a primary key (their hidden row ids are assigned by one
-//! reader), the columnar layout, `max_errors` (the first bad row fails the job).
+//! Around them: a job's directory and resuming a job by id ([`job`]), `max_errors` across
+//! tasks ([`rejects`]).
+//!
+//! A table that already holds rows: the coordinator exports its primary keys and unique index
+//! entries ([`JobPlan::existing_entries`], source position 0) into the shuffle beside the
+//! input's entries, so the build of each range meets the stored keys of its range and applies
+//! the duplicate policy to them as `sluice import` does (`error`: the new row is refused as a
+//! duplicate of an existing row; `first`: the stored row stays, the new one is dropped with its
+//! index entries; `last`: the new row replaces it, and the stored row's secondary entries that
+//! the new row does not have are deleted — the primary build returns them as
+//! [`RangeManifest::deletions`], the secondary builds write them as deletions in the same
+//! ingest, and a unique value freed that way is no conflict). The cost: one sequential read of
+//! the table's primary and unique indexes by the coordinator (under `last` the primary with its
+//! rows' values), and those entries through the shuffle.
+//!
+//! Not yet: tables without a primary key (their hidden row ids are assigned by one reader),
+//! the columnar layout.
 
 mod build;
 mod files;
+pub mod job;
+mod output;
+pub mod rejects;
 
 use std::sync::Arc;
 
@@ -42,7 +60,9 @@ use crate::parse::{parse_chunk, ArrowBatch, Chunk, FieldMap, ParseConfig};
 use crate::schema::{parse_schema, Layout, TableDef};
 use crate::{ImportError, OnDuplicate};
 
-pub use build::{attempt_dir, build_range, commit, RangeFile, RangeManifest};
+pub use build::{attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest};
+pub use output::{export_ranges, RangeSet, RangesManifest};
+use rejects::{over_limit, RowReject};
 
 /// What every task of one distributed import shares.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -64,7 +84,17 @@ pub struct JobPlan {
     /// How text inputs are read ([`JobPlan::encode_file`]): `sluice import`'s options.
     #[serde(default)]
     pub text: TextOptions,
+    /// The table already holds rows: the builds meet them as entries with source position 0
+    /// ([`JobPlan::existing_entries`]).
+    #[serde(default)]
+    pub existing_rows: bool,
+    /// Bad rows (and, under `error`, duplicate keys) tolerated across the job (default 0).
+    #[serde(default)]
+    pub max_errors: u64,
 }
+
+/// Encoded entries and the rows rejected on the way.
+pub type Encoded = (Vec<RecordBatch>, Vec<RowReject>);
 
 /// `sluice import`'s input options, for [`JobPlan::encode_file`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -118,13 +148,7 @@ impl JobPlan {
                 table.name
             )));
         }
-        if !created && has_rows(db, &table)? {
-            return Err(ImportError::InvalidArgument(format!(
-                "table {} already holds rows: the distributed import loads new tables only \
-                 (use sluice import to add to it)",
-                table.name
-            )));
-        }
+        let existing_rows = !created && has_rows(db, &table)?;
         let on_duplicate = match on_duplicate {
             OnDuplicate::Error => "error",
             OnDuplicate::First => "first",
@@ -139,6 +163,8 @@ impl JobPlan {
             cuts: Vec::new(),
             target_file_size: 64 << 20,
             text: TextOptions::default(),
+            existing_rows,
+            max_errors: 0,
         })
     }
 
@@ -201,15 +227,15 @@ impl JobPlan {
     }
 
     /// Step 2: the entries of `batch`, whose first row is row `first_row` (0-based) of input
-    /// `source`. A bad value fails with the input's name, the row, the batch's number in its
-    /// input and the column.
+    /// `source`, and its bad rows (each naming the input, the row, the batch's number in its
+    /// input and the column). More bad rows than `max_errors` fail the call.
     pub fn encode(
         &self,
         batch: &RecordBatch,
         source: usize,
         first_row: u64,
         batch_number: u64,
-    ) -> Result<RecordBatch, ImportError> {
+    ) -> Result<(RecordBatch, Vec<RowReject>), ImportError> {
         let name = self.sources.get(source).cloned().unwrap_or_default();
         let (roots, fields) = match_columns(batch.schema().as_ref(), &self.table)
             .map_err(|why| ImportError::InvalidArgument(format!("{name}: {why}")))?;
@@ -234,35 +260,83 @@ impl JobPlan {
         self.entries_batch(out)
     }
 
-    /// A parsed chunk's entries as an encoded batch; its first bad row fails the job.
-    fn entries_batch(&self, out: crate::parse::ChunkOutput) -> Result<RecordBatch, ImportError> {
-        if let Some(r) = out.rejects.into_iter().next() {
-            return Err(ImportError::BadRow(r.error));
+    /// A parsed chunk's entries as an encoded batch, and its bad rows; more than
+    /// `max_errors` of them fail.
+    fn entries_batch(
+        &self,
+        out: crate::parse::ChunkOutput,
+    ) -> Result<(RecordBatch, Vec<RowReject>), ImportError> {
+        let rejects: Vec<RowReject> = out
+            .rejects
+            .iter()
+            .filter_map(|r| RowReject::new(r.src, &ImportError::BadRow(r.error.clone()), &r.record))
+            .collect();
+        if let Some(e) = over_limit(&rejects, self.max_errors) {
+            return Err(e);
         }
-        let mut slot_b = UInt32Builder::new();
-        let mut range_b = UInt32Builder::new();
-        let mut key_b = BinaryBuilder::new();
-        let mut value_b = BinaryBuilder::new();
-        let mut src_b = UInt64Builder::new();
+        let mut b = EntriesBuilder::new(self);
         for (slot, e) in out.indexes.iter().enumerate() {
             for i in 0..e.items.len() {
-                let key = e.key(i);
-                slot_b.append_value(slot as u32);
-                range_b.append_value(self.range_of(slot, key));
-                key_b.append_value(key);
-                value_b.append_value(e.value(i));
-                src_b.append_value(e.items[i].3);
+                b.append(slot, e.key(i), e.value(i), e.items[i].3);
             }
         }
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(slot_b.finish()),
-            Arc::new(range_b.finish()),
-            Arc::new(key_b.finish()),
-            Arc::new(value_b.finish()),
-            Arc::new(src_b.finish()),
-        ];
-        RecordBatch::try_new(entries_schema(), columns)
-            .map_err(|e| ImportError::Internal(format!("encoded batch: {e}")))
+        let batch = b.finish()?;
+        Ok((batch, rejects))
+    }
+
+    /// The slots whose stored entries the builds must meet when the table holds rows: the
+    /// primary index and each unique index.
+    pub fn existing_slots(&self) -> Vec<usize> {
+        if !self.existing_rows {
+            return Vec::new();
+        }
+        (0..self.slots())
+            .filter(|&s| s == 0 || self.table.indexes[s - 1].unique)
+            .collect()
+    }
+
+    /// Up to `limit` stored keys of slot `slot` after `after` (`None`: from the first), as an
+    /// encoded batch with source position 0 and empty values (the primary index under `last`:
+    /// the stored rows, whose replaced index entries the build deletes), and the last key
+    /// returned (to pass as `after` for the next page; `None`: no more).
+    pub fn existing_entries(
+        &self,
+        db: &Db,
+        slot: usize,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<(RecordBatch, Option<Vec<u8>>), ImportError> {
+        let index_id = match slot {
+            0 => crate::schema::PRIMARY_INDEX_ID,
+            s => self.table.indexes[s - 1].id,
+        };
+        let mut it = catalog::index_iter(db, self.table.id, index_id)?;
+        match after {
+            Some(k) => {
+                it.seek(k);
+                if it.valid() && it.key() == k {
+                    it.next();
+                }
+            }
+            None => it.seek_to_first(),
+        }
+        let mut b = EntriesBuilder::new(self);
+        let mut last = None;
+        let mut n = 0;
+        while it.valid() && n < limit {
+            let value = if slot == 0 && self.on_duplicate == "last" {
+                it.value()
+            } else {
+                &[]
+            };
+            b.append(slot, it.key(), value, 0);
+            last = Some(it.key().to_vec());
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        let batch = b.finish()?;
+        Ok((batch, last))
     }
 }
 
@@ -282,6 +356,49 @@ impl JobPlan {
             rowid_base: 0,
             pool: None,
         }
+    }
+}
+
+/// Builds an encoded batch, routing each entry to its range under the plan's cuts.
+struct EntriesBuilder<'p> {
+    plan: &'p JobPlan,
+    slot: UInt32Builder,
+    range: UInt32Builder,
+    key: BinaryBuilder,
+    value: BinaryBuilder,
+    src: UInt64Builder,
+}
+
+impl<'p> EntriesBuilder<'p> {
+    fn new(plan: &'p JobPlan) -> Self {
+        EntriesBuilder {
+            plan,
+            slot: UInt32Builder::new(),
+            range: UInt32Builder::new(),
+            key: BinaryBuilder::new(),
+            value: BinaryBuilder::new(),
+            src: UInt64Builder::new(),
+        }
+    }
+
+    fn append(&mut self, slot: usize, key: &[u8], value: &[u8], src: u64) {
+        self.slot.append_value(slot as u32);
+        self.range.append_value(self.plan.range_of(slot, key));
+        self.key.append_value(key);
+        self.value.append_value(value);
+        self.src.append_value(src);
+    }
+
+    fn finish(mut self) -> Result<RecordBatch, ImportError> {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.slot.finish()),
+            Arc::new(self.range.finish()),
+            Arc::new(self.key.finish()),
+            Arc::new(self.value.finish()),
+            Arc::new(self.src.finish()),
+        ];
+        RecordBatch::try_new(entries_schema(), columns)
+            .map_err(|e| ImportError::Internal(format!("encoded batch: {e}")))
     }
 }
 

@@ -33,7 +33,7 @@
 
 mod db;
 mod ingest;
-mod merge;
+pub(crate) mod merge;
 mod options;
 mod plan;
 mod priority;

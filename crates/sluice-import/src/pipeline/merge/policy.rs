@@ -192,10 +192,6 @@ impl<'a> EmitCtx<'a> {
         })
     }
 
-    pub(crate) fn types(&self) -> Vec<ColumnType> {
-        self.table.columns.iter().map(|c| c.ty).collect()
-    }
-
     /// `(v1, v2)` of a primary key.
     pub(crate) fn show_pk(&self, key: &[u8]) -> String {
         self.table.show_pk(key)
@@ -203,46 +199,12 @@ impl<'a> EmitCtx<'a> {
 
     /// The row as a CSV record (for the rejects file).
     pub(crate) fn row_record(&self, value: &[u8]) -> Vec<u8> {
-        let Ok(vals) = decode_row(value, &self.types()) else {
-            return Vec::new();
-        };
-        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
-        let fields: Vec<String> = self
-            .table
-            .visible_columns()
-            .map(|(i, c)| {
-                let mut s = String::new();
-                format_text(&vals[i], &c.ty, &mut s);
-                s
-            })
-            .collect();
-        let _ = w.write_record(&fields);
-        let mut out = w.into_inner().unwrap_or_default();
-        while out.last() == Some(&b'\n') {
-            out.pop();
-        }
-        out
+        row_record(self.table, value)
     }
 
     /// The secondary keys of a row (by slot), given its primary key.
     pub(crate) fn secondary_keys(&self, pk_key: &[u8], value: &[u8]) -> Vec<Vec<u8>> {
-        let Ok(vals) = decode_row(value, &self.types()) else {
-            return Vec::new();
-        };
-        let pk_suffix = pk_key.get(8..).unwrap_or(&[]);
-        self.table
-            .indexes
-            .iter()
-            .map(|idx| {
-                let mut k = Vec::new();
-                encode_prefix(&mut k, self.table.id, idx.id);
-                for &i in &idx.columns {
-                    encode_value(&mut k, &vals[i]);
-                }
-                k.extend_from_slice(pk_suffix);
-                k
-            })
-            .collect()
+        secondary_keys(self.table, pk_key, value)
     }
 
     pub(crate) fn suppress_row(&mut self, key: &[u8], value: &[u8]) {
@@ -420,4 +382,51 @@ impl<'a> EmitCtx<'a> {
         it.status()?;
         Ok(())
     }
+}
+
+/// A stored row value as a CSV record of its visible columns (for the rejects file).
+pub(crate) fn row_record(table: &TableDef, value: &[u8]) -> Vec<u8> {
+    let Ok(vals) = decode_row(value, &column_types(table)) else {
+        return Vec::new();
+    };
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    let fields: Vec<String> = table
+        .visible_columns()
+        .map(|(i, c)| {
+            let mut s = String::new();
+            format_text(&vals[i], &c.ty, &mut s);
+            s
+        })
+        .collect();
+    let _ = w.write_record(&fields);
+    let mut out = w.into_inner().unwrap_or_default();
+    while out.last() == Some(&b'\n') {
+        out.pop();
+    }
+    out
+}
+
+/// The secondary keys of a stored row (by index, in schema order), given its primary key.
+pub(crate) fn secondary_keys(table: &TableDef, pk_key: &[u8], value: &[u8]) -> Vec<Vec<u8>> {
+    let Ok(vals) = decode_row(value, &column_types(table)) else {
+        return Vec::new();
+    };
+    let pk_suffix = pk_key.get(8..).unwrap_or(&[]);
+    table
+        .indexes
+        .iter()
+        .map(|idx| {
+            let mut k = Vec::new();
+            encode_prefix(&mut k, table.id, idx.id);
+            for &i in &idx.columns {
+                encode_value(&mut k, &vals[i]);
+            }
+            k.extend_from_slice(pk_suffix);
+            k
+        })
+        .collect()
+}
+
+fn column_types(table: &TableDef) -> Vec<ColumnType> {
+    table.columns.iter().map(|c| c.ty).collect()
 }
