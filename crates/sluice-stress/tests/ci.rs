@@ -149,7 +149,16 @@ fn injected_io_errors_fail_imports_cleanly_beside_the_workload() {
     let dir = tempfile::tempdir().unwrap();
     let seed = seed();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice-stress"))
-        .args(["run", "--imports", "--secs", "30", "--threads", "3", "--keys", "2000"])
+        .args([
+            "run",
+            "--imports",
+            "--secs",
+            "30",
+            "--threads",
+            "3",
+            "--keys",
+            "2000",
+        ])
         .args(["--reopen-every", "10", "--seed", &seed.to_string()])
         .arg("--dir")
         .arg(dir.path())
@@ -157,7 +166,10 @@ fn injected_io_errors_fail_imports_cleanly_beside_the_workload() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stdout.lines().find(|l| l.starts_with("TOTALS")).unwrap_or("");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("TOTALS"))
+        .unwrap_or("");
     println!("{line}");
     assert!(out.status.success(), "{line}\n{stderr}");
     let field = |k: &str| -> u64 {
@@ -166,7 +178,10 @@ fn injected_io_errors_fail_imports_cleanly_beside_the_workload() {
             .unwrap_or_else(|| panic!("no {k} in {line:?}"))
     };
     assert_eq!(field("anomalies"), 0, "{stderr}");
-    assert!(field("imports_faulted") > 0, "no injected fault failed an import");
+    assert!(
+        field("imports_faulted") > 0,
+        "no injected fault failed an import"
+    );
     assert!(field("imports_done") > 0, "no import succeeded");
     // The workload never saw an error: a failed import touches nothing of theirs.
     assert_eq!(field("errors"), 0);
