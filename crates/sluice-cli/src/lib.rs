@@ -1,4 +1,7 @@
-//! `sluice`: the command-line tool for Sluice databases and SST files.
+//! `sluice`: the command-line tool for Sluice databases and SST files. The binary
+//! (`main.rs`) only calls [`main`]; the crate is a library so that the fuzz targets
+//! (`fuzz/`) reach the MANIFEST replay behind `sluice lsm` through [`fuzz`]. Nothing else is
+//! public: this is not an API.
 //!
 //! This file parses the command line and hands each command to its room, by what it does:
 //! `kv_cmd` (key by key), `ops_cmd` (whole tables), `inspect/` (read-only views), `sst_cmd`
@@ -14,6 +17,9 @@ mod kv_cmd;
 mod ops_cmd;
 mod sst_cmd;
 mod text;
+
+#[doc(hidden)]
+pub use inspect::timeline::fuzz;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -253,7 +259,8 @@ fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-fn main() -> ExitCode {
+/// Runs the `sluice` command on the process's arguments; the process's exit status.
+pub fn main() -> ExitCode {
     // A reader that stops reading (`| head`) ends the output quietly, as Unix tools do: the
     // `print!` family panics on a closed pipe, so its message is recognised and the process
     // exits with the shell's SIGPIPE status instead of a backtrace.
