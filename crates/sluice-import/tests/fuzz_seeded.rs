@@ -398,3 +398,18 @@ fn arrow_mutations_never_panic() {
         }
     }
 }
+
+/// Found by arrow_mutations_never_panic (seed 0x5eed, iteration 97): batches whose schema had
+/// two columns named `a` made `create_table_sql` write a `CREATE TABLE` that does not parse.
+/// Now such a schema is refused, naming the column.
+#[test]
+fn arrow_regression_two_columns_of_one_name_are_refused() {
+    let bytes = include_bytes!("../testdata/fuzz-regressions/arrow/two-columns-of-one-name");
+    let run = exercise_arrow(bytes);
+    assert!(
+        run.refused
+            .iter()
+            .any(|r| r.contains("column a: the input has two columns of that name")),
+        "{run:?}"
+    );
+}
