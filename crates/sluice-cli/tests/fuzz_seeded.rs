@@ -80,7 +80,8 @@ fn seeded_mutations_never_panic() {
     }
     let tables = tables();
     let seeds = seed_files(&seed_dir());
-    for (name, bytes) in &seeds {
+    // The seeds written on purpose (the fuzzer's own, merged in, are named by their SHA-1).
+    for (name, bytes) in seeds.iter().filter(|(name, _)| name.len() != 40) {
         let r = exercise_lsm(bytes, &tables);
         let sluice = name.starts_with("sluice");
         assert_eq!(r.sluice_first_record, Some(sluice), "{name}");
@@ -92,7 +93,7 @@ fn seeded_mutations_never_panic() {
             "{name}: {steps} steps, {keys} keys"
         );
     }
-    let (seed, iters) = seed_and_iters(10_000);
+    let (seed, iters) = seed_and_iters(50_000);
     let mut rng = Mutator::new(seed);
     for i in 0..iters {
         let (name, bytes) = &seeds[i % seeds.len()];

@@ -332,7 +332,8 @@ fn parquet_mutations_never_panic() {
     let path = dir.path().join("input.parquet");
     let shown = path.display().to_string();
     let seeds = seed_files(&seed_dir("parquet"));
-    for (name, bytes) in &seeds {
+    // The seeds written on purpose (the fuzzer's own, merged in, are named by their SHA-1).
+    for (name, bytes) in seeds.iter().filter(|(name, _)| name.len() != 40) {
         let run = exercise_parquet(&path, bytes).unwrap_or_else(|e| panic!("seed {name}: {e}"));
         assert!(
             run.rows + run.rejects.len() as u64 >= 12,
@@ -368,7 +369,7 @@ fn arrow_mutations_never_panic() {
     }
     let seeds = seed_files(&seed_dir("arrow"));
     let (mut rows, mut rejects) = (0, 0);
-    for (_, bytes) in &seeds {
+    for (_, bytes) in seeds.iter().filter(|(name, _)| name.starts_with("type-")) {
         let run = exercise_arrow(bytes);
         rows += run.rows;
         rejects += run.rejects.len();
@@ -412,4 +413,18 @@ fn arrow_regression_two_columns_of_one_name_are_refused() {
             .any(|r| r.contains("column a: the input has two columns of that name")),
         "{run:?}"
     );
+}
+
+/// Found by the parquet cargo-fuzz target (296 executions in): a file whose embedded Arrow
+/// schema (the `ARROW:schema` metadata) is malformed makes arrow-ipc, inside parquet-rs,
+/// panic while the file is opened. The import's `guarded` turns that into an error naming the
+/// file (the fuzz target now keeps the default panic hook so that it does the same).
+#[test]
+fn parquet_regression_arrow_schema_decoder_panic_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("input.parquet");
+    let bytes = include_bytes!("../testdata/fuzz-regressions/parquet/arrow-schema-decoder-panic");
+    let e = exercise_parquet(&path, bytes).unwrap_err().to_string();
+    assert!(e.contains(&path.display().to_string()), "{e}");
+    assert!(e.contains("not a readable Parquet file"), "{e}");
 }
