@@ -295,11 +295,11 @@ fn write_arrow_seeds() {
             // Table mode, 1 batch, 3 columns, 8 rows: a (Int32), k (Int16), then a nullable
             // column of the type, named after another column of the table.
             let mut b = vec![mode, 0, 3, 8, 0, 0, 4];
-            b.extend((0..32).map(|_| rng.next() as u8));
+            b.extend((0..32).map(|_| rng.next_u64() as u8));
             b.extend([9, 0, 3]);
-            b.extend((0..16).map(|_| rng.next() as u8));
+            b.extend((0..16).map(|_| rng.next_u64() as u8));
             b.extend([1 + ty % 8, 1, 0x5a, ty]);
-            b.extend((0..96).map(|_| rng.next() as u8));
+            b.extend((0..96).map(|_| rng.next_u64() as u8));
             std::fs::write(dir.join(format!("type-{ty:02}-{mode}")), b).unwrap();
         }
     }

@@ -235,7 +235,7 @@ impl Mutator {
     }
 
     /// The next random number.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -245,7 +245,7 @@ impl Mutator {
 
     /// A number in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     /// Damage to raw bytes: bit flips, truncation, insertion, deletion, a huge varint, a byte
@@ -258,7 +258,7 @@ impl Mutator {
                 1 => v.truncate(at),
                 2 => {
                     let n = 1 + self.below(8);
-                    let bytes: Vec<u8> = (0..n).map(|_| self.next() as u8).collect();
+                    let bytes: Vec<u8> = (0..n).map(|_| self.next_u64() as u8).collect();
                     v.splice(at..at, bytes);
                 }
                 3 => {
@@ -285,7 +285,7 @@ impl Mutator {
             1 if !starts.is_empty() => {
                 let mut v = log.to_vec();
                 let at = starts[self.below(starts.len())];
-                let len = [0xffffu16, 0x8000, 32768 - 7, self.next() as u16][self.below(4)];
+                let len = [0xffffu16, 0x8000, 32768 - 7, self.next_u64() as u16][self.below(4)];
                 v[at + 4..at + 6].copy_from_slice(&len.to_le_bytes());
                 v
             }
