@@ -1,8 +1,9 @@
 //! The CLI's rooms form layers (ARCHITECTURE.md, "The CLI"): a module may use only modules of
 //! the layers below it, and the command rooms of the top layer stand alone, none using
-//! another; `main.rs`, the dispatcher, sits above them all. This test reads every
-//! `crate::<module>` path in `src/` and fails on an arrow that runs up or sideways, on a room
-//! missing from the list, and on a source file grown past what a newcomer reads in one sitting.
+//! another; `lib.rs`, the dispatcher (which `main.rs` only calls), sits above them all. This
+//! test reads every `crate::<module>` path in `src/` and fails on an arrow that runs up or
+//! sideways, on a room missing from the list, and on a source file grown past what a newcomer
+//! reads in one sitting.
 //! The engine's own test is `crates/sluice/tests/layering.rs`.
 
 use std::path::{Path, PathBuf};
@@ -19,8 +20,9 @@ const LAYERS: &[&[&str]] = &[
     &["kv_cmd", "ops_cmd", "inspect", "sst_cmd", "import_cmd"],
 ];
 
-/// The dispatcher: above every layer, so it may use them all.
-const TOP: &str = "main";
+/// The dispatcher (`lib.rs`, which `main.rs` only calls): above every layer, so it may use
+/// them all.
+const TOP: &[&str] = &["lib", "main"];
 
 /// Longest CLI source file, in lines (unit tests included).
 const MAX_LINES: usize = 800;
@@ -90,7 +92,7 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
 fn rooms_use_only_the_layers_below_them() {
     let mut wrong = Vec::new();
     for (module, path) in sources() {
-        if module == TOP {
+        if TOP.contains(&module.as_str()) {
             continue;
         }
         let Some(from) = layer_of(&module) else {
@@ -105,7 +107,7 @@ fn rooms_use_only_the_layers_below_them() {
                 ));
             } else if to == module {
                 // within its own room
-            } else if to == TOP {
+            } else if TOP.contains(&to.as_str()) {
                 wrong.push(format!("{at}: {module} uses the dispatcher"));
             } else {
                 match layer_of(&to) {
@@ -132,7 +134,7 @@ fn every_room_is_in_a_layer() {
     let modules: Vec<String> = sources().into_iter().map(|(m, _)| m).collect();
     for m in &modules {
         assert!(
-            m == TOP || layer_of(m).is_some(),
+            TOP.contains(&m.as_str()) || layer_of(m).is_some(),
             "src/{m} is in no layer of LAYERS"
         );
     }

@@ -13,17 +13,15 @@
 //!
 //! The run happens in a child process under `ulimit -v` (no allocation sized by a length read
 //! from the bytes can succeed there). The seed is fixed so CI is reproducible;
-//! `SLUICE_FUZZ_SEED` and `SLUICE_FUZZ_ITERS` explore further.
+//! `SLUICE_FUZZ_SEED` and `SLUICE_FUZZ_ITERS` explore further, and `SLUICE_FUZZ_REWRITE=1`
+//! rewrites the committed seeds from what the engine writes today (after a format change).
 
 use std::path::Path;
 
-use rand::rngs::StdRng;
-use rand::{Rng as _, SeedableRng};
-
 use sluice::fs::{FileSystem, MemFs};
 use sluice::fuzz::{
-    exercise_manifest, exercise_options, exercise_wal, log_of, manifest_path, options_path,
-    wal_path,
+    check_corruption, exercise_manifest, exercise_options, exercise_wal, log_of, manifest_path,
+    options_path, records_of, run_capped, seed_and_iters, wal_path, Mutator,
 };
 use sluice::version::VersionEdit;
 use sluice::wal::batch::decode_ingest_record;
@@ -32,20 +30,6 @@ use sluice::{Db, Error, IngestOptions, Options, WriteBatch};
 
 mod common;
 use common::{external, tiny_opts};
-
-/// Address-space cap of the child process, KiB.
-const MEMORY_CAP_KIB: u64 = 1 << 20;
-
-/// The mutation run's random source: seeded, so that a seed replays a run.
-struct Rng(StdRng);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0.gen()
-    }
-    fn below(&mut self, n: usize) -> usize {
-        self.0.gen_range(0..n.max(1))
-    }
-}
 
 /// The engine's own files: the live WAL (holding batches and a flushable ingest's record), the
 /// MANIFEST and the OPTIONS file.
@@ -131,110 +115,11 @@ fn committed_seeds() -> EngineFiles {
     }
 }
 
-fn records_of(log: &[u8]) -> Vec<Vec<u8>> {
-    let mut r = LogReader::new(log, Path::new("/log"));
-    let mut out = Vec::new();
-    while let Some((_, rec)) = r.next_record().unwrap() {
-        out.push(rec);
-    }
-    out
-}
-
-/// Offsets where fragments start in a valid log.
-fn fragment_starts(log: &[u8]) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos + 7 <= log.len() {
-        let in_block = pos % 32768;
-        if 32768 - in_block < 7 {
-            pos += 32768 - in_block;
-            continue;
-        }
-        out.push(pos);
-        pos += 7 + usize::from(u16::from_le_bytes([log[pos + 4], log[pos + 5]]));
-    }
-    out
-}
-
-const HUGE_VARINT: &[u8] = &[0xff, 0xff, 0xff, 0xff, 0x0f];
-
-/// Damage to raw bytes: bit flips, truncation, insertion, deletion, a huge varint.
-fn mutate_bytes(rng: &mut Rng, v: &mut Vec<u8>) {
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(v.len() + 1);
-        match rng.below(6) {
-            0 if at < v.len() => v[at] ^= 1 << rng.below(8),
-            1 => v.truncate(at),
-            2 => {
-                let n = 1 + rng.below(8);
-                v.splice(at..at, (0..n).map(|_| rng.next() as u8));
-            }
-            3 => {
-                let end = (at + 1 + rng.below(16)).min(v.len());
-                v.drain(at..end);
-            }
-            4 => {
-                let end = (at + HUGE_VARINT.len()).min(v.len());
-                v.splice(at..end, HUGE_VARINT.iter().copied());
-            }
-            _ if at < v.len() => v[at] = [0, 0x7f, 0x80, 0xff][rng.below(4)],
-            _ => {}
-        }
-    }
-}
-
-/// Damage to a log: raw byte damage, a fragment's length set huge, a fragment duplicated, or
-/// payload damage re-framed with valid checksums.
-fn mutate_log(rng: &mut Rng, log: &[u8], records: &[Vec<u8>]) -> Vec<u8> {
-    let starts = fragment_starts(log);
-    match rng.below(4) {
-        0 => {
-            let mut v = log.to_vec();
-            mutate_bytes(rng, &mut v);
-            v
-        }
-        1 => {
-            let mut v = log.to_vec();
-            let at = starts[rng.below(starts.len())];
-            let len = [0xffffu16, 0x8000, 32768 - 7, rng.next() as u16][rng.below(4)];
-            v[at + 4..at + 6].copy_from_slice(&len.to_le_bytes());
-            v
-        }
-        2 => {
-            let i = rng.below(starts.len());
-            let (a, b) = (starts[i], starts.get(i + 1).copied().unwrap_or(log.len()));
-            let mut v = log.to_vec();
-            v.splice(b..b, log[a..b].to_vec());
-            v
-        }
-        _ => {
-            let mut recs = records.to_vec();
-            let i = rng.below(recs.len());
-            mutate_bytes(rng, &mut recs[i]);
-            if rng.below(4) == 0 {
-                let dup = recs[rng.below(recs.len())].clone();
-                recs.insert(rng.below(recs.len() + 1), dup);
-            }
-            log_of(&recs)
-        }
-    }
-}
-
 /// Fails unless `e` is a `Corruption` naming `file` at an offset inside `len` bytes; `also`
 /// allows other errors that are not about the file's contents.
 fn check_error(e: &Error, file: &Path, len: usize, also: impl Fn(&Error) -> bool, what: &str) {
-    match e {
-        Error::Corruption {
-            file: f, offset, ..
-        } if f == file => assert!(
-            *offset <= len as u64,
-            "{what}: offset {offset} past the end ({len} bytes): {e}"
-        ),
-        e if also(e) => {}
-        e => panic!(
-            "{what}: error does not name {} and an offset: {e}",
-            file.display()
-        ),
+    if let Err(why) = check_corruption(e, file, len) {
+        assert!(also(e), "{what}: {why}");
     }
 }
 
@@ -243,21 +128,21 @@ fn missing_table(e: &Error) -> bool {
     matches!(e, Error::Io { path: Some(p), .. } if p.extension().is_some_and(|x| x == "sst"))
 }
 
-fn seed_and_iters() -> (u64, usize) {
-    let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse().ok());
-    (
-        env("SLUICE_FUZZ_SEED").unwrap_or(0x5eed),
-        env("SLUICE_FUZZ_ITERS").map_or(4000, |n: u64| n as usize),
-    )
-}
+/// Address-space cap of the mutation run's process, KiB.
+const MEMORY_CAP_KIB: u64 = 1 << 20;
 
-/// The mutation run (in the child process that `seeded_mutations_never_panic` starts).
+/// The mutation run, in a child process under a memory cap.
 #[test]
-#[ignore = "run by seeded_mutations_never_panic under a memory cap"]
-fn mutation_run() {
-    let (seed, iters) = seed_and_iters();
+fn seeded_mutations_never_panic() {
+    if run_capped("seeded_mutations_never_panic", MEMORY_CAP_KIB) {
+        return;
+    }
+    let (seed, iters) = seed_and_iters(4000);
     // What the engine writes today must still recover (the committed seeds are its output).
     let fresh = engine_files();
+    if std::env::var_os("SLUICE_FUZZ_REWRITE").is_some() {
+        write_fuzz_corpus(&fresh);
+    }
     for (wal, what) in [(&fresh.wal, "wal"), (&fresh.wal_blocks, "wal_blocks")] {
         if let Err(e) = exercise_wal(wal) {
             assert!(missing_table(&e), "fresh {what}: {e}");
@@ -278,7 +163,7 @@ fn mutation_run() {
     );
     assert!(exercise_manifest(&files.manifest).unwrap().files > 0);
     exercise_options(&files.options).unwrap();
-    let mut rng = Rng(StdRng::seed_from_u64(seed));
+    let mut rng = Mutator::new(seed);
     for i in 0..iters {
         let what = format!("seed {seed}, iteration {i}");
         let (seed_wal, seed_records) = if i % 4 == 3 {
@@ -286,45 +171,26 @@ fn mutation_run() {
         } else {
             (&files.wal, &wal_records)
         };
-        let wal = mutate_log(&mut rng, seed_wal, seed_records);
+        let wal = rng.mutate_log(seed_wal, seed_records);
         let r = std::panic::catch_unwind(|| exercise_wal(&wal));
         let r = r.unwrap_or_else(|_| panic!("WAL recovery panicked ({what}): {wal:?}"));
         if let Err(e) = r {
             check_error(&e, &wal_path(), wal.len(), missing_table, &what);
         }
-        let manifest = mutate_log(&mut rng, &files.manifest, &manifest_records);
+        let manifest = rng.mutate_log(&files.manifest, &manifest_records);
         let r = std::panic::catch_unwind(|| exercise_manifest(&manifest));
         let r = r.unwrap_or_else(|_| panic!("MANIFEST recovery panicked ({what}): {manifest:?}"));
         if let Err(e) = r {
             check_error(&e, &manifest_path(), manifest.len(), |_| false, &what);
         }
         let mut options = files.options.clone();
-        mutate_bytes(&mut rng, &mut options);
+        rng.mutate_bytes(&mut options);
         let r = std::panic::catch_unwind(|| exercise_options(&options));
         let r = r.unwrap_or_else(|_| panic!("OPTIONS load panicked ({what}): {options:?}"));
         if let Err(e) = r {
             check_error(&e, &options_path(), options.len(), |_| false, &what);
         }
     }
-}
-
-#[test]
-fn seeded_mutations_never_panic() {
-    let exe = std::env::current_exe().unwrap();
-    let script = format!(
-        "ulimit -v {MEMORY_CAP_KIB} && exec \"$0\" --exact mutation_run --ignored --nocapture"
-    );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "mutation run failed under a {MEMORY_CAP_KIB} KiB memory cap:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A torn tail — the WAL cut anywhere — recovers exactly the records before the cut: never an
@@ -350,6 +216,23 @@ fn torn_wal_tail_recovers_the_records_before_it() {
             Err(e) => assert!(missing_table(&e), "cut at {cut}: {e}"),
         }
     }
+}
+
+/// Found by the table_reader cargo-fuzz target in its first minutes (the input is the
+/// fuzzer's, a 39 KB table): the index block's snappy size preamble said 1,017,639,004 bytes,
+/// and the reader allocated that much before decoding its body. Now a size larger than snappy
+/// can expand the body to is corruption at the block, and nothing is allocated for it.
+#[test]
+fn table_reader_regression_snappy_size_past_the_input() {
+    if run_capped(
+        "table_reader_regression_snappy_size_past_the_input",
+        MEMORY_CAP_KIB,
+    ) {
+        return;
+    }
+    let table =
+        include_bytes!("../testdata/fuzz-regressions/table_reader/snappy-size-past-the-input");
+    assert_eq!(sluice::sst::fuzz::exercise_table_bytes(table), None);
 }
 
 /// Found by this test's mutation run (seed 0x5eed, iteration 343): a WAL batch whose seqno
@@ -419,12 +302,8 @@ fn options_errors_name_the_file_and_line_offset() {
     check_error(&e, &options_path(), 17, |_| false, "value out of range");
 }
 
-/// Writes the engine's files as the cargo-fuzz targets' seed corpora (`testdata/fuzz/`); run
-/// with `--ignored` after a format change.
-#[test]
-#[ignore = "rewrites testdata/fuzz"]
-fn write_fuzz_corpus() {
-    let files = engine_files();
+/// Writes the engine's files as the cargo-fuzz targets' seed corpora (`testdata/fuzz/`).
+fn write_fuzz_corpus(files: &EngineFiles) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fuzz");
     for (target, name, bytes) in [
         ("wal", "engine-seed", &files.wal),

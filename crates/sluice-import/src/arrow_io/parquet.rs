@@ -142,7 +142,9 @@ pub fn parquet_table_sql(
 /// `CREATE TABLE name (…, PRIMARY KEY (primary_key…))` for the fields of `schema`: integers as
 /// the smallest SQL integer that holds them (UInt64 as DECIMAL(20,0)), floats as DOUBLE,
 /// decimals as DECIMAL(p,s), strings TEXT, binary BYTES, dates DATE, timestamps TIMESTAMP;
-/// a field that is not nullable, or in the key, is NOT NULL.
+/// a field that is not nullable, or in the key, is NOT NULL. Fields without a name, or two
+/// of the same name (column names are matched ignoring case), are refused: the SQL would not
+/// describe a table.
 pub fn create_table_sql(
     name: &str,
     schema: &Schema,
@@ -154,7 +156,23 @@ pub fn create_table_sql(
         ));
     }
     let mut cols = Vec::new();
-    for f in schema.fields() {
+    for (i, f) in schema.fields().iter().enumerate() {
+        if f.name().is_empty() {
+            return Err(ImportError::InvalidArgument(format!(
+                "column {}: has no name; give a CREATE TABLE",
+                i + 1
+            )));
+        }
+        let earlier = &schema.fields()[..i];
+        if earlier
+            .iter()
+            .any(|e| e.name().eq_ignore_ascii_case(f.name()))
+        {
+            return Err(ImportError::InvalidArgument(format!(
+                "column {}: the input has two columns of that name; give a CREATE TABLE",
+                f.name()
+            )));
+        }
         let ty = sql_type(f.data_type()).ok_or_else(|| {
             ImportError::InvalidArgument(format!(
                 "column {}: Arrow type {} has no SQL type here; give a CREATE TABLE",

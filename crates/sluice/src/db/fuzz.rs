@@ -191,3 +191,201 @@ pub fn frame_records(bytes: &[u8]) -> Vec<u8> {
     }
     log_of(&records)
 }
+
+/// The records of a log, up to the first damage (for mutation tests that re-frame them).
+pub fn records_of(log: &[u8]) -> Vec<Vec<u8>> {
+    let mut r = LogReader::new(log, Path::new("/log"));
+    let mut out = Vec::new();
+    while let Ok(Some((_, rec))) = r.next_record() {
+        out.push(rec);
+    }
+    out
+}
+
+/// Offsets where fragments start in a valid log.
+fn fragment_starts(log: &[u8]) -> Vec<usize> {
+    use crate::wal::log::{BLOCK_SIZE, HEADER_SIZE};
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + HEADER_SIZE <= log.len() {
+        let left = BLOCK_SIZE - pos % BLOCK_SIZE;
+        if left < HEADER_SIZE {
+            pos += left;
+            continue;
+        }
+        out.push(pos);
+        pos += HEADER_SIZE + usize::from(u16::from_le_bytes([log[pos + 4], log[pos + 5]]));
+    }
+    out
+}
+
+/// A varint whose value is far larger than any input: where a length is read, it must be
+/// refused or capped by the bytes that remain, never allocated.
+const HUGE_VARINT: &[u8] = &[0xff, 0xff, 0xff, 0xff, 0x0f];
+
+/// The damage the seeded mutation tests (of this crate and the crates above it) do to the
+/// files they recover: seeded (splitmix64), so that a seed replays a run.
+#[derive(Debug, Clone)]
+pub struct Mutator(u64);
+
+impl Mutator {
+    /// A mutator whose damage is a function of `seed`.
+    pub fn new(seed: u64) -> Mutator {
+        Mutator(seed)
+    }
+
+    /// The next random number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// Damage to raw bytes: bit flips, truncation, insertion, deletion, a huge varint, a byte
+    /// set to a boundary value.
+    pub fn mutate_bytes(&mut self, v: &mut Vec<u8>) {
+        for _ in 0..1 + self.below(4) {
+            let at = self.below(v.len() + 1);
+            match self.below(6) {
+                0 if at < v.len() => v[at] ^= 1 << self.below(8),
+                1 => v.truncate(at),
+                2 => {
+                    let n = 1 + self.below(8);
+                    let bytes: Vec<u8> = (0..n).map(|_| self.next_u64() as u8).collect();
+                    v.splice(at..at, bytes);
+                }
+                3 => {
+                    let end = (at + 1 + self.below(16)).min(v.len());
+                    v.drain(at..end);
+                }
+                4 => {
+                    let end = (at + HUGE_VARINT.len()).min(v.len());
+                    v.splice(at..end, HUGE_VARINT.iter().copied());
+                }
+                _ if at < v.len() => v[at] = [0, 0x7f, 0x80, 0xff][self.below(4)],
+                _ => {}
+            }
+        }
+    }
+
+    /// Damage to a log whose records are `records`: raw byte damage, a fragment's length set
+    /// huge, a fragment duplicated, or damage inside a record's payload re-framed with valid
+    /// checksums (so that it reaches the decoder behind the log reader), sometimes with a
+    /// record duplicated.
+    pub fn mutate_log(&mut self, log: &[u8], records: &[Vec<u8>]) -> Vec<u8> {
+        let starts = fragment_starts(log);
+        match self.below(4) {
+            1 if !starts.is_empty() => {
+                let mut v = log.to_vec();
+                let at = starts[self.below(starts.len())];
+                let len = [0xffffu16, 0x8000, 32768 - 7, self.next_u64() as u16][self.below(4)];
+                v[at + 4..at + 6].copy_from_slice(&len.to_le_bytes());
+                v
+            }
+            2 if !starts.is_empty() => {
+                let i = self.below(starts.len());
+                let (a, b) = (starts[i], starts.get(i + 1).copied().unwrap_or(log.len()));
+                let mut v = log.to_vec();
+                v.splice(b..b, log[a..b].to_vec());
+                v
+            }
+            3 => {
+                let mut recs = records.to_vec();
+                if !recs.is_empty() {
+                    let i = self.below(recs.len());
+                    self.mutate_bytes(&mut recs[i]);
+                    if self.below(4) == 0 {
+                        let dup = recs[self.below(recs.len())].clone();
+                        recs.insert(self.below(recs.len() + 1), dup);
+                    }
+                }
+                log_of(&recs)
+            }
+            _ => {
+                let mut v = log.to_vec();
+                self.mutate_bytes(&mut v);
+                v
+            }
+        }
+    }
+}
+
+/// `Err` unless `e` is a [`Error::Corruption`] naming `file` at an offset within its `len`
+/// bytes: what every error about a file's contents must be.
+pub fn check_corruption(e: &Error, file: &Path, len: usize) -> std::result::Result<(), String> {
+    match e {
+        Error::Corruption {
+            file: f, offset, ..
+        } if f == file => {
+            if *offset <= len as u64 {
+                Ok(())
+            } else {
+                Err(format!("offset {offset} past the end ({len} bytes): {e}"))
+            }
+        }
+        e => Err(format!(
+            "error does not name {} and an offset: {e}",
+            file.display()
+        )),
+    }
+}
+
+/// The seed and iteration count of a seeded mutation test: `SLUICE_FUZZ_SEED` and
+/// `SLUICE_FUZZ_ITERS` when set (to explore further), else `0x5eed` and `iters`.
+pub fn seed_and_iters(iters: usize) -> (u64, usize) {
+    let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u64>().ok());
+    (
+        env("SLUICE_FUZZ_SEED").unwrap_or(0x5eed),
+        env("SLUICE_FUZZ_ITERS").map_or(iters, |n| n as usize),
+    )
+}
+
+/// The files of a seed directory (a cargo-fuzz seed corpus), as (name, bytes) in name order.
+pub fn seed_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            Some((name, std::fs::read(e.path()).ok()?))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Set in the child process [`run_capped`] starts.
+const CAPPED_CHILD: &str = "SLUICE_FUZZ_CAPPED_CHILD";
+
+/// Runs the test `name` of the current test binary again, in a child process under
+/// `ulimit -v cap_kib` (so that no allocation sized by a length read from the bytes can
+/// succeed), and fails if it fails. Returns false in that child (the caller then runs the
+/// test's body), true in the parent once the child passed:
+/// `if run_capped("my_test", 1 << 20) { return; }`.
+pub fn run_capped(name: &str, cap_kib: u64) -> bool {
+    if std::env::var_os(CAPPED_CHILD).is_some() {
+        return false;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let script = format!("ulimit -v {cap_kib} && exec \"$0\" --exact {name} --nocapture");
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .arg(&exe)
+        .env(CAPPED_CHILD, "1")
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{name} failed under a {cap_kib} KiB memory cap:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}

@@ -315,30 +315,72 @@ pub fn compress_block(ty: CompressionType, raw: &[u8], out: &mut Vec<u8>) -> boo
 /// a corrupt size prefix can ask for.
 pub const MAX_DECOMPRESSED_BLOCK: usize = 1 << 30;
 
-/// Decompresses a block body of at most `max` decompressed bytes (a corrupt size prefix can
-/// make no larger allocation). Errors are human-readable reasons.
+/// How many bytes `len` compressed bytes can decompress to, at most, for the codecs whose
+/// expansion is bounded by their format: a snappy copy of 64 bytes takes 3 bytes; an LZ4
+/// match length grows by 255 per extra length byte.
+fn expansion_bound(ty: CompressionType, len: usize) -> usize {
+    match ty {
+        CompressionType::Snappy => len.saturating_mul(22),
+        CompressionType::Lz4 | CompressionType::Lz4hc => len.saturating_mul(255).saturating_add(19),
+        _ => usize::MAX,
+    }
+}
+
+/// How much to reserve for a block said to decompress to `n` bytes from `len`: never more
+/// than a few times the input, so that a corrupt size prefix sizes no allocation (the output
+/// grows with what the input really decompresses to).
+fn reserve_for(n: usize, len: usize) -> usize {
+    n.min(len.saturating_mul(4))
+}
+
+/// Decompresses a block body of at most `max` decompressed bytes. Memory is bounded by the
+/// input: a size prefix larger than the codec can expand the body to is refused, and the
+/// codecs without such a bound (zstd, zlib, bzip2) decode as a stream cut at the prefix's
+/// size, never into a buffer sized by it. Errors are human-readable reasons.
 pub fn decompress_block(ty: CompressionType, data: &[u8], max: usize) -> Result<Vec<u8>, String> {
     let max = max.min(MAX_DECOMPRESSED_BLOCK);
-    let sized = |data: &'_ [u8]| -> Result<(usize, usize), String> {
-        let (n, used) = crate::base::coding::decode_varint32(data)
-            .ok_or_else(|| "bad decompressed-size prefix".to_string())?;
-        let n = n as usize;
+    let check = |n: usize, body: usize| -> Result<(), String> {
         if n > max {
             return Err(format!(
                 "decompressed size {n} is larger than the table allows ({max})"
             ));
         }
+        if n > expansion_bound(ty, body) {
+            return Err(format!(
+                "decompressed size {n} is more than {body} compressed bytes can hold"
+            ));
+        }
+        Ok(())
+    };
+    let sized = |data: &'_ [u8]| -> Result<(usize, usize), String> {
+        let (n, used) = crate::base::coding::decode_varint32(data)
+            .ok_or_else(|| "bad decompressed-size prefix".to_string())?;
+        let n = n as usize;
+        check(n, data.len() - used)?;
         Ok((n, used))
     };
+    /// Reads all of `r`, which must give exactly `n` bytes.
+    fn read_exactly(
+        what: &str,
+        r: impl std::io::Read,
+        n: usize,
+        len: usize,
+    ) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        let mut out = Vec::with_capacity(reserve_for(n, len));
+        r.take(n as u64 + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("{what}: {e}"))?;
+        if out.len() != n {
+            return Err(format!("{what}: expected {n} bytes, got {}", out.len()));
+        }
+        Ok(out)
+    }
     match ty {
         CompressionType::None => Ok(data.to_vec()),
         CompressionType::Snappy => {
             let n = snap::raw::decompress_len(data).map_err(|e| format!("snappy: {e}"))?;
-            if n > max {
-                return Err(format!(
-                    "decompressed size {n} is larger than the table allows ({max})"
-                ));
-            }
+            check(n, data.len())?;
             snap::raw::Decoder::new()
                 .decompress_vec(data)
                 .map_err(|e| format!("snappy: {e}"))
@@ -357,39 +399,24 @@ pub fn decompress_block(ty: CompressionType, data: &[u8], max: usize) -> Result<
         CompressionType::Zstd => {
             let (n, used) = sized(data)?;
             let body = &data[used..];
-            let out = zstd::bulk::decompress(body, n).map_err(|e| format!("zstd: {e}"))?;
-            if out.len() != n {
-                return Err(format!("zstd: expected {n} bytes, got {}", out.len()));
-            }
-            Ok(out)
+            let r =
+                zstd::stream::read::Decoder::with_buffer(body).map_err(|e| format!("zstd: {e}"))?;
+            read_exactly("zstd", r, n, body.len())
         }
         CompressionType::Zlib => {
-            use std::io::Read;
             let (n, used) = sized(data)?;
             let body = &data[used..];
-            let mut out = Vec::with_capacity(n);
-            flate2::read::DeflateDecoder::new(body)
-                .take(n as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| format!("zlib: {e}"))?;
-            if out.len() != n {
-                return Err(format!("zlib: expected {n} bytes, got {}", out.len()));
-            }
-            Ok(out)
+            read_exactly(
+                "zlib",
+                flate2::read::DeflateDecoder::new(body),
+                n,
+                body.len(),
+            )
         }
         CompressionType::Bzip2 => {
-            use std::io::Read;
             let (n, used) = sized(data)?;
             let body = &data[used..];
-            let mut out = Vec::with_capacity(n);
-            bzip2::read::BzDecoder::new(body)
-                .take(n as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| format!("bzip2: {e}"))?;
-            if out.len() != n {
-                return Err(format!("bzip2: expected {n} bytes, got {}", out.len()));
-            }
-            Ok(out)
+            read_exactly("bzip2", bzip2::read::BzDecoder::new(body), n, body.len())
         }
     }
 }
@@ -397,6 +424,35 @@ pub fn decompress_block(ty: CompressionType, data: &[u8], max: usize) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the table_reader fuzz target: a snappy block whose size preamble said
+    /// 1,017,639,004 bytes was allocated before a byte of it was decoded. A size past what
+    /// the body can expand to is refused, for each codec whose expansion is bounded.
+    #[test]
+    fn a_size_past_what_the_body_can_hold_is_refused() {
+        for ty in [CompressionType::Snappy, CompressionType::Lz4] {
+            let mut block = Vec::new();
+            crate::base::coding::put_varint32(&mut block, 1_017_639_004);
+            block.extend_from_slice(&[0x11; 1000]);
+            let e = decompress_block(ty, &block, MAX_DECOMPRESSED_BLOCK).unwrap_err();
+            assert!(e.contains("compressed bytes can hold"), "{ty:?}: {e}");
+        }
+        // Zstd, zlib and bzip2 bodies decode as a stream cut at the claimed size: the claim
+        // sizes nothing, and a body that does not decode to it is refused.
+        for ty in [
+            CompressionType::Zstd,
+            CompressionType::Zlib,
+            CompressionType::Bzip2,
+        ] {
+            let mut block = Vec::new();
+            crate::base::coding::put_varint32(&mut block, 1 << 29);
+            block.extend_from_slice(&[0x11; 1000]);
+            assert!(
+                decompress_block(ty, &block, MAX_DECOMPRESSED_BLOCK).is_err(),
+                "{ty:?}"
+            );
+        }
+    }
 
     #[test]
     fn every_writable_compression_roundtrips() {

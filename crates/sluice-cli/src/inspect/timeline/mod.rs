@@ -24,6 +24,8 @@
 //! 3. Nothing read from disk panics or sizes an allocation: the readers return
 //!    `sluice::Error::Corruption` with file and offset.
 
+#[doc(hidden)]
+pub mod fuzz;
 pub mod html;
 pub mod keys;
 pub mod options;
@@ -245,7 +247,8 @@ pub struct Timeline {
 }
 
 /// Replays `edits` (of one column family, in order) into a [`Timeline`]; `manifest` names the
-/// file in errors.
+/// file in errors. A file whose key range is inverted is corruption (its keys index the page's
+/// key space: invariant 2).
 pub fn replay(
     source: Source,
     context: Context,
@@ -280,6 +283,16 @@ pub fn replay(
         let mut added = Vec::with_capacity(e.added.len());
         let mut bytes_out = 0;
         for (level, f) in &e.added {
+            if f.smallest_user() > f.largest_user() {
+                return Err(sluice::Error::corruption(
+                    manifest,
+                    e.offset,
+                    format!(
+                        "edit adds file {} whose smallest key is above its largest",
+                        f.number
+                    ),
+                ));
+            }
             let moved = e.deleted.iter().any(|(_, n)| *n == f.number);
             let fi = match by_number.get(&f.number) {
                 Some(&fi) if moved => fi,
@@ -540,17 +553,15 @@ pub fn load(dir: &Path) -> Result<Loaded, Box<dyn std::error::Error>> {
         context.options_file = Some(file);
         context.options = settings;
     }
-    let (source, edits, tables) = if sluice_db {
-        let (edits, torn) = sluice_manifest::read_edits(&path, &data)?;
-        context.torn_tail = torn;
-        context.column_families = vec![(0, "default".into(), edits.len() as u64)];
-        (Source::Sluice, edits, keys::load_catalog(dir))
+    let source = if sluice_db {
+        Source::Sluice
     } else {
-        let h = rocksdb_manifest::read_edits(&path, &data)?;
-        context.torn_tail = h.torn_tail;
-        context.column_families = h.column_families;
-        let why = "a RocksDB Db has no Sluice import catalog".to_string();
-        (Source::RocksDb, h.edits, Err(why))
+        Source::RocksDb
+    };
+    let edits = read_history(source, &path, &data, &mut context)?;
+    let tables = match source {
+        Source::Sluice => keys::load_catalog(dir),
+        Source::RocksDb => Err("a RocksDB Db has no Sluice import catalog".to_string()),
     };
     let timeline = replay(source, context, edits, &path)?;
     let (key_names, key_decoding) = keys::names(&timeline.keys, tables);
@@ -561,8 +572,32 @@ pub fn load(dir: &Path) -> Result<Loaded, Box<dyn std::error::Error>> {
     })
 }
 
+/// The edits of the MANIFEST at `path` (bytes `data`), read as `source` writes them; fills
+/// `context`'s torn tail and column families.
+pub fn read_history(
+    source: Source,
+    path: &Path,
+    data: &[u8],
+    context: &mut Context,
+) -> Result<Vec<Edit>, sluice::Error> {
+    Ok(match source {
+        Source::Sluice => {
+            let (edits, torn) = sluice_manifest::read_edits(path, data)?;
+            context.torn_tail = torn;
+            context.column_families = vec![(0, "default".into(), edits.len() as u64)];
+            edits
+        }
+        Source::RocksDb => {
+            let h = rocksdb_manifest::read_edits(path, data)?;
+            context.torn_tail = h.torn_tail;
+            context.column_families = h.column_families;
+            h.edits
+        }
+    })
+}
+
 /// True if the MANIFEST at `path` (bytes `data`) was written by Sluice, false for RocksDB's.
-fn manifest_is_sluice(path: &Path, data: &[u8]) -> Result<bool, sluice::Error> {
+pub fn manifest_is_sluice(path: &Path, data: &[u8]) -> Result<bool, sluice::Error> {
     let first = LogReader::new(data, path)
         .next_record()?
         .ok_or_else(|| sluice::Error::corruption(path, 0, "the MANIFEST holds no record"))?;
