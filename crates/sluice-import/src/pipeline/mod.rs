@@ -31,6 +31,7 @@
 //! at least a quarter of the budget); merge and writers use a few MiB on top (a read block per
 //! run, one SST builder per index with its index and filter blocks).
 
+pub(crate) mod checkpoint;
 mod db;
 mod ingest;
 mod merge;
@@ -38,6 +39,7 @@ mod options;
 mod plan;
 mod priority;
 mod read_sort;
+mod space;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,7 @@ use std::time::Instant;
 
 use sluice::{Db, SstFileInfo};
 
+use crate::pipeline::checkpoint::{Progress, Stage};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::priority::{set_thread_idle, set_thread_nice};
@@ -55,6 +58,7 @@ use crate::schema::{parse_schema, TableDef};
 use crate::ImportError;
 
 pub use crate::tmp_dirs::TMP_PREFIX;
+pub use checkpoint::RESUME_PREFIX;
 pub use db::{
     open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
 };
@@ -81,6 +85,9 @@ pub struct Import {
     /// Record batches read after the files ([`Import::from_arrow`]), taken by the one run.
     arrow: ArrowSource,
     opts: ImportOptions,
+    /// The resumable work directory of the run in progress (see `checkpoint`), for the
+    /// cleanup after a failure.
+    owned_dir: std::sync::Mutex<Option<PathBuf>>,
 }
 
 /// An Arrow stream waiting for its import's run, and the name its rows are placed in.
@@ -206,11 +213,16 @@ impl Import {
                 name,
             },
             opts,
+            owned_dir: std::sync::Mutex::new(None),
         })
     }
 
     /// Runs the import into `db` (see the module documentation for the steps).
     pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
+        self.run_prioritized(db).map_err(|e| self.after_failure(e))
+    }
+
+    fn run_prioritized(&self, db: &Db) -> Result<Summary, ImportError> {
         if self.opts.nice.is_none() && !self.opts.idle {
             return self.run_here(db);
         }
@@ -244,7 +256,8 @@ impl Import {
         self.install(db, staged)
     }
 
-    /// Steps 1 to 5: every file written, nothing in the Db yet.
+    /// Steps 1 to 5: every file written, nothing in the Db yet. A resumed import skips the
+    /// steps (or the chunks of step 3, or the indexes of step 4) its checkpoint covers.
     fn stage(&self, db: &Db) -> Result<Staged, ImportError> {
         let t0 = Instant::now();
         let counters = Arc::new(Counters::default());
@@ -260,26 +273,62 @@ impl Import {
         let (table, created) = self.bind_table(db)?;
         let plan = self.prepare(db, table, created)?;
         let mut ctx = EmitCtx::new(db, &plan, &self.opts)?;
-        let mut indexes = self.index_states(&plan);
+        let mut indexes = self.index_states(&plan)?;
+        let stage = plan.resume.as_ref().map(|r| r.stage);
+        if let Some(r) = &plan.resume {
+            ctx.restore(&plan.tmp.path, r)?;
+            counters
+                .runs_spilled
+                .store(r.runs_spilled, Ordering::Relaxed);
+            counters
+                .runs_premerged
+                .store(r.runs_premerged, Ordering::Relaxed);
+        }
         // Step 3.
-        let runs_spilled = self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
+        if stage.is_none_or(|s| s == Stage::Parse) {
+            self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
+        }
         let t_parse = t0.elapsed().as_secs_f64();
         plan.pool.clear();
         // Step 4.
         counters.set_phase(Phase::Merge);
-        self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
+        if stage != Some(Stage::Staged) {
+            self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
+        }
         let t_merge = t0.elapsed().as_secs_f64() - t_parse;
         if let Some(w) = ctx.rejects.as_mut() {
             w.flush()
                 .map_err(|e| ImportError::io(Path::new("rejects"), e))?;
         }
-        let (rows, rejected, dropped) = (ctx.rows, ctx.rejected, ctx.dropped);
-        drop(ctx);
         // Step 5.
         counters.set_phase(Phase::Ingest);
-        let catalog_file = self.write_catalog(&plan)?;
+        let catalog_file = match plan
+            .resume
+            .as_ref()
+            .filter(|_| stage == Some(Stage::Staged))
+        {
+            Some(r) => r
+                .catalog
+                .as_ref()
+                .map(|c| c.restore(&plan.tmp.path))
+                .transpose()?,
+            None => {
+                let c = self.write_catalog(&plan)?;
+                let at = Progress {
+                    stage: Stage::Staged,
+                    next_chunk: 0,
+                    next_slot: indexes.len(),
+                    catalog: c.as_ref(),
+                };
+                self.checkpoint(&plan, &mut ctx, &mut indexes, at, &counters)?;
+                c
+            }
+        };
+        let (rows, rejected, dropped) = (ctx.rows, ctx.rejected, ctx.dropped);
+        drop(ctx);
         Ok(Staged {
             t0,
+            runs_spilled: counters.runs_spilled.load(Ordering::Relaxed),
             counters,
             reporter,
             plan,
@@ -288,7 +337,6 @@ impl Import {
             rows,
             rejected,
             dropped,
-            runs_spilled,
             t_parse,
             t_merge,
         })
@@ -297,6 +345,14 @@ impl Import {
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
         let files = self.ingest(db, &s.indexes, s.catalog_file)?;
+        if s.plan.tmp.resumable {
+            // Ingested: nothing is left to resume.
+            self.owned_dir
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            let _ = std::fs::remove_dir_all(&s.plan.tmp.path);
+        }
         s.counters.set_phase(Phase::Done);
         drop(s.reporter);
         let t_total = s.t0.elapsed().as_secs_f64();
@@ -320,6 +376,7 @@ impl Import {
             ingest_secs: t_total - s.t_parse - s.t_merge,
             total_secs: t_total,
             files,
+            resumed: s.plan.resume.is_some(),
         })
     }
 }
