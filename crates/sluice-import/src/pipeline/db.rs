@@ -147,25 +147,31 @@ impl TmpDir {
     /// A resumable import's directory at `path` (see `pipeline::checkpoint`), created private
     /// if missing, else taken over as it is. It is not registered for removal at exit: a
     /// process interrupted by a signal leaves it for `resume` (or the next import).
+    /// The caller has claimed `path` (`checkpoint::claim`); dropping this releases it.
     pub(crate) fn resumable(path: PathBuf) -> Result<TmpDir, ImportError> {
-        if !path.is_dir() {
+        let dir = TmpDir {
+            path,
+            resumable: true,
+        };
+        if !dir.path.is_dir() {
+            let path = &dir.path;
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
             }
             let mut b = std::fs::DirBuilder::new();
             std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(&path).map_err(|e| ImportError::io(&path, e))?;
+            b.recursive(true)
+                .create(path)
+                .map_err(|e| ImportError::io(path, e))?;
         }
-        Ok(TmpDir {
-            path,
-            resumable: true,
-        })
+        Ok(dir)
     }
 }
 
 impl Drop for TmpDir {
     fn drop(&mut self) {
         if self.resumable {
+            crate::pipeline::checkpoint::release(&self.path);
             return;
         }
         let _ = std::fs::remove_dir_all(&self.path);

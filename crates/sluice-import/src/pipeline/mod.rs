@@ -1,12 +1,17 @@
 //! The import pipeline ([`Import::run`]), as numbered steps; each step is one function, and any
-//! failure before step 6 leaves the Db exactly as it was (only the import's temporary
-//! directory is touched, and it is removed on every exit path; a killed import leaves a
-//! `sluice-import-*` directory that [`remove_leftovers`] deletes at the next open).
+//! failure before step 6 leaves the Db exactly as it was (only the import's own directory is
+//! touched). A file import works in a resumable directory (`sluice-resume-*`, see `checkpoint`)
+//! that survives a crash, checkpointed during step 3, after each index of step 4 and after
+//! step 5, so `ImportOptions::resume` continues from the last checkpoint; it is removed when
+//! the import finishes or fails on its data, kept (less its unfinished files) on an I/O error
+//! such as a full disk (`space`). An Arrow-stream import works in a `sluice-import-*`
+//! directory removed on every exit path (a killed one's by [`remove_leftovers`] at the next
+//! open).
 //!
 //! 1. `bind_table`: the schema's table against the Db's catalog (same
 //!    id and identical definition for an existing table; the next free id for a new one).
-//! 2. `prepare`: temporary directory, whether the table already has rows,
-//!    the first hidden row id.
+//! 2. `prepare`: whether the table already has rows, the first hidden row id, the work
+//!    directory (a checkpoint in it adopted with `resume`, else discarded), the memory split.
 //! 3. `parse_and_sort`: a reader thread cuts each file into
 //!    record-aligned chunks; `threads` workers parse, encode and sort each chunk; this thread
 //!    takes chunk outputs back *in input order* and, per index, either streams them straight
@@ -22,8 +27,9 @@
 //! Rooms, one per step: this file holds [`Import::run`] and its steps in order; `plan` (steps 1
 //! and 2: the `Plan`, per-index state), `read_sort` (step 3), `merge` (step 4) with `merge/policy`
 //! beside it (duplicates, unique indexes, rejects: the policy the merge applies), `ingest`
-//! (steps 5 and 6); `options` (what the caller asks and gets back), `db` (opening the Db,
-//! temporary directories), `priority` (nice, `SCHED_IDLE`).
+//! (steps 5 and 6); `checkpoint` (checkpoints, their fingerprint, resuming), `space` (the
+//! pre-flight estimate, a full disk); `options` (what the caller asks and gets back), `db`
+//! (opening the Db, temporary directories), `priority` (nice, `SCHED_IDLE`).
 //!
 //! Memory: final files are also cut at `memory / 128` entries (the filter builder holds 8 bytes
 //! per key). The budget covers chunks in flight (`threads + 2` chunks of `memory / 64` bytes,

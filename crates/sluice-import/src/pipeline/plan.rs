@@ -144,19 +144,45 @@ impl Import {
             .tmp_dir
             .clone()
             .unwrap_or_else(|| db.path().to_path_buf());
+        let dir = checkpoint::dir_for(&parent, db.path(), &table.name);
+        if self.arrow.name.is_none() && !self.opts.resume {
+            // Also where imports put them by default: their space may be what this one needs.
+            self.discard_checkpoints(&parent, db.path())?;
+            if parent != db.path() {
+                self.discard_checkpoints(db.path(), db.path())?;
+            }
+        }
         let (tmp, ck, resume) = if self.arrow.name.is_some() {
             (TmpDir::create(&parent)?, None, None)
+        } else if !checkpoint::claim(&dir) {
+            self.note(&format!(
+                "another import of this process works in {}: this one keeps no checkpoints",
+                dir.display()
+            ));
+            (TmpDir::create(&parent)?, None, None)
         } else {
-            let now = self.fingerprint(db, &table, created, existing_rows, rowid_base)?;
-            let dir = checkpoint::dir_for(&parent, db.path());
-            let in_db_dir = checkpoint::dir_for(db.path(), db.path());
-            if !self.opts.resume && in_db_dir != dir {
-                // One left where imports put it by default: its space may be what this one needs.
-                self.discard_checkpoint(&in_db_dir)?;
-            }
-            let resume = self.adopt_checkpoint(&dir, &now)?;
+            let existed = dir.is_dir();
             let tmp = TmpDir::resumable(dir)?;
             *self.owned_dir.lock().unwrap_or_else(|e| e.into_inner()) = Some(tmp.path.clone());
+            let now = self.fingerprint(db, &table, created, existing_rows, rowid_base)?;
+            let resume = match (existed, self.opts.resume) {
+                (true, true) => self.adopt_checkpoint(&tmp.path, &now)?,
+                (true, false) => {
+                    // Made again since the discard above (by another process's import): start
+                    // from nothing.
+                    checkpoint::remove_unnamed(&tmp.path, None);
+                    None
+                }
+                (false, resume) => {
+                    if resume {
+                        self.note(&format!(
+                            "no checkpoint to resume in {}: starting the import",
+                            tmp.path.display()
+                        ));
+                    }
+                    None
+                }
+            };
             let ck = Checkpointer::new(now, resume.as_ref());
             (tmp, Some(ck), resume)
         };

@@ -88,8 +88,9 @@ impl Import {
                     }
                 }
             }
-            // An interruption (a test's, or a worker's panic): left as a crash leaves it.
-            ImportError::Internal(_) => {}
+            // An interruption (a test's, or a worker's panic): left as a crash leaves it; a
+            // refused resume leaves the checkpoint it refused.
+            ImportError::Internal(_) | ImportError::CannotResume { .. } => {}
             _ => {
                 let _ = std::fs::remove_dir_all(&dir);
             }

@@ -130,12 +130,46 @@ pub(crate) struct State {
 }
 
 /// A checkpoint directory's path for the Db at `db_dir` under `parent`.
-pub(crate) fn dir_for(parent: &Path, db_dir: &Path) -> PathBuf {
+/// One per Db and table: `sluice-resume-<CRC32C of the Db's path>-<table>`.
+pub(crate) fn dir_for(parent: &Path, db_dir: &Path, table: &str) -> PathBuf {
+    let table: String = table
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    parent.join(format!("{}{table}", db_prefix(db_dir)))
+}
+
+/// The name prefix of every checkpoint directory of the Db at `db_dir`.
+fn db_prefix(db_dir: &Path) -> String {
     let db = canonical(db_dir);
-    parent.join(format!(
-        "{RESUME_PREFIX}{:08x}",
-        crc32c::crc32c(db.as_bytes())
-    ))
+    format!("{RESUME_PREFIX}{:08x}-", crc32c::crc32c(db.as_bytes()))
+}
+
+/// Checkpoint directories an import of this process works in: never adopted or discarded by
+/// another (an import of the same table beside it runs without checkpoints).
+fn in_use() -> &'static std::sync::Mutex<HashSet<PathBuf>> {
+    static IN_USE: std::sync::OnceLock<std::sync::Mutex<HashSet<PathBuf>>> =
+        std::sync::OnceLock::new();
+    IN_USE.get_or_init(|| std::sync::Mutex::new(HashSet::new()))
+}
+
+/// Claims `dir` for this import; `false` when another import of this process has it.
+pub(crate) fn claim(dir: &Path) -> bool {
+    let mut set = in_use().lock().unwrap_or_else(|e| e.into_inner());
+    set.insert(dir.to_path_buf())
+}
+
+/// Gives `dir` back (the import using it ended).
+pub(crate) fn release(dir: &Path) {
+    let mut set = in_use().lock().unwrap_or_else(|e| e.into_inner());
+    set.remove(dir);
 }
 
 fn canonical(p: &Path) -> String {
@@ -456,28 +490,14 @@ impl Import {
         Ok(())
     }
 
-    /// Step 2's part for a file import: the checkpoint directory at `dir`, and the state to
-    /// resume from. Without `resume` an existing checkpoint is discarded (with a note); with
-    /// it, one that verifies and matches `now` is adopted (files it does not name are
-    /// deleted), and a mismatch refuses.
+    /// Step 2's part for a file import with `resume`: the state to go on from, if the
+    /// directory `dir` holds a checkpoint that verifies and matches `now` (files it does not
+    /// name are deleted); a mismatch refuses.
     pub(crate) fn adopt_checkpoint(
         &self,
         dir: &Path,
         now: &Fingerprint,
     ) -> Result<Option<State>, ImportError> {
-        if !dir.exists() {
-            if self.opts.resume {
-                self.note(&format!(
-                    "no checkpoint to resume in {}: starting the import",
-                    dir.display()
-                ));
-            }
-            return Ok(None);
-        }
-        if !self.opts.resume {
-            self.discard_checkpoint(dir)?;
-            return Ok(None);
-        }
         let Some(state) = load(dir)? else {
             self.note(&format!(
                 "the interrupted import in {} had reached no checkpoint: starting over",
@@ -520,9 +540,35 @@ impl Import {
         Ok(Some(state))
     }
 
+    /// Removes the checkpoint directories of the Db at `db_dir` in `parent` (of any table:
+    /// an import changes the Db, so no other checkpoint of it could be resumed after it),
+    /// except those an import of this process works in, saying so.
+    pub(crate) fn discard_checkpoints(
+        &self,
+        parent: &Path,
+        db_dir: &Path,
+    ) -> Result<(), ImportError> {
+        let prefix = db_prefix(db_dir);
+        let found: Vec<PathBuf> = std::fs::read_dir(parent)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect();
+        for dir in found {
+            if claim(&dir) {
+                let r = self.discard_checkpoint(&dir);
+                release(&dir);
+                r?;
+            }
+        }
+        Ok(())
+    }
+
     /// Removes the checkpoint directory `dir`, if there is one, saying so.
-    pub(crate) fn discard_checkpoint(&self, dir: &Path) -> Result<(), ImportError> {
-        if !dir.exists() {
+    fn discard_checkpoint(&self, dir: &Path) -> Result<(), ImportError> {
+        if !dir.is_dir() {
             return Ok(());
         }
         let bytes = bytes_in(dir);
