@@ -289,6 +289,10 @@ impl Import {
             counters
                 .runs_premerged
                 .store(r.runs_premerged, Ordering::Relaxed);
+            if r.stage != Stage::Parse {
+                // All read by the run resumed.
+                counters.bytes_read.store(total, Ordering::Relaxed);
+            }
         }
         // Step 3.
         if stage.is_none_or(|s| s == Stage::Parse) {
