@@ -149,6 +149,9 @@ class ImportReport:
     """Seconds per phase: parse_sort, merge, ingest, total."""
     files: List[Dict[str, Any]]
     """Files ingested: index, level, entries, bytes."""
+    resumed: bool = False
+    """Whether the import went on from an interrupted one's checkpoint (``resume=True``);
+    the counts then cover both runs, the phases this run only."""
 
     def to_dict(self) -> Dict[str, Any]:
         """The report as a plain dict."""
@@ -326,9 +329,15 @@ class Db:
         ``delimiter``, ``quote``, ``null``, ``threads``, ``memory`` (bytes or "2GiB"),
         ``tmp_dir``, ``max_errors``, ``rejects``, ``on_duplicate`` ("error", "first",
         "last"), ``target_file_size``, ``progress`` ("auto", "plain", "off"), ``layout``
-        ("row", "columnar"), ``nice``, ``idle``, ``chunk_size``. A bad row raises
-        ``BadRowError`` naming file, line (for Parquet, the row), column and value; the Db
-        is then unchanged."""
+        ("row", "columnar"), ``nice``, ``idle``, ``chunk_size``, ``resume``,
+        ``checkpoint_bytes``. A bad row raises ``BadRowError`` naming file, line (for
+        Parquet, the row), column and value; the Db is then unchanged.
+
+        An import keeps checkpoints (a ``sluice-resume-*`` directory in the Db directory or
+        ``tmp_dir``) until it finishes: after a crash, ``resume=True`` continues from the
+        last one (raising ``CannotResumeError`` if the files, schema, Db or an option that
+        changes the result differ), an import without it discards it. A full disk raises
+        ``DiskFullError`` (directory, bytes needed, bytes kept for ``resume``)."""
         paths = [os.fspath(f) for f in files]
         if schema_sql is None:
             if not primary_key or not paths:

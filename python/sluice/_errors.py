@@ -12,6 +12,8 @@
     ├── NotSupportedError
     ├── PoisonedError                the Db refuses writes after a background failure
     ├── InternalError                a bug: please report it
+    ├── CannotResumeError            resume=True refused: the checkpoint is another import's
+    │                                (.dir, .reason)
     ├── SchemaError                  CREATE TABLE / INDEX not understood (.line, .column, .reason)
     ├── DataError                    a row of the input (.file, .line)
     │   ├── BadRowError              (.column, .value, .reason)
@@ -19,7 +21,9 @@
     │   ├── UniqueViolationError     (.index, .value, .other)
     │   └── TooManyErrorsError       more bad rows than max_errors (.count, .last)
     └── IoError                      also an OSError (.errno, .strerror, .filename)
-        └── LockedError              the Db is locked by another process
+        ├── LockedError              the Db is locked by another process
+        └── DiskFullError            a filesystem the import writes is full (.needed,
+                                     .available, .kept bytes; .filename the directory)
 """
 
 from __future__ import annotations
@@ -131,6 +135,26 @@ class LockedError(IoError):
     """The Db is locked by another process (open it with ``read_only=True`` beside it)."""
 
 
+class DiskFullError(IoError):
+    """A filesystem an import writes to is full (``ENOSPC``): ``filename`` is the directory,
+    ``needed`` the bytes the import needs there (an estimate), ``available`` the bytes free,
+    ``kept`` the bytes of finished work kept there for ``resume=True`` (0: none). The Db is
+    unchanged."""
+
+    needed: int = 0
+    available: int = 0
+    kept: int = 0
+
+
+class CannotResumeError(Error):
+    """``resume=True`` found a checkpoint that is not this import's (another input, schema,
+    table, Db or option): ``reason`` says what differs; nothing was imported and the
+    checkpoint in ``dir`` is kept (an import without ``resume`` discards it)."""
+
+    dir: str = ""
+    reason: str = ""
+
+
 _KIND_ERRNO = {
     "NotFound": _errno.ENOENT,
     "PermissionDenied": _errno.EACCES,
@@ -172,4 +196,6 @@ __all__ = [
     "TooManyErrorsError",
     "IoError",
     "LockedError",
+    "DiskFullError",
+    "CannotResumeError",
 ]

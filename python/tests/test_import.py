@@ -178,3 +178,24 @@ def test_threads_while_import_runs(db):
     assert db.table("penguins").get(344)["species"] == "Chinstrap"
     for n in range(8):
         assert db.get(b"w%d-%06d" % (n, 0)) == b"0"
+
+
+def test_resume_continues_an_interrupted_import(db, tmp_path):
+    schema = "CREATE TABLE t (id INT PRIMARY KEY, v TEXT); CREATE INDEX by_v ON t (v);"
+    csv = tmp_path / "t.csv"
+    csv.write_text("".join(f"{(i * 7919) % 3000},v{i % 17}\n" for i in range(3000)))
+    opts = dict(progress="off", chunk_size=1024, checkpoint_bytes=4096, tmp_dir=tmp_path / "tmp")
+    # As if killed after its third checkpoint: the Db is unchanged, the checkpoint kept.
+    with pytest.raises(sluice.InternalError):
+        db.import_files(schema, [csv], _interrupt_after_checkpoints=3, **opts)
+    assert db.tables() == []
+    # Another input is refused with the reason; the checkpoint stays.
+    other = tmp_path / "o.csv"
+    other.write_text("1,a\n")
+    with pytest.raises(sluice.CannotResumeError) as e:
+        db.import_files(schema, [other], resume=True, **opts)
+    assert "other input files" in e.value.reason and e.value.dir
+    report = db.import_files(schema, [csv], resume=True, **opts)
+    assert report.resumed and report.rows == 3000
+    assert db.table("t").get(7919 % 3000) == {"id": 7919 % 3000, "v": "v1"}
+    assert not list((tmp_path / "tmp").iterdir())

@@ -104,9 +104,9 @@ pub(crate) fn open_read_only(dir: &Path) -> Result<Db, Box<dyn std::error::Error
     Ok(Db::open_read_only(dir, db_options(dir, false)?)?)
 }
 
-/// The `sluice-import-*` directories in the Db directory (where imports keep their files
-/// unless `--tmp-dir` says otherwise), one line each. A read command removes nothing: it
-/// says whose each is, and that the next import removes a killed one's.
+/// The `sluice-import-*` and `sluice-resume-*` directories in the Db directory (where imports
+/// keep their files unless `--tmp-dir` says otherwise), one line each. A read command removes
+/// nothing: it says whose each is, and what the next import does with it.
 pub(crate) fn tmp_dir_lines(dir: &Path) -> Vec<String> {
     sluice_import::find_tmp_dirs(dir)
         .iter()
@@ -124,6 +124,7 @@ pub(crate) fn tmp_dirs_json(dir: &Path) -> Vec<serde_json::Value> {
                 "bytes": t.bytes,
                 "pid": t.pid,
                 "process_running": t.process_running,
+                "resumable": t.resumable,
             })
         })
         .collect()

@@ -122,6 +122,17 @@ pub struct ImportArgs {
     /// Rows whose primary key is taken by an earlier row or an existing one.
     #[arg(long, value_enum, default_value = "error")]
     on_duplicate: OnDuplicateArg,
+    /// Continue an interrupted import of the same files into the same table from its last
+    /// checkpoint (kept in a sluice-resume-* directory in the Db directory or --tmp-dir);
+    /// refused when the input, schema, table, Db or an output-affecting option changed.
+    /// Without it, an interrupted import's checkpoint is discarded. Nothing to resume: the
+    /// import starts over.
+    #[arg(long)]
+    resume: bool,
+    /// Input read between checkpoints of the parse step, e.g. 256M (the default): a resumed
+    /// import parses at most this much again.
+    #[arg(long)]
+    checkpoint_every: Option<String>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -216,6 +227,13 @@ pub fn import(a: ImportArgs) -> CmdResult {
             OnDuplicateArg::First => OnDuplicate::First,
             OnDuplicateArg::Last => OnDuplicate::Last,
         },
+        resume: a.resume,
+        checkpoint_bytes: a
+            .checkpoint_every
+            .as_deref()
+            .map(|s| parse_size(s).map_err(|e| e.replace("--memory", "--checkpoint-every")))
+            .transpose()?
+            .unwrap_or(defaults.checkpoint_bytes),
         layout: a.layout.map(|l| match l {
             LayoutArg::Row => Layout::Row,
             LayoutArg::Columnar => Layout::Columnar,
@@ -262,10 +280,15 @@ pub fn import(a: ImportArgs) -> CmdResult {
         format!("{:.1} KB", s.bytes as f64 / 1e3)
     };
     println!(
-        "imported {} rows into {}{} ({size} in {:.2} s: {:.0} rows/s)",
+        "imported {} rows into {}{}{} ({size} in {:.2} s: {:.0} rows/s)",
         s.rows,
         s.table,
         if s.created { " (new table)" } else { "" },
+        if s.resumed {
+            " (resumed from a checkpoint)"
+        } else {
+            ""
+        },
         s.total_secs,
         s.rows as f64 / s.total_secs.max(1e-9)
     );
@@ -320,8 +343,11 @@ fn clean_up_on_signals() -> std::io::Result<()> {
                     _ => "SIGHUP",
                 };
                 eprintln!(
-                    "sluice: import interrupted by {name}; its temporary files are removed (the \
-                     import changes the Db only by its final, atomic ingest)"
+                    "sluice: import interrupted by {name}; the Db is unchanged (an import \
+                     changes it only by its final, atomic ingest). Its last checkpoint is kept \
+                     (sluice-resume-* in the Db directory or --tmp-dir): `sluice import \
+                     --resume` with the same arguments continues it, an import without \
+                     --resume discards it"
                 );
                 std::process::exit(128 + sig);
             }
@@ -497,8 +523,53 @@ fn with_flag_names(e: sluice_import::ImportError) -> String {
         sluice_import::ImportError::TooManyErrors { count, last } => {
             format!("{count} bad rows, more than --max-errors allows; the last: {last}")
         }
+        sluice_import::ImportError::CannotResume { dir, reason } => format!(
+            "cannot resume from the checkpoint in {}: {reason}; nothing was imported (an \
+             import without --resume starts over and discards the checkpoint)",
+            dir.display()
+        ),
+        sluice_import::ImportError::DiskFull {
+            dir,
+            needed,
+            available,
+            kept,
+            source,
+        } => {
+            let mut m = format!(
+                "{}: {source}: the import needs about {} there ({needed} bytes), {} are free; \
+                 free space there or give --tmp-dir on another filesystem",
+                dir.display(),
+                human(needed),
+                human(available),
+            );
+            if kept > 0 {
+                m += &format!(
+                    ", then run the same import with --resume: {} of finished work is kept \
+                     for it (an import without --resume discards it)",
+                    human(kept)
+                );
+            } else {
+                m += "; the import's temporary files are removed";
+            }
+            m
+        }
         other => other.to_string(),
     }
+}
+
+/// `1.5 GiB`, `300 KiB`, `12 bytes`.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
 }
 
 #[cfg(test)]

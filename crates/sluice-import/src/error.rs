@@ -113,6 +113,27 @@ pub enum ImportError {
     },
     /// The engine failed.
     Db(sluice::Error),
+    /// `resume` was asked but the checkpoint found does not belong to this import (another
+    /// input, schema, table, Db or option): nothing was resumed, the checkpoint is kept.
+    CannotResume {
+        /// The checkpoint's directory.
+        dir: PathBuf,
+        /// What differs, e.g. `input t.csv changed: 1200 bytes then, 1300 now`.
+        reason: String,
+    },
+    /// A filesystem the import writes to is full (`ENOSPC`).
+    DiskFull {
+        /// The directory being written (the import's temporary directory or the Db's).
+        dir: PathBuf,
+        /// Bytes the import needs there in all (an estimate: spilled runs plus final files).
+        needed: u64,
+        /// Bytes free there when the error was seen.
+        available: u64,
+        /// Bytes of finished work kept there for `resume` (0: nothing kept).
+        kept: u64,
+        /// The error as the operating system reported it.
+        source: std::io::Error,
+    },
     /// A bug: a worker thread panicked or an internal invariant broke.
     Internal(String),
 }
@@ -196,6 +217,33 @@ impl fmt::Display for ImportError {
             }
             ImportError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             ImportError::Db(e) => write!(f, "{e}"),
+            ImportError::CannotResume { dir, reason } => write!(
+                f,
+                "cannot resume from the checkpoint in {}: {reason}; nothing was imported (run \
+                 without resume to start over, which discards the checkpoint)",
+                dir.display()
+            ),
+            ImportError::DiskFull {
+                dir,
+                needed,
+                available,
+                kept,
+                source,
+            } => {
+                write!(
+                    f,
+                    "{}: {source}: the import needs about {needed} bytes there ({available} \
+                     free now); free space or point tmp_dir at another filesystem",
+                    dir.display()
+                )?;
+                if *kept > 0 {
+                    write!(
+                        f,
+                        ", then resume: {kept} bytes of finished work are kept there for it"
+                    )?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -206,6 +254,7 @@ impl std::error::Error for ImportError {
             ImportError::Schema(e) => Some(e),
             ImportError::Io { source, .. } => Some(source),
             ImportError::Db(e) => Some(e),
+            ImportError::DiskFull { source, .. } => Some(source),
             ImportError::TooManyErrors { last, .. } => Some(last.as_ref()),
             _ => None,
         }

@@ -18,7 +18,8 @@ pub const SAMPLE_EVERY: u64 = 1024;
 
 /// A sampled entry: its key, where its position starts in the positions file and the
 /// position before it (the delta base).
-struct Sample {
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Sample {
     key: Vec<u8>,
     offset: u64,
     base: u64,
@@ -69,6 +70,36 @@ impl PositionRecorder {
         Ok(())
     }
 
+    /// Makes what was recorded durable (a checkpoint of the import): the state
+    /// [`PositionRecorder::reopen`] goes on from.
+    pub fn checkpoint(&mut self) -> std::io::Result<RecorderState> {
+        self.out.flush()?;
+        self.out.get_ref().sync_data()?;
+        Ok(RecorderState {
+            samples: self.samples.clone(),
+            count: self.count,
+            bytes: self.bytes,
+            last: self.last,
+        })
+    }
+
+    /// A recorder going on from `state` in the positions file at `path` (cut back to what
+    /// the checkpoint covered).
+    pub fn reopen(path: PathBuf, state: RecorderState) -> std::io::Result<Self> {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
+        f.set_len(state.bytes)?;
+        f.seek(SeekFrom::End(0))?;
+        Ok(PositionRecorder {
+            path,
+            out: BufWriter::new(f),
+            samples: state.samples,
+            count: state.count,
+            bytes: state.bytes,
+            last: state.last,
+            buf: Vec::with_capacity(10),
+        })
+    }
+
     /// Done writing: the lookup over the writer's finished `files` (in key order).
     pub fn finish(mut self, files: Vec<PathBuf>) -> std::io::Result<StreamedPositions> {
         self.out.flush()?;
@@ -78,6 +109,15 @@ impl PositionRecorder {
             files,
         })
     }
+}
+
+/// What a [`PositionRecorder`] recorded up to a checkpoint.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RecorderState {
+    samples: Vec<Sample>,
+    count: u64,
+    bytes: u64,
+    last: u64,
 }
 
 /// Finds the source position of a streamed entry by its key.
@@ -144,6 +184,22 @@ impl StreamedPositions {
     /// The positions file (removed with the import's temporary directory).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Its samples and streamed files (a checkpoint of the import), its positions file
+    /// synced.
+    pub fn checkpoint(&self) -> std::io::Result<(Vec<Sample>, Vec<PathBuf>)> {
+        File::open(&self.path)?.sync_all()?;
+        Ok((self.samples.clone(), self.files.clone()))
+    }
+
+    /// The lookup a checkpoint recorded.
+    pub fn restore(path: PathBuf, samples: Vec<Sample>, files: Vec<PathBuf>) -> Self {
+        StreamedPositions {
+            path,
+            samples,
+            files,
+        }
     }
 }
 

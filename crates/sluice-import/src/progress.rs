@@ -57,6 +57,8 @@ pub struct Counters {
     pub merged: AtomicU64,
     /// Runs merged into bigger runs before the final merge.
     pub runs_premerged: AtomicU64,
+    /// Sorted runs spilled.
+    pub runs_spilled: AtomicU64,
     /// Current [`Phase`].
     pub phase: AtomicU8,
     stop: AtomicBool,

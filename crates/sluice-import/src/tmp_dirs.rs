@@ -1,11 +1,14 @@
-//! Import temporary directories (`sluice-import-<pid>-<n>`) as the read-only commands report
-//! them (`sluice verify`, `sluice stats`): found, sized and attributed, never removed — the
-//! next import into the Db removes a dead process's ([`crate::remove_leftovers`]), the next
-//! import whose temporary directory is the same `--tmp-dir` removes a dead process's there,
-//! and a process interrupted by SIGINT/SIGTERM removes its own
-//! ([`crate::remove_tmp_dirs_for_exit`]).
+//! Import temporary directories (`sluice-import-<pid>-<n>`) and resumable imports' checkpoint
+//! directories (`sluice-resume-<hash>`) as the read-only commands report them (`sluice
+//! verify`, `sluice stats`): found, sized and attributed, never removed — the next import into
+//! the Db removes a dead process's temporary directory ([`crate::remove_leftovers`]), the next
+//! import whose temporary directory is the same `--tmp-dir` removes a dead process's there, and
+//! a process interrupted by SIGINT/SIGTERM its own ([`crate::remove_tmp_dirs_for_exit`]); a
+//! checkpoint is continued by the next import with `resume`, discarded by one without.
 
 use std::path::{Path, PathBuf};
+
+use crate::pipeline::RESUME_PREFIX;
 
 /// Name prefix of import temporary directories.
 pub const TMP_PREFIX: &str = "sluice-import-";
@@ -22,6 +25,9 @@ pub struct TmpDirFound {
     /// Whether a process with that id runs now (`None` where that cannot be told: no `/proc`).
     /// A running one may be an import in progress; an exited one was killed.
     pub process_running: Option<bool>,
+    /// A resumable import's checkpoint directory (`sluice-resume-*`): an import in progress
+    /// or one interrupted that `resume` continues.
+    pub resumable: bool,
 }
 
 impl TmpDirFound {
@@ -32,6 +38,10 @@ impl TmpDirFound {
             |n| n.to_string_lossy().into_owned(),
         );
         let whose = match (self.pid, self.process_running) {
+            _ if self.resumable => "an import's checkpoint, in progress or interrupted: \
+                                    `sluice import --resume` continues an interrupted one, an \
+                                    import without --resume removes it"
+                .to_string(),
             (Some(pid), Some(true)) => {
                 format!("process {pid} is running: an import in progress?")
             }
@@ -56,15 +66,19 @@ pub fn find_tmp_dirs(dir: &Path) -> Vec<TmpDirFound> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(TMP_PREFIX))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(TMP_PREFIX) || name.starts_with(RESUME_PREFIX)
+        })
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name[TMP_PREFIX.len()..]
-                .split('-')
-                .next()
+            let pid = name
+                .strip_prefix(TMP_PREFIX)
+                .and_then(|n| n.split('-').next())
                 .and_then(|p| p.parse::<u32>().ok());
             TmpDirFound {
+                resumable: name.starts_with(RESUME_PREFIX),
                 bytes: bytes_under(&e.path()),
                 path: e.path(),
                 pid,
@@ -111,7 +125,15 @@ mod tests {
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(dir.path().join(format!("{TMP_PREFIX}file")), b"x").unwrap();
         std::fs::create_dir(dir.path().join("other")).unwrap();
+        let ck = dir.path().join(format!("{RESUME_PREFIX}0123abcd"));
+        std::fs::create_dir(&ck).unwrap();
+        std::fs::write(ck.join("CHECKPOINT"), b"xyz").unwrap();
         let mut found = find_tmp_dirs(dir.path());
+        let resumable: Vec<TmpDirFound> = found.iter().filter(|d| d.resumable).cloned().collect();
+        assert_eq!(resumable.len(), 1, "{found:?}");
+        assert_eq!((resumable[0].bytes, resumable[0].pid), (3, None));
+        assert!(resumable[0].describe().contains("--resume"));
+        found.retain(|d| !d.resumable);
         assert_eq!(found.len(), 2, "{found:?}");
         // The dead process's directory first, whatever this process's id sorts as.
         found.sort_by_key(|d| d.path != dead);

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use sluice_import::{open_db, ImportOptions};
+use sluice_import::{open_db, ImportError, ImportOptions};
 
 const SCHEMA: &str = "CREATE TABLE k (id BIGINT PRIMARY KEY, name TEXT, n INT);
 CREATE INDEX by_n ON k (n);";
@@ -128,18 +128,43 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
             );
             outcomes.1 += 1;
         }
-        assert!(
-            leftovers(&db_dir).is_empty(),
-            "seed {seed} round {round}: {:?}",
-            leftovers(&db_dir)
-        );
-        // Nothing but the Db's own files remain.
+        // What the open removes (a killed import's temporary directory) is gone; a
+        // resumable import's checkpoint stays for `resume`.
+        let resumable = |e: &std::fs::DirEntry| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(sluice_import::pipeline::RESUME_PREFIX)
+        };
         for e in std::fs::read_dir(&db_dir).unwrap().flatten() {
             assert!(
-                e.file_type().unwrap().is_file(),
+                e.file_type().unwrap().is_file() || resumable(&e),
                 "seed {seed}: {:?} left",
                 e.path()
             );
+        }
+        // Resumed, the import ends with the Db an uninterrupted one gives; killed after its
+        // ingest, it is refused (the Db moved on since the checkpoint, or, the checkpoint
+        // removed, every row is a duplicate now).
+        let o = ImportOptions {
+            resume: true,
+            ..child_opts()
+        };
+        match import(&db, SCHEMA, vec![file.clone()], o) {
+            Ok(_) => {
+                assert!(
+                    now == before && dump(&db) == after,
+                    "seed {seed} round {round}: the resumed import differs"
+                );
+                assert!(leftovers(&db_dir).is_empty(), "seed {seed} round {round}");
+            }
+            Err(e) => assert!(
+                now == after
+                    && matches!(
+                        e,
+                        ImportError::CannotResume { .. } | ImportError::DuplicateKey { .. }
+                    ),
+                "seed {seed} round {round}: {e}"
+            ),
         }
     }
     eprintln!("outcomes (before, after): {outcomes:?}");

@@ -72,6 +72,7 @@ pub fn summary_dict(py: Python<'_>, s: sluice_import::Summary) -> PyResult<Bound
         files.append(fd)?;
     }
     d.set_item("files", files)?;
+    d.set_item("resumed", s.resumed)?;
     Ok(d)
 }
 

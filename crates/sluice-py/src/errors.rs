@@ -216,6 +216,29 @@ fn import_error(py: Python<'_>, e: &ImportError) -> PyErr {
             err
         }
         ImportError::Io { path, source } => os_error(py, "IoError", Some(path), source, msg),
+        ImportError::DiskFull {
+            dir,
+            needed,
+            available,
+            kept,
+            source,
+        } => {
+            let err = os_error(py, "DiskFullError", Some(dir), source, msg);
+            let v = err.value(py);
+            for (k, n) in [("needed", needed), ("available", available), ("kept", kept)] {
+                let _ = v.setattr(k, *n);
+            }
+            err
+        }
+        ImportError::CannotResume { dir, reason } => simple(
+            py,
+            "CannotResumeError",
+            msg,
+            vec![
+                ("dir", obj(py, dir.to_string_lossy().into_owned())),
+                ("reason", obj(py, reason.clone())),
+            ],
+        ),
         ImportError::Db(e) => engine_error(py, e),
         ImportError::Internal(_) => simple(py, "InternalError", msg, vec![]),
         _ => simple(py, "Error", msg, vec![]),

@@ -197,6 +197,10 @@ pub fn import_options(
                         invalid(py, format!("layout: unknown {s:?} (row, columnar)"))
                     })?)
             }
+            "resume" => o.resume = v.extract()?,
+            "checkpoint_bytes" => o.checkpoint_bytes = size(py, "checkpoint_bytes", &v)?,
+            // Tests: fail as if killed right after this many checkpoints.
+            "_interrupt_after_checkpoints" => o.interrupt_after_checkpoints = v.extract()?,
             "nice" => o.nice = v.extract()?,
             "idle" => o.idle = v.extract()?,
             "parallel_merge_min_bytes" => {

@@ -8,7 +8,7 @@ use sluice::{SstFileInfo, SstWriter, TableOptions, Writeback};
 
 use super::columnar::ColumnSplit;
 use super::DELETION_SRC;
-use crate::positions::{PositionRecorder, StreamedPositions};
+use crate::positions::{PositionRecorder, RecorderState, StreamedPositions};
 
 /// Writes final SSTs of one index, cut at a target size.
 pub struct FinalWriter {
@@ -65,6 +65,27 @@ impl FinalWriter {
             path: Some(path),
             source,
         })?;
+        self.positions = Some(r);
+        Ok(())
+    }
+
+    /// The positions recorded so far, made durable (a checkpoint of the import), if they
+    /// are recorded.
+    pub fn checkpoint_positions(&mut self) -> sluice::Result<Option<RecorderState>> {
+        self.positions
+            .as_mut()
+            .map(|r| r.checkpoint())
+            .transpose()
+            .map_err(|source| sluice::Error::Io { path: None, source })
+    }
+
+    /// Goes on recording positions in `path` from a checkpoint's `state`.
+    pub fn resume_positions(&mut self, path: PathBuf, state: RecorderState) -> sluice::Result<()> {
+        let r =
+            PositionRecorder::reopen(path.clone(), state).map_err(|source| sluice::Error::Io {
+                path: Some(path),
+                source,
+            })?;
         self.positions = Some(r);
         Ok(())
     }

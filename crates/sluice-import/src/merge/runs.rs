@@ -85,16 +85,20 @@ pub fn open_files_for_runs() -> u64 {
 /// memory (a read block per open run) and open files stay bounded. Each pass merges groups of
 /// `fan_in` runs, the smallest first and only as many groups as needed, on up to `threads`
 /// threads; a merged group becomes one run (keys keep their source positions, so the merge
-/// order (key, source position) is unchanged) and its inputs are deleted. `name` makes the
-/// new runs' file names (`name(n)` for a fresh number `n`). Returns the runs merged.
+/// order (key, source position) is unchanged) and its inputs are deleted, or moved to
+/// `retired` when given (a checkpoint still names them: the caller deletes them once a newer
+/// one does not). `name` makes the new runs' file names (`name(n)` for a fresh number `n`).
+/// Returns the runs merged.
 pub fn reduce_runs(
     runs: &mut Vec<(PathBuf, bool)>,
     fan_in: usize,
     threads: usize,
     name: &(dyn Fn() -> PathBuf + Sync),
     writeback: Writeback,
+    mut retired: Option<&mut Vec<PathBuf>>,
 ) -> sluice::Result<u64> {
     let fan_in = fan_in.max(2);
+    let delete_inputs = retired.is_none();
     let mut merged = 0u64;
     while runs.len() > fan_in {
         let n = runs.len();
@@ -130,7 +134,7 @@ pub fn reduce_runs(
                             if let Some(p) = write_run(&path, Merger::new(sources), writeback)? {
                                 out.push((p, true));
                             }
-                            for (p, _) in group {
+                            for (p, _) in group.iter().filter(|_| delete_inputs) {
                                 let _ = std::fs::remove_file(p);
                             }
                         }
@@ -150,6 +154,9 @@ pub fn reduce_runs(
         });
         for o in outputs {
             runs.extend(o?);
+        }
+        if let Some(r) = retired.as_deref_mut() {
+            r.extend(inputs.into_iter().flatten().map(|(p, _)| p));
         }
         merged += take as u64;
     }

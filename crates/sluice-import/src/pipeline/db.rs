@@ -118,9 +118,13 @@ pub fn open_db_read_only(dir: impl AsRef<Path>) -> Result<Db, ImportError> {
     Ok(Db::open_read_only(dir, opts)?)
 }
 
-/// The import's temporary directory, removed on drop.
+/// The import's temporary directory, removed on drop, except a resumable import's (see
+/// [`TmpDir::resumable`]).
 pub(crate) struct TmpDir {
     pub(crate) path: PathBuf,
+    /// A resumable import's directory: kept on drop (it must survive a crash and a failure
+    /// that a resume can get past); the import removes it when it finishes.
+    pub(crate) resumable: bool,
 }
 
 impl TmpDir {
@@ -148,12 +152,42 @@ impl TmpDir {
         std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
         b.create(&path).map_err(|e| ImportError::io(&path, e))?;
         live.insert(path.clone());
-        Ok(TmpDir { path })
+        Ok(TmpDir {
+            path,
+            resumable: false,
+        })
+    }
+
+    /// A resumable import's directory at `path` (see `pipeline::checkpoint`), created private
+    /// if missing, else taken over as it is. It is not registered for removal at exit: a
+    /// process interrupted by a signal leaves it for `resume` (or the next import).
+    /// The caller has claimed `path` (`checkpoint::claim`); dropping this releases it.
+    pub(crate) fn resumable(path: PathBuf) -> Result<TmpDir, ImportError> {
+        let dir = TmpDir {
+            path,
+            resumable: true,
+        };
+        if !dir.path.is_dir() {
+            let path = &dir.path;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
+            }
+            let mut b = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.recursive(true)
+                .create(path)
+                .map_err(|e| ImportError::io(path, e))?;
+        }
+        Ok(dir)
     }
 }
 
 impl Drop for TmpDir {
     fn drop(&mut self) {
+        if self.resumable {
+            crate::pipeline::checkpoint::release(&self.path);
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.path);
         if let Ok(mut l) = live_dirs().lock() {
             l.remove(&self.path);

@@ -1,12 +1,17 @@
 //! The import pipeline ([`Import::run`]), as numbered steps; each step is one function, and any
-//! failure before step 6 leaves the Db exactly as it was (only the import's temporary
-//! directory is touched, and it is removed on every exit path; a killed import leaves a
-//! `sluice-import-*` directory that [`remove_leftovers`] deletes at the next open).
+//! failure before step 6 leaves the Db exactly as it was (only the import's own directory is
+//! touched). A file import works in a resumable directory (`sluice-resume-*`, see `checkpoint`)
+//! that survives a crash, checkpointed during step 3, after each index of step 4 and after
+//! step 5, so `ImportOptions::resume` continues from the last checkpoint; it is removed when
+//! the import finishes or fails on its data, kept (less its unfinished files) on an I/O error
+//! such as a full disk (`space`). An Arrow-stream import works in a `sluice-import-*`
+//! directory removed on every exit path (a killed one's by [`remove_leftovers`] at the next
+//! open).
 //!
 //! 1. `bind_table`: the schema's table against the Db's catalog (same
 //!    id and identical definition for an existing table; the next free id for a new one).
-//! 2. `prepare`: temporary directory, whether the table already has rows,
-//!    the first hidden row id.
+//! 2. `prepare`: whether the table already has rows, the first hidden row id, the work
+//!    directory (a checkpoint in it adopted with `resume`, else discarded), the memory split.
 //! 3. `parse_and_sort`: a reader thread cuts each file into
 //!    record-aligned chunks; `threads` workers parse, encode and sort each chunk; this thread
 //!    takes chunk outputs back *in input order* and, per index, either streams them straight
@@ -22,8 +27,9 @@
 //! Rooms, one per step: this file holds [`Import::run`] and its steps in order; `plan` (steps 1
 //! and 2: the `Plan`, per-index state), `read_sort` (step 3), `merge` (step 4) with `merge/policy`
 //! beside it (duplicates, unique indexes, rejects: the policy the merge applies), `ingest`
-//! (steps 5 and 6); `options` (what the caller asks and gets back), `db` (opening the Db,
-//! temporary directories), `priority` (nice, `SCHED_IDLE`).
+//! (steps 5 and 6); `checkpoint` (checkpoints, their fingerprint, resuming), `space` (the
+//! pre-flight estimate, a full disk); `options` (what the caller asks and gets back), `db`
+//! (opening the Db, temporary directories), `priority` (nice, `SCHED_IDLE`).
 //!
 //! Memory: final files are also cut at `memory / 128` entries (the filter builder holds 8 bytes
 //! per key). The budget covers chunks in flight (`threads + 2` chunks of `memory / 64` bytes,
@@ -31,6 +37,7 @@
 //! at least a quarter of the budget); merge and writers use a few MiB on top (a read block per
 //! run, one SST builder per index with its index and filter blocks).
 
+pub(crate) mod checkpoint;
 mod db;
 mod ingest;
 pub(crate) mod merge;
@@ -38,6 +45,7 @@ mod options;
 mod plan;
 mod priority;
 mod read_sort;
+mod space;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,6 +55,7 @@ use std::time::Instant;
 
 use sluice::{Db, SstFileInfo};
 
+use crate::pipeline::checkpoint::{Progress, Stage};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::priority::{set_thread_idle, set_thread_nice};
@@ -55,6 +64,7 @@ use crate::schema::{parse_schema, TableDef};
 use crate::ImportError;
 
 pub use crate::tmp_dirs::TMP_PREFIX;
+pub use checkpoint::RESUME_PREFIX;
 pub use db::{
     open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
 };
@@ -81,6 +91,9 @@ pub struct Import {
     /// Record batches read after the files ([`Import::from_arrow`]), taken by the one run.
     arrow: ArrowSource,
     opts: ImportOptions,
+    /// The resumable work directory of the run in progress (see `checkpoint`), for the
+    /// cleanup after a failure.
+    owned_dir: std::sync::Mutex<Option<PathBuf>>,
 }
 
 /// An Arrow stream waiting for its import's run, and the name its rows are placed in.
@@ -206,11 +219,16 @@ impl Import {
                 name,
             },
             opts,
+            owned_dir: std::sync::Mutex::new(None),
         })
     }
 
     /// Runs the import into `db` (see the module documentation for the steps).
     pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
+        self.run_prioritized(db).map_err(|e| self.after_failure(e))
+    }
+
+    fn run_prioritized(&self, db: &Db) -> Result<Summary, ImportError> {
         if self.opts.nice.is_none() && !self.opts.idle {
             return self.run_here(db);
         }
@@ -244,7 +262,8 @@ impl Import {
         self.install(db, staged)
     }
 
-    /// Steps 1 to 5: every file written, nothing in the Db yet.
+    /// Steps 1 to 5: every file written, nothing in the Db yet. A resumed import skips the
+    /// steps (or the chunks of step 3, or the indexes of step 4) its checkpoint covers.
     fn stage(&self, db: &Db) -> Result<Staged, ImportError> {
         let t0 = Instant::now();
         let counters = Arc::new(Counters::default());
@@ -260,26 +279,66 @@ impl Import {
         let (table, created) = self.bind_table(db)?;
         let plan = self.prepare(db, table, created)?;
         let mut ctx = EmitCtx::new(db, &plan, &self.opts)?;
-        let mut indexes = self.index_states(&plan);
+        let mut indexes = self.index_states(&plan)?;
+        let stage = plan.resume.as_ref().map(|r| r.stage);
+        if let Some(r) = &plan.resume {
+            ctx.restore(&plan.tmp.path, r)?;
+            counters
+                .runs_spilled
+                .store(r.runs_spilled, Ordering::Relaxed);
+            counters
+                .runs_premerged
+                .store(r.runs_premerged, Ordering::Relaxed);
+            if r.stage != Stage::Parse {
+                // All read by the run resumed.
+                counters.bytes_read.store(total, Ordering::Relaxed);
+            }
+        }
         // Step 3.
-        let runs_spilled = self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
+        if stage.is_none_or(|s| s == Stage::Parse) {
+            self.parse_and_sort(&plan, &counters, &mut ctx, &mut indexes)?;
+        }
         let t_parse = t0.elapsed().as_secs_f64();
         plan.pool.clear();
         // Step 4.
         counters.set_phase(Phase::Merge);
-        self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
+        if stage != Some(Stage::Staged) {
+            self.merge(&plan, &counters, &mut ctx, &mut indexes)?;
+        }
         let t_merge = t0.elapsed().as_secs_f64() - t_parse;
         if let Some(w) = ctx.rejects.as_mut() {
             w.flush()
                 .map_err(|e| ImportError::io(Path::new("rejects"), e))?;
         }
-        let (rows, rejected, dropped) = (ctx.rows, ctx.rejected, ctx.dropped);
-        drop(ctx);
         // Step 5.
         counters.set_phase(Phase::Ingest);
-        let catalog_file = self.write_catalog(&plan)?;
+        let catalog_file = match plan
+            .resume
+            .as_ref()
+            .filter(|_| stage == Some(Stage::Staged))
+        {
+            Some(r) => r
+                .catalog
+                .as_ref()
+                .map(|c| c.restore(&plan.tmp.path))
+                .transpose()?,
+            None => {
+                let c = self.write_catalog(&plan)?;
+                let at = Progress {
+                    stage: Stage::Staged,
+                    next_chunk: 0,
+                    next_slot: indexes.len(),
+                    catalog: c.as_ref(),
+                };
+                self.checkpoint(&plan, &mut ctx, &mut indexes, at, &counters)?;
+                c
+            }
+        };
+        let (rows, rejected, dropped) = (ctx.rows, ctx.rejected, ctx.dropped);
+        drop(ctx);
         Ok(Staged {
             t0,
+            runs_spilled: counters.runs_spilled.load(Ordering::Relaxed),
             counters,
             reporter,
             plan,
@@ -288,7 +347,6 @@ impl Import {
             rows,
             rejected,
             dropped,
-            runs_spilled,
             t_parse,
             t_merge,
         })
@@ -297,6 +355,14 @@ impl Import {
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
         let files = self.ingest(db, &s.indexes, s.catalog_file)?;
+        if s.plan.tmp.resumable {
+            // Ingested: nothing is left to resume.
+            self.owned_dir
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            let _ = std::fs::remove_dir_all(&s.plan.tmp.path);
+        }
         s.counters.set_phase(Phase::Done);
         drop(s.reporter);
         let t_total = s.t0.elapsed().as_secs_f64();
@@ -320,6 +386,7 @@ impl Import {
             ingest_secs: t_total - s.t_parse - s.t_merge,
             total_secs: t_total,
             files,
+            resumed: s.plan.resume.is_some(),
         })
     }
 }

@@ -82,6 +82,22 @@ pub struct ImportOptions {
     /// writing the final files of a disjoint key range (default 32 MiB; a columnar table's
     /// rows and unique indexes merge on one thread). Tests set 0 to split every merge.
     pub parallel_merge_min_bytes: u64,
+    /// Continue an interrupted import of the same files into the same table from its last
+    /// checkpoint (default: false). A file import always keeps checkpoints in a
+    /// `sluice-resume-*` directory (in `tmp_dir`, else the Db directory) until it finishes;
+    /// with `resume` the next import picks its work up (refusing with
+    /// [`crate::ImportError::CannotResume`] when the input, schema, table, Db or an option that
+    /// changes the result differ), without it the next import discards it. No checkpoint to
+    /// resume: the import starts over. Imports of an Arrow stream are not resumable.
+    pub resume: bool,
+    /// Input bytes between checkpoints of the parse step (default 256 MiB): at each, the sort
+    /// buffers are spilled and the sorted input streamed so far is cut into a finished file,
+    /// so a resumed import re-parses at most this much. Tests set it small.
+    pub checkpoint_bytes: u64,
+    /// Tests: fail with [`crate::ImportError::Internal`] right after this many checkpoints
+    /// were written by this run, as if the process had been killed there.
+    #[doc(hidden)]
+    pub interrupt_after_checkpoints: Option<u64>,
 }
 
 impl Default for ImportOptions {
@@ -106,6 +122,9 @@ impl Default for ImportOptions {
             nice: None,
             idle: false,
             parallel_merge_min_bytes: 32 << 20,
+            resume: false,
+            checkpoint_bytes: 256 << 20,
+            interrupt_after_checkpoints: None,
         }
     }
 }
@@ -196,4 +215,7 @@ pub struct Summary {
     pub total_secs: f64,
     /// Files ingested.
     pub files: Vec<FileSummary>,
+    /// Whether the import went on from a checkpoint of an interrupted one (`resume`); the
+    /// counts then cover both runs, the times this run only.
+    pub resumed: bool,
 }

@@ -12,6 +12,7 @@ use crate::input::Format;
 use crate::keycode::decode_column;
 use crate::merge::FinalWriter;
 use crate::parse::Entries;
+use crate::pipeline::checkpoint::{self, Checkpointer, State};
 use crate::pipeline::db::TmpDir;
 use crate::pipeline::options::{OnDuplicate, PROCESS_BASELINE};
 use crate::pipeline::Import;
@@ -37,6 +38,14 @@ pub(crate) struct Plan {
     pub(crate) file_names: Vec<String>,
     pub(crate) pool: Arc<crate::parse::BufferPool>,
     pub(crate) max_file_entries: u64,
+    /// Checkpoints (file imports; `None` for an Arrow stream, which cannot be read again).
+    pub(crate) ck: Option<Checkpointer>,
+    /// The checkpoint this run resumes from.
+    pub(crate) resume: Option<State>,
+    /// Numbers of the files step 3 writes (runs, streamed files) and of those step 4 writes:
+    /// restored on resume, so no new file takes the name of one a checkpoint names.
+    pub(crate) parse_files: Arc<AtomicU64>,
+    pub(crate) merge_files: Arc<AtomicU64>,
 }
 
 /// One index's place in parse+sort and merge.
@@ -115,12 +124,6 @@ impl Import {
         table: TableDef,
         created: bool,
     ) -> Result<Plan, ImportError> {
-        let parent = self
-            .opts
-            .tmp_dir
-            .clone()
-            .unwrap_or_else(|| db.path().to_path_buf());
-        let tmp = TmpDir::create(&parent)?;
         let mut it = crate::catalog::index_iter(db, table.id, PRIMARY_INDEX_ID)?;
         it.seek_to_first();
         let existing_rows = it.valid();
@@ -136,6 +139,54 @@ impl Import {
         }
         it.status()?;
         drop(it);
+        let parent = self
+            .opts
+            .tmp_dir
+            .clone()
+            .unwrap_or_else(|| db.path().to_path_buf());
+        let dir = checkpoint::dir_for(&parent, db.path(), &table.name);
+        if self.arrow.name.is_none() && !self.opts.resume {
+            // Also where imports put them by default: their space may be what this one needs.
+            self.discard_checkpoints(&parent, db.path())?;
+            if parent != db.path() {
+                self.discard_checkpoints(db.path(), db.path())?;
+            }
+        }
+        let (tmp, ck, resume) = if self.arrow.name.is_some() {
+            (TmpDir::create(&parent)?, None, None)
+        } else if !checkpoint::claim(&dir) {
+            self.note(&format!(
+                "another import of this process works in {}: this one keeps no checkpoints",
+                dir.display()
+            ));
+            (TmpDir::create(&parent)?, None, None)
+        } else {
+            let existed = dir.is_dir();
+            let tmp = TmpDir::resumable(dir)?;
+            *self.owned_dir.lock().unwrap_or_else(|e| e.into_inner()) = Some(tmp.path.clone());
+            let now = self.fingerprint(db, &table, created, existing_rows, rowid_base)?;
+            let resume = match (existed, self.opts.resume) {
+                (true, true) => self.adopt_checkpoint(&tmp.path, &now)?,
+                (true, false) => {
+                    // Made again since the discard above (by another process's import): start
+                    // from nothing.
+                    checkpoint::remove_unnamed(&tmp.path, None);
+                    None
+                }
+                (false, resume) => {
+                    if resume {
+                        self.note(&format!(
+                            "no checkpoint to resume in {}: starting the import",
+                            tmp.path.display()
+                        ));
+                    }
+                    None
+                }
+            };
+            let ck = Checkpointer::new(now, resume.as_ref());
+            (tmp, Some(ck), resume)
+        };
+        self.warn_if_short_of_space(&tmp.path, resume.is_some());
         if existing_rows
             && table.layout == Layout::Columnar
             && self.opts.on_duplicate == OnDuplicate::Last
@@ -165,10 +216,15 @@ impl Import {
         // allocator slack), measured at 10-20 MiB.
         let memory = usize::try_from(self.opts.memory).unwrap_or(usize::MAX);
         let memory = memory.saturating_sub(PROCESS_BASELINE).max(memory / 2);
-        let chunk_size = self
-            .opts
-            .chunk_size
-            .unwrap_or((memory / 64).clamp(64 << 10, 4 << 20));
+        // A resumed import cuts its input into the same chunks as the run it continues.
+        let chunk_size = resume.as_ref().map_or_else(
+            || {
+                self.opts
+                    .chunk_size
+                    .unwrap_or((memory / 64).clamp(64 << 10, 4 << 20))
+            },
+            |r| r.chunk_size,
+        );
         let in_flight = self.opts.threads + 2;
         // A chunk in flight costs its input buffer (up to 2× its size in capacity) plus its
         // encoded output (≈ 2.5× for narrow rows with one secondary index).
@@ -201,10 +257,49 @@ impl Import {
             // Filter hashes (8 bytes a key, doubled by vector growth) stay under memory / 8.
             max_file_entries: (memory as u64 / 8 / 16).max(1 << 16),
             file_names,
+            parse_files: Arc::new(AtomicU64::new(resume.as_ref().map_or(0, |r| r.parse_files))),
+            merge_files: Arc::new(AtomicU64::new(
+                resume.as_ref().map_or(1 << 20, |r| r.merge_files),
+            )),
+            ck,
+            resume,
         })
     }
 
-    pub(crate) fn index_states(&self, plan: &Plan) -> Vec<IndexState> {
+    /// Each index's state: new, or as the checkpoint resumed from left it.
+    pub(crate) fn index_states(&self, plan: &Plan) -> Result<Vec<IndexState>, ImportError> {
+        let mut v = self.new_index_states(plan);
+        let Some(r) = plan.resume.as_ref() else {
+            return Ok(v);
+        };
+        let dir = &plan.tmp.path;
+        for (st, ck) in v.iter_mut().zip(&r.indexes) {
+            st.streaming = ck.streaming;
+            st.streamed_all = ck.streamed_all;
+            st.last_key = ck.last_key.clone();
+            if !ck.streamed.is_empty() {
+                let mut w = self.final_writer(plan, st.slot, &plan.parse_files);
+                for f in &ck.streamed {
+                    w.files.push(f.restore(dir)?);
+                }
+                if let Some(r) = &ck.recorder {
+                    w.resume_positions(checkpoint::positions_path(dir, st.slot), r.clone())?;
+                }
+                st.writer = Some(w);
+            }
+            for (name, with_src) in &ck.runs {
+                let p = dir.join(name);
+                checkpoint::check_file(dir, &p, None)?;
+                st.runs.push((p, *with_src));
+            }
+            for f in &ck.finals {
+                st.finals.push(f.restore(dir)?);
+            }
+        }
+        Ok(v)
+    }
+
+    fn new_index_states(&self, plan: &Plan) -> Vec<IndexState> {
         let t = &plan.table;
         // Secondary entries of replaced rows become deletions, merged in step 4: such
         // indexes cannot stream.

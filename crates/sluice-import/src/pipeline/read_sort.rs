@@ -12,6 +12,7 @@ use crate::merge::{write_run, MemSource, Merger, Source};
 use crate::parse::{
     parse_chunk, ArrowBatch, Chunk, ChunkOutput, FieldMap, FileChunks, ParseConfig,
 };
+use crate::pipeline::checkpoint::{Progress, Stage};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
@@ -19,14 +20,15 @@ use crate::progress::Counters;
 use crate::ImportError;
 
 impl Import {
-    /// Step 3. Returns the number of runs spilled.
+    /// Step 3 (from the chunk a resumed checkpoint recorded), with its checkpoints.
     pub(crate) fn parse_and_sort(
         &self,
         plan: &Plan,
         counters: &Arc<Counters>,
         ctx: &mut EmitCtx<'_>,
         indexes: &mut [IndexState],
-    ) -> Result<u64, ImportError> {
+    ) -> Result<(), ImportError> {
+        let skip = plan.resume.as_ref().map_or(0, |r| r.next_chunk);
         // One parse configuration per format (indexed by `Format as usize`).
         let cfgs: Vec<ParseConfig> = [
             Format::Csv,
@@ -51,8 +53,7 @@ impl Import {
         })
         .collect();
         let abort = AtomicBool::new(false);
-        let file_counter = Arc::new(AtomicU64::new(0));
-        let mut runs = 0u64;
+        let file_counter = &plan.parse_files;
         let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(self.opts.threads);
         let chunk_rx = Mutex::new(chunk_rx);
         std::thread::scope(|s| -> Result<(), ImportError> {
@@ -65,9 +66,9 @@ impl Import {
                 let out_tx = out_tx.clone();
                 let (cfgs, abort, counters) = (&cfgs, &abort, counters);
                 s.spawn(move || {
-                    if let Err(e) =
-                        self.read_files(plan, cfgs, chunk_tx, &permit_rx, abort, counters)
-                    {
+                    let r =
+                        self.read_files(plan, cfgs, chunk_tx, &permit_rx, abort, counters, skip);
+                    if let Err(e) = r {
                         let _ = out_tx.send(Err(e));
                     }
                 });
@@ -89,16 +90,27 @@ impl Import {
             drop(out_tx);
             let result = (|| {
                 let mut pending: BTreeMap<u64, ChunkOutput> = BTreeMap::new();
-                let mut next = 0u64;
+                let mut next = skip;
+                // Input bytes of the chunks taken: checkpoints fall at the same chunks in
+                // every run.
+                let mut taken = 0u64;
                 for msg in &out_rx {
                     let out = msg?;
                     pending.insert(out.seq, out);
                     while let Some(out) = pending.remove(&next) {
                         next += 1;
                         counters.rows.fetch_add(out.rows, Ordering::Relaxed);
-                        self.take_chunk(plan, ctx, indexes, out, &file_counter, &mut runs)?;
+                        taken += out.bytes;
+                        let spilled =
+                            self.take_chunk(plan, ctx, indexes, out, file_counter, counters)?;
                         let _ = permit_tx.send(());
+                        let at = (next, taken, spilled);
+                        self.parse_checkpoint(plan, ctx, indexes, at, counters)?;
                     }
+                }
+                // The merge resumes from runs only: what is still buffered is spilled first.
+                if plan.ck.as_ref().is_some_and(|c| c.parse_taken()) {
+                    self.spill_and_checkpoint(plan, ctx, indexes, (Stage::Merge, next), counters)?;
                 }
                 Ok(())
             })();
@@ -108,12 +120,55 @@ impl Import {
             drop(permit_tx);
             drop(out_rx);
             result
-        })?;
-        Ok(runs)
+        })
+    }
+
+    /// A parse checkpoint after chunk `next - 1` when one is due (see
+    /// [`crate::pipeline::checkpoint`]): every sort buffer spilled first. `at`: the next
+    /// chunk, the input bytes taken by this run, whether the chunk's sort buffers spilled.
+    fn parse_checkpoint(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+        at: (u64, u64, bool),
+        counters: &Counters,
+    ) -> Result<(), ImportError> {
+        let Some(ck) = plan.ck.as_ref() else {
+            return Ok(());
+        };
+        let (next, bytes, spilled) = at;
+        if !ck.parse_due(bytes, self.opts.checkpoint_bytes.max(1), spilled) {
+            return Ok(());
+        }
+        self.spill_and_checkpoint(plan, ctx, indexes, (Stage::Parse, next), counters)?;
+        ck.parsed_to(bytes);
+        Ok(())
+    }
+
+    /// Every sort buffer spilled, then a checkpoint at `at` (its stage, and the next chunk).
+    fn spill_and_checkpoint(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+        at: (Stage, u64),
+        counters: &Counters,
+    ) -> Result<(), ImportError> {
+        self.spill(plan, indexes, &plan.parse_files, counters)?;
+        let at = Progress {
+            stage: at.0,
+            next_chunk: at.1,
+            next_slot: 0,
+            catalog: None,
+        };
+        self.checkpoint(plan, ctx, indexes, at, counters)
     }
 
     /// The reader thread: every file, chunk by chunk, in order, then the Arrow stream if
-    /// there is one.
+    /// there is one. The first `skip` chunks are read but not sent (a resumed import took
+    /// them before).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_files(
         &self,
         plan: &Plan,
@@ -122,6 +177,7 @@ impl Import {
         permits: &mpsc::Receiver<()>,
         abort: &AtomicBool,
         counters: &Counters,
+        skip: u64,
     ) -> Result<(), ImportError> {
         let mut feed = Feed {
             tx,
@@ -130,6 +186,7 @@ impl Import {
             seq: 0,
             permit: false,
             global: 0,
+            skip,
         };
         for fi in 0..self.files.len() {
             let cfg = &cfgs[plan.formats[fi] as usize];
@@ -224,7 +281,7 @@ impl Import {
         Ok(true)
     }
 
-    /// Takes one chunk output, in input order.
+    /// Takes one chunk output, in input order. Returns whether the sort buffers were spilled.
     pub(crate) fn take_chunk(
         &self,
         plan: &Plan,
@@ -232,8 +289,8 @@ impl Import {
         indexes: &mut [IndexState],
         out: ChunkOutput,
         file_counter: &Arc<AtomicU64>,
-        runs: &mut u64,
-    ) -> Result<(), ImportError> {
+        counters: &Counters,
+    ) -> Result<bool, ImportError> {
         for r in out.rejects {
             ctx.reject(ImportError::BadRow(r.error), &r.record)?;
         }
@@ -291,23 +348,36 @@ impl Import {
         }
         let buffered: usize = indexes.iter().map(|i| i.mem_bytes).sum();
         if buffered > plan.sort_budget {
-            for st in indexes.iter_mut() {
-                if st.mem.is_empty() {
-                    continue;
-                }
-                let sources: Vec<Box<dyn Source>> = std::mem::take(&mut st.mem)
-                    .into_iter()
-                    .map(|e| {
-                        Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
-                    })
-                    .collect();
-                st.mem_bytes = 0;
-                let n = file_counter.fetch_add(1, Ordering::Relaxed);
-                let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
-                if let Some(p) = write_run(&path, Merger::new(sources), self.writeback())? {
-                    st.runs.push((p, true));
-                    *runs += 1;
-                }
+            self.spill(plan, indexes, file_counter, counters)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Spills every index's sort buffer as a run.
+    fn spill(
+        &self,
+        plan: &Plan,
+        indexes: &mut [IndexState],
+        file_counter: &Arc<AtomicU64>,
+        counters: &Counters,
+    ) -> Result<(), ImportError> {
+        for st in indexes.iter_mut() {
+            if st.mem.is_empty() {
+                continue;
+            }
+            let sources: Vec<Box<dyn Source>> = std::mem::take(&mut st.mem)
+                .into_iter()
+                .map(|e| {
+                    Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
+                })
+                .collect();
+            st.mem_bytes = 0;
+            let n = file_counter.fetch_add(1, Ordering::Relaxed);
+            let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
+            if let Some(p) = write_run(&path, Merger::new(sources), self.writeback())? {
+                st.runs.push((p, true));
+                counters.runs_spilled.fetch_add(1, Ordering::Relaxed);
             }
         }
         Ok(())
@@ -326,6 +396,8 @@ pub(crate) struct Feed<'a> {
     permit: bool,
     /// Offset of the current file's first byte (or row) in all inputs, for row ids.
     global: u64,
+    /// Chunks before this one are dropped, not sent, and keep their permit.
+    skip: u64,
 }
 
 impl Feed<'_> {
@@ -345,9 +417,12 @@ impl Feed<'_> {
 
     /// Sends a chunk read under the permit [`acquire`](Self::acquire) took.
     fn send(&mut self, mut chunk: Chunk) -> bool {
-        self.permit = false;
         chunk.seq = self.seq;
         self.seq += 1;
+        if chunk.seq < self.skip {
+            return true;
+        }
+        self.permit = false;
         self.tx.send(chunk).is_ok()
     }
 

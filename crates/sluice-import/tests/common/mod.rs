@@ -119,6 +119,9 @@ pub fn leftovers(dir: &Path) -> Vec<String> {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(sluice_import::pipeline::TMP_PREFIX))
+        .filter(|n| {
+            n.starts_with(sluice_import::pipeline::TMP_PREFIX)
+                || n.starts_with(sluice_import::pipeline::RESUME_PREFIX)
+        })
         .collect()
 }

@@ -5,6 +5,7 @@
 pub(crate) mod policy;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use crate::merge::{
     FinalWriter, MemSource, Merger, RunSource, Source, DELETION_SRC,
 };
 use crate::parse::Entries;
+use crate::pipeline::checkpoint::{Progress, Stage};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
@@ -31,9 +33,17 @@ impl Import {
         ctx: &mut EmitCtx<'_>,
         indexes: &mut [IndexState],
     ) -> Result<(), ImportError> {
-        let file_counter = Arc::new(AtomicU64::new(1 << 20));
+        let file_counter = &plan.merge_files;
         let columnar = plan.table.layout == Layout::Columnar;
-        for (slot, st) in indexes.iter_mut().enumerate() {
+        // Checkpoints between indexes once the parse took one (everything is in runs then).
+        let checkpoints = plan.ck.as_ref().is_some_and(|c| c.parse_taken());
+        let first = plan
+            .resume
+            .as_ref()
+            .filter(|r| r.stage == Stage::Merge)
+            .map_or(0, |r| r.next_slot);
+        for slot in first..indexes.len() {
+            let st = &mut indexes[slot];
             if slot == 0 && columnar {
                 // Streamed rows are row-layout files: merged again (one sequential pass) into
                 // the columnar writer below.
@@ -46,6 +56,7 @@ impl Import {
                     st.finals = w.finish()?;
                 }
                 st.streamed_all = true;
+                self.merge_checkpoint(plan, ctx, indexes, slot, counters, checkpoints)?;
                 continue;
             }
             let cell_opts = (slot == 0 && columnar).then(|| TableOptions {
@@ -63,7 +74,16 @@ impl Import {
                 let n = file_counter.fetch_add(1, Ordering::Relaxed);
                 tmp.join(format!("run-{slot}-{n:06}.sst"))
             };
-            let merged = reduce_runs(&mut st.runs, fan_in, merge_threads, &name, self.writeback())?;
+            // Runs a checkpoint names are deleted only once a newer one does not.
+            let mut retired = Vec::new();
+            let merged = reduce_runs(
+                &mut st.runs,
+                fan_in,
+                merge_threads,
+                &name,
+                self.writeback(),
+                checkpoints.then_some(&mut retired),
+            )?;
             counters.runs_premerged.fetch_add(merged, Ordering::Relaxed);
             let bytes = st.mem_bytes as u64
                 + st.runs
@@ -81,7 +101,7 @@ impl Import {
                 && st.unique_cols.is_none()
                 && bytes >= self.opts.parallel_merge_min_bytes;
             st.finals = if parallel {
-                self.merge_parallel(plan, counters, ctx, st, &file_counter, merge_threads)?
+                self.merge_parallel(plan, counters, ctx, st, file_counter, merge_threads)?
             } else {
                 let mut sources: Vec<Box<dyn Source>> = Vec::new();
                 for (p, with_src) in &st.runs {
@@ -96,18 +116,42 @@ impl Import {
                         &sluice::IterBounds::default(),
                     )));
                 }
-                let mut w = self.final_writer(plan, slot, &file_counter);
+                let mut w = self.final_writer(plan, slot, file_counter);
                 if let Some(cell_opts) = cell_opts {
                     w.split_columns(&plan.table, cell_opts, self.opts.threads);
                 }
                 merge_sources(ctx, counters, slot, st.unique_cols, sources, &mut w)?;
                 w.finish()?
             };
-            for (p, _) in st.runs.drain(..) {
+            let done: Vec<PathBuf> = st.runs.drain(..).map(|(p, _)| p).collect();
+            self.merge_checkpoint(plan, ctx, indexes, slot, counters, checkpoints)?;
+            for p in done.into_iter().chain(retired) {
                 let _ = std::fs::remove_file(p);
             }
         }
         Ok(())
+    }
+
+    /// The checkpoint after index `slot` was merged (when `enabled`).
+    fn merge_checkpoint(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+        slot: usize,
+        counters: &Counters,
+        enabled: bool,
+    ) -> Result<(), ImportError> {
+        if !enabled {
+            return Ok(());
+        }
+        let at = Progress {
+            stage: Stage::Merge,
+            next_chunk: 0,
+            next_slot: slot + 1,
+            catalog: None,
+        };
+        self.checkpoint(plan, ctx, indexes, at, counters)
     }
 
     /// Step 4 on `threads` threads for one index: its key space is cut into disjoint ranges

@@ -13,6 +13,7 @@ use crate::error::{OtherRow, RowPlace};
 use crate::keycode::{encode_prefix, encode_value, prefix_successor};
 use crate::merge::FinalWriter;
 use crate::parse::LINE_BITS;
+use crate::pipeline::checkpoint::{load_policy, State};
 use crate::pipeline::options::{ImportOptions, OnDuplicate};
 use crate::pipeline::plan::Plan;
 use crate::positions::StreamedPositions;
@@ -47,6 +48,24 @@ pub(crate) struct EmitCtx<'a> {
     pub(crate) streamed: Vec<Option<Arc<StreamedPositions>>>,
 }
 
+/// The rejects file: created, or (resuming) cut back to the length the checkpoint recorded
+/// and appended to.
+fn open_rejects(p: &Path, resume_len: Option<u64>) -> Result<std::fs::File, ImportError> {
+    let io = |e| ImportError::io(p, e);
+    let Some(len) = resume_len else {
+        return std::fs::File::create(p).map_err(io);
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(p)
+        .map_err(io)?;
+    f.set_len(len).map_err(io)?;
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)).map_err(io)?;
+    Ok(f)
+}
+
 impl<'a> EmitCtx<'a> {
     pub(crate) fn new(
         db: &'a Db,
@@ -55,9 +74,10 @@ impl<'a> EmitCtx<'a> {
     ) -> Result<Self, ImportError> {
         let n = 1 + plan.table.indexes.len();
         let rejects = match &opts.rejects {
-            Some(p) => Some(std::io::BufWriter::new(
-                std::fs::File::create(p).map_err(|e| ImportError::io(p, e))?,
-            )),
+            Some(p) => Some(std::io::BufWriter::new(open_rejects(
+                p,
+                plan.resume.as_ref().map(|r| r.rejects_len),
+            )?)),
             None => None,
         };
         Ok(EmitCtx {
@@ -77,6 +97,40 @@ impl<'a> EmitCtx<'a> {
             last_unique: vec![None; n],
             streamed: vec![None; n],
         })
+    }
+
+    /// The counts and pending suppressions and deletions of the checkpoint `r` (in `dir`).
+    pub(crate) fn restore(&mut self, dir: &Path, r: &State) -> Result<(), ImportError> {
+        self.rows = r.rows;
+        self.rejected = r.rejected;
+        self.dropped = r.dropped;
+        if r.last_unique.len() == self.last_unique.len() {
+            self.last_unique = r.last_unique.clone();
+        }
+        for (slot, ck) in r.indexes.iter().enumerate() {
+            if let (Some((samples, files)), Some(to)) = (&ck.positions, self.streamed.get_mut(slot))
+            {
+                let files = files.iter().map(|f| dir.join(f)).collect();
+                let path = crate::pipeline::checkpoint::positions_path(dir, slot);
+                *to = Some(Arc::new(StreamedPositions::restore(
+                    path,
+                    samples.clone(),
+                    files,
+                )));
+            }
+        }
+        if let Some(p) = &r.policy {
+            let (sup, del) = load_policy(dir, p)?;
+            if sup.len() != self.suppress.len() || del.len() != self.deletions.len() {
+                return Err(ImportError::CannotResume {
+                    dir: dir.to_path_buf(),
+                    reason: format!("{} does not match the table's indexes", p.0),
+                });
+            }
+            self.suppress = sup;
+            self.deletions = del;
+        }
+        Ok(())
     }
 
     /// A parallel merge worker's copy (see [`Import::merge_parallel`]): the same counts to

@@ -1,0 +1,154 @@
+//! The fingerprint of an import (invariant 1 of [`super`]): what must be equal for a
+//! checkpoint to be resumed, and the words that say what differs.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+
+use serde::{Deserialize, Serialize};
+use sluice::Db;
+
+use super::canonical;
+use crate::pipeline::Import;
+use crate::schema::TableDef;
+use crate::ImportError;
+
+/// What must be equal for a checkpoint to be resumed (invariant 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Fingerprint {
+    pub(crate) db: String,
+    pub(crate) db_seqno: u64,
+    pub(crate) catalog: u32,
+    pub(crate) table: String,
+    pub(crate) created: bool,
+    pub(crate) existing_rows: bool,
+    pub(crate) rowid_base: i64,
+    pub(crate) inputs: Vec<InputPrint>,
+    pub(crate) options: BTreeMap<String, String>,
+}
+
+/// One input file as the checkpoint saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct InputPrint {
+    pub(crate) path: String,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i64,
+}
+
+impl Import {
+    /// The fingerprint of this import into `db` (invariant 1).
+    pub(crate) fn fingerprint(
+        &self,
+        db: &Db,
+        table: &TableDef,
+        created: bool,
+        existing_rows: bool,
+        rowid_base: i64,
+    ) -> Result<Fingerprint, ImportError> {
+        let catalog = crate::catalog::load(db)?;
+        let mut inputs = Vec::new();
+        for f in &self.files {
+            let m = std::fs::metadata(f).map_err(|e| ImportError::io(f, e))?;
+            inputs.push(InputPrint {
+                path: canonical(f),
+                size: m.len(),
+                mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+            });
+        }
+        let o = &self.opts;
+        let options: BTreeMap<String, String> = [
+            ("format", format!("{:?}", o.format)),
+            ("header", o.header.to_string()),
+            ("delimiter", format!("{:?}", o.delimiter)),
+            ("quote", format!("{:?}", o.quote)),
+            ("null", format!("{:?}", o.null)),
+            ("max_errors", o.max_errors.to_string()),
+            ("rejects", format!("{:?}", o.rejects)),
+            (
+                "on_duplicate",
+                format!("{:?}", o.on_duplicate).to_lowercase(),
+            ),
+            ("layout", format!("{:?}", o.layout)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        Ok(Fingerprint {
+            db: canonical(db.path()),
+            db_seqno: db.snapshot().seqno(),
+            catalog: crc32c::crc32c(&serde_json::to_vec(&catalog).unwrap_or_default()),
+            table: serde_json::to_string(table).unwrap_or_default(),
+            created,
+            existing_rows,
+            rowid_base,
+            inputs,
+            options,
+        })
+    }
+}
+
+/// Why `then` (the checkpoint's) and `now` differ, worded for the user; `None` if they match.
+pub(crate) fn difference(then: &Fingerprint, now: &Fingerprint) -> Option<String> {
+    if then.db != now.db {
+        return Some(format!("it belongs to the Db {}, not {}", then.db, now.db));
+    }
+    if then.inputs.len() != now.inputs.len()
+        || then
+            .inputs
+            .iter()
+            .zip(&now.inputs)
+            .any(|(a, b)| a.path != b.path)
+    {
+        let names = |v: &[InputPrint]| {
+            v.iter()
+                .map(|i| i.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Some(format!(
+            "it was made for other input files ({}; now {})",
+            names(&then.inputs),
+            names(&now.inputs)
+        ));
+    }
+    for (a, b) in then.inputs.iter().zip(&now.inputs) {
+        if a.size != b.size {
+            return Some(format!(
+                "input {} changed: {} bytes then, {} now",
+                a.path, a.size, b.size
+            ));
+        }
+        if a.mtime_ns != b.mtime_ns {
+            return Some(format!(
+                "input {} changed: modified since the checkpoint",
+                a.path
+            ));
+        }
+    }
+    for (k, a) in &then.options {
+        let b = now.options.get(k).map_or("", String::as_str);
+        if a != b {
+            return Some(format!("option {k} differs: {a} then, {b} now"));
+        }
+    }
+    if then.table != now.table {
+        return Some("the table's definition (schema, id or layout) differs".into());
+    }
+    if then.catalog != now.catalog || then.created != now.created {
+        return Some(
+            "the Db's catalog changed since the checkpoint (a table was created, dropped or \
+             changed, or this import was already ingested)"
+                .into(),
+        );
+    }
+    if then.db_seqno != now.db_seqno
+        || then.existing_rows != now.existing_rows
+        || then.rowid_base != now.rowid_base
+    {
+        return Some(format!(
+            "the Db changed since the checkpoint (sequence number {} then, {} now): it was \
+             written to, or this import was already ingested",
+            then.db_seqno, now.db_seqno
+        ));
+    }
+    None
+}
