@@ -8,10 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::RESUME_PREFIX;
-
 /// Name prefix of import temporary directories.
 pub const TMP_PREFIX: &str = "sluice-import-";
+
+/// Name prefix of resumable imports' checkpoint directories.
+pub const RESUME_PREFIX: &str = "sluice-resume-";
 
 /// A `sluice-import-*` directory found in a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

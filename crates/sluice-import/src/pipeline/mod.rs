@@ -63,8 +63,8 @@ use crate::progress::{Counters, Phase, Reporter};
 use crate::schema::{parse_schema, TableDef};
 use crate::ImportError;
 
+pub use crate::tmp_dirs::RESUME_PREFIX;
 pub use crate::tmp_dirs::TMP_PREFIX;
-pub use checkpoint::RESUME_PREFIX;
 pub use db::{
     open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
 };

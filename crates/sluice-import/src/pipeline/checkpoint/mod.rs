@@ -58,8 +58,7 @@ use crate::pipeline::Import;
 use crate::positions::{RecorderState, Sample, StreamedPositions};
 use crate::ImportError;
 
-/// Name prefix of resumable import directories.
-pub const RESUME_PREFIX: &str = "sluice-resume-";
+use crate::tmp_dirs::RESUME_PREFIX;
 
 /// The manifest of a checkpoint directory.
 const MANIFEST: &str = "CHECKPOINT";
