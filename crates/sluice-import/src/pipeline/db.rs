@@ -167,6 +167,11 @@ impl TmpDir {
             path,
             resumable: true,
         };
+        if let Some(parent) = dir.path.parent() {
+            // A killed import's `sluice-import-*` directory beside it goes, as in `create`.
+            let live = live_dirs().lock().unwrap_or_else(|e| e.into_inner());
+            remove_dead(parent, &live);
+        }
         if !dir.path.is_dir() {
             let path = &dir.path;
             if let Some(parent) = path.parent() {

@@ -246,7 +246,13 @@ impl ImportModel {
         root: &Path,
         outside_done: bool,
     ) -> Result<(), (String, String)> {
-        let left = find_tmp_dirs(db.path());
+        // (A resumable import's checkpoint directory, `sluice-resume-*`, is kept after a
+        // kill or a failure by design, for `--resume`; the next import without it discards
+        // it — `sluice-import`'s resume tests check that.)
+        let left: Vec<_> = find_tmp_dirs(db.path())
+            .into_iter()
+            .filter(|d| !d.resumable)
+            .collect();
         if !left.is_empty() {
             return Err((
                 left.iter()
@@ -266,7 +272,7 @@ impl ImportModel {
         }
         self.stale_outside = find_tmp_dirs(&outside_tmp(root))
             .into_iter()
-            .filter(|d| d.process_running != Some(true))
+            .filter(|d| !d.resumable && d.process_running != Some(true))
             .map(|d| d.path)
             .collect();
         Ok(())
