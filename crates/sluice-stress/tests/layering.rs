@@ -9,7 +9,8 @@ use layers::Layering;
 
 /// Bottom to top (lib.rs and main.rs above them all).
 const LAYERS: &[&str] = &[
-    "report", "keys", "storage", "oracle", "journal", "workload", "stress", "crash", "faults",
+    "report", "keys", "storage", "oracle", "journal", "workload", "imports", "stress", "crash",
+    "faults",
 ];
 
 /// Longest harness source file, in lines (tests excluded).
