@@ -331,19 +331,56 @@ fn a_checkpoint_of_another_import_is_refused_and_kept() {
 }
 
 #[test]
-fn a_changed_or_recreated_db_is_refused() {
+fn writes_beside_the_table_resume_and_writes_into_it_are_refused() {
     let (dir, dbdir, tmp, a, o) = setup();
     let files = vec![a];
-    // Written to meanwhile.
+    // A Db that serves writes while the import is down: keys outside the table's range do not
+    // change what the import makes, so it resumes, and ends as an uninterrupted import beside
+    // those keys.
     let db = interrupted(&dbdir, &tmp, &files, &o);
     db.put(b"\xff\xffother", b"x").unwrap();
+    db.flush().unwrap();
+    db.put(b"\xff\xffmore", b"y").unwrap();
+    let s = import(
+        &db,
+        SCHEMA,
+        files.clone(),
+        ImportOptions {
+            resume: true,
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    assert!(s.resumed);
+    let want_db = open_db(dir.path().join("want"), true).unwrap();
+    import(&want_db, SCHEMA, files.clone(), opts_like(&o, dir.path())).unwrap();
+    want_db.put(b"\xff\xffother", b"x").unwrap();
+    want_db.put(b"\xff\xffmore", b"y").unwrap();
+    assert!(dump(&db) == dump(&want_db), "the resumed import differs");
+    db.close().unwrap();
+
+    // A write into the table (here a stray raw key under its prefix; a put through any API
+    // is the same) while it is down: refused, naming the table.
+    let dbdir2 = dir.path().join("db2");
+    let db = open_db(&dbdir2, true).unwrap();
+    let s0 = write(dir.path(), "s0.csv", b"5000,1,s0@x,s\n");
+    import(&db, SCHEMA, vec![s0], opts()).unwrap();
+    db.close().unwrap();
+    let db = interrupted(&dbdir2, &tmp, &files, &o);
+    let id = sluice_import::TableReader::open(&db, Some("t"))
+        .unwrap()
+        .table
+        .id;
+    let mut k = id.to_be_bytes().to_vec();
+    k.extend_from_slice(b"\xff\xffstray");
+    db.put(&k, b"").unwrap();
     let e = refused(&db, SCHEMA, files.clone(), o.clone());
-    assert!(e.contains("the Db changed since the checkpoint"), "{e}");
+    assert!(e.contains("table t changed since the checkpoint"), "{e}");
     db.close().unwrap();
     // Recreated at the same path (the checkpoint lives in tmp_dir, outside it): a table with
     // the same name and definition, and an id of its own.
-    std::fs::remove_dir_all(&dbdir).unwrap();
-    let db = open_db(&dbdir, true).unwrap();
+    std::fs::remove_dir_all(&dbdir2).unwrap();
+    let db = open_db(&dbdir2, true).unwrap();
     let other = write(dir.path(), "o.csv", b"1,1,o@x,o\n");
     import(
         &db,
@@ -354,6 +391,14 @@ fn a_changed_or_recreated_db_is_refused() {
     .unwrap();
     let e = refused(&db, SCHEMA, files.clone(), o.clone());
     assert!(e.contains("differs") || e.contains("changed"), "{e}");
+}
+
+/// `o` without its checkpoint settings: an uninterrupted import's options.
+fn opts_like(o: &ImportOptions, dir: &Path) -> ImportOptions {
+    ImportOptions {
+        tmp_dir: Some(dir.join("tmp-want")),
+        ..o.clone()
+    }
 }
 
 #[test]

@@ -316,6 +316,23 @@ impl Db {
         self.inner.manual_compaction(start, end)
     }
 
+    /// The largest sequence number of any entry or range deletion with a user key in
+    /// `[lower, upper)`, in the memtables and every table file of the current state (entries
+    /// not yet visible included); 0 when the range holds nothing or only entries ingested at
+    /// seqno 0.
+    ///
+    /// A range is unchanged between two calls that return the same number, as compaction
+    /// never raises an entry's seqno (and never lowers it: Sluice does not zero seqnos at the
+    /// bottom level) — a write, delete, range deletion or ingest overlapping the range since
+    /// the first call makes the second larger, unless it ingested a file at seqno 0, which
+    /// happens only where nothing overlapped it. An import's resume uses it to tell whether
+    /// its table changed without scanning it. Cost: the range's memtable entries, plus a read
+    /// of the range's part of the files that straddle `lower` or `upper`; files inside the
+    /// range answer from their metadata.
+    pub fn max_seqno_in_range(&self, lower: &[u8], upper: &[u8]) -> Result<u64> {
+        self.inner.max_seqno_in_range(lower, upper)
+    }
+
     /// Approximate bytes on disk of the keys in `[start, end)` (`None` = unbounded): every
     /// table overlapping the range, the tables at its edges pro-rated by their index (RocksDB's
     /// `GetApproximateSizes` without memtables). Reads only table indexes.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::base::bounds::IterBounds;
 use crate::base::error::{escape_bytes, Result};
+use crate::base::iterator::InternalIterator;
 use crate::base::key::{self, ValueKind};
 use crate::base::range_tombstone::RangeTombstone;
 use crate::base::trace::{span, Trace};
@@ -362,4 +363,72 @@ fn resolve((kind, value, seqno): Found, max_tomb: u64) -> Option<Vec<u8>> {
         return None;
     }
     (kind == ValueKind::Value).then_some(value)
+}
+
+impl Inner {
+    /// The largest seqno of any entry or range deletion with a user key in `[lower, upper)`,
+    /// across every source of the current view (see [`Db::max_seqno_in_range`](super::Db)).
+    ///
+    /// Files wholly inside the range answer from their metadata (`largest_seqno`: every entry
+    /// of such a file is in the range); a file that straddles a bound is read, within the
+    /// range only, so that a neighbour's newer keys sharing a file with the range do not count.
+    /// At most two files a level straddle a bound (plus L0's and the queued ingests'), so the
+    /// cost is the range's memtable entries and its two edges, not its size.
+    pub(super) fn max_seqno_in_range(self: &Arc<Self>, lower: &[u8], upper: &[u8]) -> Result<u64> {
+        let (_, View { mem, imm, version }) = self.read_view();
+        let pin = self.pin(version);
+        let version = pin.version();
+        let bounds = IterBounds {
+            lower: Some(lower.to_vec()),
+            upper: Some(upper.to_vec()),
+        };
+        let in_range = |t: &RangeTombstone| t.start.as_slice() < upper && lower < t.end.as_slice();
+        let mut max = 0u64;
+        let mut mems = vec![mem];
+        let mut files: Vec<Arc<FileMeta>> = Vec::new();
+        for entry in &imm {
+            match entry {
+                Flushable::Mem(m) => mems.push(Arc::clone(m)),
+                Flushable::Ingested(t) => files.extend(t.files.iter().cloned()),
+            }
+        }
+        for m in &mems {
+            let mut it = m.iter(bounds.lower.clone(), bounds.upper.clone());
+            it.seek_to_first();
+            while it.valid() {
+                max = max.max(key::parse_internal_key(it.key()).map_or(0, |p| p.seqno));
+                it.next();
+            }
+            max = max.max(
+                m.range_deletions()
+                    .iter()
+                    .filter(|t| in_range(t))
+                    .map(|t| t.seqno)
+                    .max()
+                    .unwrap_or(0),
+            );
+        }
+        for level in &version.levels {
+            files.extend(in_bounds(level, &bounds));
+        }
+        for f in in_bounds(&files, &bounds) {
+            let inside = f.smallest_user() >= lower && f.largest_user() < upper;
+            if inside {
+                max = max.max(f.entry_seqno(f.largest_seqno));
+                continue;
+            }
+            let t = self.table(&f)?;
+            let mut it = file_iter(&t, &f, bounds.clone(), None);
+            it.seek_to_first();
+            while it.valid() {
+                max = max.max(key::parse_internal_key(it.key()).map_or(0, |p| p.seqno));
+                it.next();
+            }
+            it.status()?;
+            for rd in t.range_deletions().iter().filter(|t| in_range(t)) {
+                max = max.max(f.entry_seqno(rd.seqno));
+            }
+        }
+        Ok(max)
+    }
 }

@@ -16,7 +16,12 @@ use crate::ImportError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Fingerprint {
     pub(crate) db: String,
-    pub(crate) db_seqno: u64,
+    /// The newest seqno in the table's key range ([`sluice::Db::max_seqno_in_range`]), not
+    /// the Db's: writes elsewhere in the Db (a serving workload, other tables) leave a
+    /// checkpoint resumable; a write into the table does not. (A checkpoint of the format
+    /// that recorded the Db's seqno here reads it as this and is refused as changed.)
+    #[serde(alias = "db_seqno")]
+    pub(crate) table_seqno: u64,
     pub(crate) catalog: u32,
     pub(crate) table: String,
     pub(crate) created: bool,
@@ -74,7 +79,7 @@ impl Import {
         .collect();
         Ok(Fingerprint {
             db: canonical(db.path()),
-            db_seqno: db.snapshot().seqno(),
+            table_seqno: table_seqno(db, table.id)?,
             catalog: crc32c::crc32c(&serde_json::to_vec(&catalog).unwrap_or_default()),
             table: serde_json::to_string(table).unwrap_or_default(),
             created,
@@ -84,6 +89,21 @@ impl Import {
             options,
         })
     }
+}
+
+/// The newest seqno of any entry in table `id`'s key range (every index, every layout).
+fn table_seqno(db: &Db, id: u32) -> Result<u64, ImportError> {
+    let lo = id.to_be_bytes();
+    let hi = crate::keycode::prefix_successor(&lo).unwrap_or_else(|| vec![0xff; 9]);
+    Ok(db.max_seqno_in_range(&lo, &hi)?)
+}
+
+/// The table's name from its recorded definition (JSON), for messages.
+fn table_name(def: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(def)
+        .ok()
+        .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "the table".into())
 }
 
 /// Why `then` (the checkpoint's) and `now` differ, worded for the user; `None` if they match.
@@ -140,14 +160,16 @@ pub(crate) fn difference(then: &Fingerprint, now: &Fingerprint) -> Option<String
                 .into(),
         );
     }
-    if then.db_seqno != now.db_seqno
+    if then.table_seqno != now.table_seqno
         || then.existing_rows != now.existing_rows
         || then.rowid_base != now.rowid_base
     {
         return Some(format!(
-            "the Db changed since the checkpoint (sequence number {} then, {} now): it was \
-             written to, or this import was already ingested",
-            then.db_seqno, now.db_seqno
+            "table {} changed since the checkpoint (its newest write at sequence number {} \
+             then, {} now): it was written to, or this import was already ingested",
+            table_name(&now.table),
+            then.table_seqno,
+            now.table_seqno
         ));
     }
     None

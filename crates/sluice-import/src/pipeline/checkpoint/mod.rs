@@ -26,13 +26,15 @@
 //! Invariants:
 //! 1. A checkpoint is used only by an import with the same [`Fingerprint`]: the input files
 //!    (path, size, modification time), the bound table definition (with its id), whether the
-//!    table was new, had rows and its next row id, the Db (path, sequence number, catalog) and
-//!    the options that change the result. Anything else refuses with
-//!    [`ImportError::CannotResume`]; it never skips data.
-//! 2. A Db changed since the checkpoint refuses (its sequence number or catalog moved): that
-//!    also refuses a checkpoint whose ingest already committed, except an ingest of files that
-//!    overlap nothing (placed with sequence number 0) into an existing table; those are found
-//!    by their link count (the Db holds a hard link to each ingested file).
+//!    table was new, had rows and its next row id, the Db (path, catalog), the newest sequence
+//!    number in the table's key range, and the options that change the result. Anything else
+//!    refuses with [`ImportError::CannotResume`]; it never skips data.
+//! 2. A table changed since the checkpoint refuses (the newest sequence number in its key
+//!    range, or the catalog, moved; writes elsewhere in the Db do not count, so a Db that
+//!    serves other writes while the import is down can still resume it): that also refuses a
+//!    checkpoint whose ingest already committed, except an ingest of files that overlap
+//!    nothing (placed with sequence number 0) into an existing table; those are found by
+//!    their link count (the Db holds a hard link to each ingested file).
 //! 3. Only the thread running the import writes checkpoints, between chunks or between
 //!    indexes: never while a worker writes a file the checkpoint names.
 
@@ -601,7 +603,7 @@ mod tests {
         let state = State {
             fingerprint: Fingerprint {
                 db: "/db".into(),
-                db_seqno: 7,
+                table_seqno: 7,
                 catalog: 1,
                 table: "{}".into(),
                 created: true,

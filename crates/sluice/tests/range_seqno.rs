@@ -1,0 +1,90 @@
+//! `Db::max_seqno_in_range`: writes outside a range never move it, not even when flushes and
+//! compactions put the range's keys and its neighbours' newer keys in the same files; every
+//! kind of write inside the range raises it; compaction leaves it as it was.
+
+use std::path::Path;
+
+use sluice::fs::MemFs;
+use sluice::{Db, IngestOptions};
+
+mod common;
+use common::{external_sst, tiny_opts};
+
+fn max_b(db: &Db) -> u64 {
+    db.max_seqno_in_range(b"b/", b"b0").unwrap()
+}
+
+/// Writes `n` keys under `prefix`, numbered from `from`.
+fn fill(db: &Db, prefix: &str, from: u32, n: u32) {
+    for i in from..from + n {
+        db.put(format!("{prefix}{i:06}").as_bytes(), &[b'x'; 40])
+            .unwrap();
+    }
+}
+
+#[test]
+fn writes_beside_a_range_leave_it_and_writes_in_it_raise_it() {
+    let fs = MemFs::new();
+    let db = Db::open(Path::new("/db"), tiny_opts(&fs)).unwrap();
+    assert_eq!(max_b(&db), 0, "an empty range");
+    // Interleaved, so that files hold keys of all three ranges.
+    for round in 0..5 {
+        fill(&db, "a/", round * 50, 50);
+        fill(&db, "b/", round * 50, 50);
+        fill(&db, "c/", round * 50, 50);
+    }
+    let m0 = max_b(&db);
+    assert!(m0 > 0);
+    // The neighbours move on, through flushes and compactions of files shared with b/.
+    for round in 0..10 {
+        fill(&db, "a/", round * 50, 50);
+        fill(&db, "c/", round * 50, 50);
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_background_work().unwrap();
+    let shared = db
+        .current_version()
+        .levels
+        .iter()
+        .flatten()
+        .any(|f| f.smallest_user() < &b"b/"[..] && f.largest_user() >= &b"b/"[..]);
+    assert!(
+        shared,
+        "the test needs a file straddling the range's lower bound"
+    );
+    assert_eq!(max_b(&db), m0, "writes outside the range moved it");
+
+    // A put inside it, in the memtable and then in a table.
+    db.put(b"b/000007", b"new").unwrap();
+    let m1 = max_b(&db);
+    assert!(m1 > m0);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(max_b(&db), m1, "a compaction moved it");
+
+    // A delete, a range deletion reaching into it, an ingest over its keys.
+    db.delete(b"b/000008").unwrap();
+    let m2 = max_b(&db);
+    assert!(m2 > m1);
+    db.delete_range(b"a/000100", b"b/000001").unwrap();
+    let m3 = max_b(&db);
+    assert!(m3 > m2);
+    db.flush().unwrap();
+    assert_eq!(max_b(&db), m3, "the flush lost the range deletion");
+    let p = external_sst(
+        &fs,
+        "over.sst",
+        &[("b/000009", "i"), ("b/000010", "i")],
+        &[],
+    );
+    db.ingest(&[&p], &IngestOptions::default()).unwrap();
+    let m4 = max_b(&db);
+    assert!(m4 > m3);
+    // A range deletion wholly beside it does not count.
+    db.delete_range(b"c/", b"c/000100").unwrap();
+    db.flush().unwrap();
+    assert_eq!(max_b(&db), m4);
+    db.close().unwrap();
+}
