@@ -41,7 +41,7 @@ total=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
 start=$(date +%s)
 echo "stress: ${hours}h from seed $seed, logs in $log"
 
-ops=0; kills=0; faults=0; imports=0; interrupted=0; import_faults=0; anomalies=0; chunks=0; failed_seeds=""
+ops=0; kills=0; faults=0; imports=0; interrupted=0; import_faults=0; resumes=0; torn=0; anomalies=0; chunks=0; failed_seeds=""
 mode_index=0
 IFS=, read -r -a modes <<< "$mode_list"
 nmodes=${#modes[@]}
@@ -65,12 +65,14 @@ while :; do
       args=(crash --seed "$seed" --threads "$threads" --kills $(( chunk * 2 / 5 + 1 )) --dir "$work") ;;
     import)
       # A kill every 0.3-3 s of a child importing beside the workload, plus recovery and the
-      # imports' verification (a reference import per logged one): about 4 s per kill.
+      # imports' verification (a reference import per logged one): about 4 s per kill. Half
+      # the imports a kill left absent are resumed, their unsynced files torn first.
       args=(crash --imports --seed "$seed" --threads "$(( threads < 4 ? threads : 4 ))" \
         --min-ms 300 --max-ms 3000 --kills $(( chunk / 4 + 1 )) --dir "$work") ;;
     import-faults)
-      # Imports one after another beside the workload, three in four with EIO or ENOSPC
-      # injected at a random point, each checked at once; phases of 60 s.
+      # Imports one after another beside the workload, three in four with EIO, ENOSPC, a torn
+      # write or a failed fsync injected at a random point (half of those then resumed), each
+      # checked at once; phases of 60 s.
       args=(run --imports --seed "$seed" --threads "$(( threads < 4 ? threads : 4 ))" \
         --secs "$chunk" --dir "$work" --reopen-every 60) ;;
     faults)
@@ -95,6 +97,8 @@ while :; do
     imports=$(( imports + $(num imports_done) + $(num imports_failed) ))
     interrupted=$(( interrupted + $(num interrupted_applied) + $(num interrupted_absent) ))
     import_faults=$(( import_faults + $(num imports_faulted) ))
+    resumes=$(( resumes + $(num resume_runs) ))
+    torn=$(( torn + $(num torn_files) ))
   fi
   if [ "$mode" = faults ]; then faults=$(( faults + $(field faults || echo 0) )); fi
   if [ "$n_anom" -gt 0 ]; then
@@ -106,5 +110,5 @@ while :; do
 done
 
 elapsed=$(( $(date +%s) - start ))
-echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted imports_faulted=$import_faults anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
+echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted imports_faulted=$import_faults resume_runs=$resumes torn_files=$torn anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
 [ "$anomalies" -eq 0 ]

@@ -46,8 +46,9 @@ enum Cmd {
         /// Operations to leave out, comma-separated (e.g. `ingest_small,compact`).
         #[arg(long, default_value = "")]
         disable: String,
-        /// Also run imports beside the workload, most with an I/O error (EIO, ENOSPC)
-        /// injected at a random point, each checked at once (needs --dir).
+        /// Also run imports beside the workload, most with an I/O error injected at a random
+        /// point (EIO, ENOSPC, a torn write, a failed fsync), each checked at once, half of
+        /// the failed ones resumed after their unsynced files are torn (needs --dir).
         #[arg(long)]
         imports: bool,
     },
@@ -81,7 +82,8 @@ enum Cmd {
         #[arg(long, default_value = "")]
         disable: String,
         /// The child also runs imports (row and columnar tables, indexes, every duplicate
-        /// policy, spills), each verified all-or-nothing after every kill.
+        /// policy, spills), each verified all-or-nothing after every kill; half of those a kill
+        /// left absent are resumed by the next child after their unsynced files are torn.
         #[arg(long)]
         imports: bool,
     },

@@ -252,6 +252,14 @@ pub struct ImportCounts {
     pub interrupted_absent: u64,
     /// Imports failed by an injected I/O error and found absent (the faults mode).
     pub faulted: u64,
+    /// Interrupted (killed or faulted) imports run again with `resume`, their unsynced files
+    /// torn first, each checked against the reference like any other import.
+    pub resume_runs: u64,
+    /// Of those, the ones that continued from a checkpoint (the others had reached none and
+    /// started over).
+    pub resumed: u64,
+    /// Files of checkpoint directories torn (truncated, damaged or deleted) before a resume.
+    pub torn: u64,
     /// Table rows compared after recoveries (each with its index entries).
     pub rows_checked: u64,
 }
@@ -266,8 +274,8 @@ impl ImportCounts {
     /// ` imports_done=N …` for the totals line.
     pub fn render(&self) -> String {
         format!(
-            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} imports_faulted={} import_rows_checked={}",
-            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.faulted, self.rows_checked
+            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} imports_faulted={} resume_runs={} resumed={} torn_files={} import_rows_checked={}",
+            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.faulted, self.resume_runs, self.resumed, self.torn, self.rows_checked
         )
     }
 }

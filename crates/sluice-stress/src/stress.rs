@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use sluice::events::check_against_manifest;
+use sluice::fs::failpoints::POINTS as ENGINE_POINTS;
 use sluice::fs::MemFs;
 use sluice::{Db, ReadOptions};
 use sluice_import::failpoints::POINTS;
@@ -224,12 +225,25 @@ pub fn run(cfg: &RunConfig) -> Summary {
 }
 
 /// The import thread of one phase: imports until the phase's deadline, three in four with an
-/// I/O error injected at a random point of a random phase, each checked at once.
+/// I/O error injected at a random point of a random phase (EIO or ENOSPC at the import's own
+/// points; a torn write or a failed fsync of one of its files), each checked at once, half of
+/// the faulted ones then resumed ([`ImportModel::run_faulted`]).
 fn faulted_imports(ctx: &Ctx, root: &Path, model: &Mutex<ImportModel>, phase: u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(thread_seed(ctx.seed, phase, usize::MAX));
     let mut model = model.lock();
     while Instant::now() < ctx.deadline && !ctx.stop.load(Ordering::Relaxed) {
         let fault = rng.gen_bool(0.75).then(|| {
+            // One in four: a torn write or a failed fsync of one of the import's files (the
+            // engine's points, aimed at its `sluice-*` directory; the workload's files and
+            // the Db's pass); else an error at one of the import's own points.
+            if rng.gen_bool(0.25) {
+                let point = ENGINE_POINTS[rng.gen_range(0..ENGINE_POINTS.len())];
+                let (kind, skip) = match point {
+                    "sst_writer::write" => ("torn", rng.gen_range(0..12)),
+                    _ => ("eio", rng.gen_range(0..4)),
+                };
+                return (point, format!("{skip}*off->return({kind}@sluice-)"));
+            }
             let point = POINTS[rng.gen_range(0..POINTS.len())];
             let kind = if rng.gen_bool(0.5) { "eio" } else { "enospc" };
             // Points reached once an import fail on their first call; those reached per

@@ -183,6 +183,14 @@ fn injected_io_errors_fail_imports_cleanly_beside_the_workload() {
         "no injected fault failed an import"
     );
     assert!(field("imports_done") > 0, "no import succeeded");
+    // Half the faulted imports are resumed at once (their unsynced files torn first), each
+    // checked against the reference: with the workload writing beside them, which must not
+    // refuse the resume.
+    assert!(field("resume_runs") > 0, "no faulted import was resumed");
+    assert!(
+        field("resumed") > 0,
+        "no resume continued from a checkpoint"
+    );
     // The workload never saw an error: a failed import touches nothing of theirs.
     assert_eq!(field("errors"), 0);
     assert!(field("put") > 0 && field("get") > 0);

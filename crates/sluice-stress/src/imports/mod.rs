@@ -18,18 +18,27 @@
 //!    the imports' other temporary directory (`--tmp-dir`) is gone once the next import there
 //!    is done.
 //!
+//! 5. an interrupted import found absent is, one time in two, run again by the next child with
+//!    `resume` (up to three times in a row), after the driver *tore* what a power loss could
+//!    have torn of its checkpoint directory: every file the `CHECKPOINT` does not name (those
+//!    were never fsynced, or not yet named) truncated, damaged or deleted. The resumed import
+//!    is checked against the same reference as any other (1 and 2): a resume that skipped,
+//!    repeated or trusted unsynced data makes a table that differs. The faults mode does the
+//!    same after an injected error.
+//!
 //! Imports are numbered across rounds and drawn from `(seed, number)` ([`spec::ImportSpec`]),
 //! so the driver re-creates each one from the child's log: `start N`, then `done N` or
 //! `failed N: reason`, each line synced before the import starts or after it returns.
 
 pub mod spec;
 
-use std::io::Write as _;
+use std::io::{Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use rand::{Rng as _, SeedableRng as _};
 use sluice::{Db, ReadOptions};
 use sluice_import::keycode::{encode_value, prefix, prefix_successor};
 use sluice_import::{find_tmp_dirs, remove_leftovers, Import, ImportOptions, OnDuplicate};
@@ -41,6 +50,9 @@ use spec::{ImportSpec, TABLES};
 /// The child's log of imports, in the run's directory (beside the journal directory, whose
 /// files are all thread journals).
 pub const LOG: &str = "imports.log";
+
+/// The file in the run's directory naming the import the next child resumes.
+pub const RESUME: &str = "resume-next";
 
 /// Where imports whose spec says so put their temporary directory (outside the Db).
 pub fn outside_tmp(root: &Path) -> PathBuf {
@@ -68,20 +80,48 @@ pub fn run_child_imports(
         log.write_all(s.as_bytes())?;
         log.sync_data()
     };
+    let resume_first = std::fs::read_to_string(root.join(RESUME))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        == Some(first);
     let mut n = first;
     while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
         let spec = ImportSpec::new(seed, n);
-        let files = spec.write_inputs(&inputs_dir(&root))?;
+        let resume = resume_first && n == first;
+        // A resume reads the interrupted import's files as they are (the checkpoint holds
+        // their sizes and modification times).
+        let files = if resume {
+            spec.input_paths(&inputs_dir(&root))
+        } else {
+            spec.write_inputs(&inputs_dir(&root))?
+        };
         line(format!("start {n}\n"))?;
-        let r = Import::new(spec.schema(), files, spec.options(&outside_tmp(&root)))
-            .and_then(|i| i.run(&db));
+        let opts = ImportOptions {
+            resume,
+            ..spec.options(&outside_tmp(&root))
+        };
+        let r = Import::new(spec.schema(), files, opts).and_then(|i| i.run(&db));
         match r {
-            Ok(_) => line(format!("done {n}\n"))?,
+            Ok(s) => {
+                if s.resumed {
+                    line(format!("resumed {n}\n"))?;
+                }
+                line(format!("done {n}\n"))?
+            }
             Err(e) => line(format!("failed {n}: {}\n", one_line(&e.to_string())))?,
         }
         n += 1;
     }
     Ok(())
+}
+
+/// A fair coin drawn from the run's seed, an import's number and a salt.
+fn coin(seed: u64, number: u64, salt: u64) -> bool {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        seed ^ number.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03),
+    );
+    rng.gen_bool(0.5)
 }
 
 fn one_line(s: &str) -> String {
@@ -99,23 +139,31 @@ enum Outcome {
     Faulted(String),
 }
 
-fn read_log(path: &Path) -> Result<Vec<(u64, Outcome)>, String> {
+/// One import of the child's log: its number, how it ended, and whether it continued from a
+/// checkpoint (`resumed N`, logged before `done N`).
+type LogEntry = (u64, Outcome, bool);
+
+fn read_log(path: &Path) -> Result<Vec<LogEntry>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    let mut out: Vec<(u64, Outcome)> = Vec::new();
+    let mut out: Vec<LogEntry> = Vec::new();
     for l in text.lines() {
         let (word, rest) = l.split_once(' ').unwrap_or((l, ""));
         let num = |s: &str| s.parse::<u64>().map_err(|_| format!("bad log line {l:?}"));
         match word {
-            "start" => out.push((num(rest)?, Outcome::InFlight)),
+            "start" => out.push((num(rest)?, Outcome::InFlight, false)),
+            "resumed" => match out.last_mut() {
+                Some((m, Outcome::InFlight, r)) if *m == num(rest)? => *r = true,
+                _ => return Err(format!("log line {l:?} follows no started import")),
+            },
             "done" | "failed" => {
                 let (n, why) = rest.split_once(": ").unwrap_or((rest, ""));
                 let n = num(n)?;
                 match out.last_mut() {
-                    Some((m, o)) if *m == n && *o == Outcome::InFlight => {
+                    Some((m, o, _)) if *m == n && *o == Outcome::InFlight => {
                         *o = if word == "done" {
                             Outcome::Done
                         } else {
@@ -146,6 +194,10 @@ pub struct ImportModel {
     /// Killed imports' directories in the other temporary directory, found at the last
     /// verification: the next import done there must have removed them.
     stale_outside: Vec<PathBuf>,
+    /// The import the next child resumes, and how many times in a row it was asked to.
+    resuming: Option<(u64, u32)>,
+    /// The last import found interrupted and absent.
+    last_absent: Option<u64>,
 }
 
 impl ImportModel {
@@ -157,6 +209,8 @@ impl ImportModel {
             tables: vec![None; TABLES.len()],
             counts: ImportCounts::default(),
             stale_outside: Vec::new(),
+            resuming: None,
+            last_absent: None,
         }
     }
 
@@ -181,7 +235,7 @@ impl ImportModel {
         let log =
             read_log(&root.join(LOG)).map_err(|e| bad("import log", e, "malformed".into()))?;
         // Steps 1 and 2: each logged import against the reference.
-        for (i, (n, outcome)) in log.iter().enumerate() {
+        for (i, (n, outcome, resumed)) in log.iter().enumerate() {
             if *n != self.next {
                 return Err(bad(
                     "import log",
@@ -197,6 +251,10 @@ impl ImportModel {
                 ));
             }
             let spec = ImportSpec::new(self.seed, *n);
+            if self.resuming.is_some_and(|(r, _)| r == *n) {
+                self.counts.resume_runs += 1;
+                self.counts.resumed += u64::from(*resumed);
+            }
             self.check_one(db, root, &spec, outcome)
                 .map_err(|(read, detail)| bad(&spec.describe(), read, detail))?;
             self.next += 1;
@@ -209,10 +267,91 @@ impl ImportModel {
         remove_leftovers(db.path());
         let outside_done = log
             .iter()
-            .any(|(n, o)| *o == Outcome::Done && ImportSpec::new(self.seed, *n).outside_tmp);
+            .any(|(n, o, _)| *o == Outcome::Done && ImportSpec::new(self.seed, *n).outside_tmp);
         self.check_leftovers(db, root, outside_done)
             .map_err(|(read, detail)| bad("leftovers", read, detail))?;
-        let _ = std::fs::remove_dir_all(inputs_dir(root));
+        // Step 5: the next child resumes the interrupted import, or starts the next one.
+        self.resuming = self.next_resume(&log);
+        match self.resuming {
+            Some((n, attempt)) => {
+                self.next = n;
+                let spec = ImportSpec::new(self.seed, n);
+                self.tear_unsynced(db.path(), root, &spec, u64::from(attempt))
+                    .map_err(|e| bad("tear", e.to_string(), "harness I/O failed".into()))?;
+                std::fs::write(root.join(RESUME), n.to_string()).map_err(|e| {
+                    bad("resume marker", e.to_string(), "harness I/O failed".into())
+                })?;
+            }
+            None => {
+                let _ = std::fs::remove_file(root.join(RESUME));
+                let _ = std::fs::remove_dir_all(inputs_dir(root));
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 5's choice: the import the log ends in, when it was found interrupted and absent,
+    /// one time in two (and at most three times in a row); the one asked for already when the
+    /// child was killed before it started it.
+    fn next_resume(&self, log: &[LogEntry]) -> Option<(u64, u32)> {
+        match log.last() {
+            None => self.resuming,
+            Some((n, Outcome::InFlight, _)) if self.last_absent == Some(*n) => {
+                let attempt = match self.resuming {
+                    Some((r, a)) if r == *n => a + 1,
+                    _ => 1,
+                };
+                (attempt <= 3 && coin(self.seed, *n, u64::from(attempt))).then_some((*n, attempt))
+            }
+            _ => None,
+        }
+    }
+
+    /// Tears what a power loss could have torn of `spec`'s checkpoint directories (in the Db
+    /// directory and in the other temporary directory): each file its `CHECKPOINT` does not
+    /// name — never fsynced, or written after the checkpoint — is truncated at a random length,
+    /// damaged in the middle, or deleted. Files it names were fsynced before it named them,
+    /// and its own replacement is atomic: those a power loss leaves whole.
+    fn tear_unsynced(
+        &mut self,
+        db_dir: &Path,
+        root: &Path,
+        spec: &ImportSpec,
+        salt: u64,
+    ) -> std::io::Result<()> {
+        let suffix = format!("-{}", spec.table_name());
+        let dirs = find_tmp_dirs(db_dir)
+            .into_iter()
+            .chain(find_tmp_dirs(&outside_tmp(root)))
+            .filter(|d| d.resumable && d.path.to_string_lossy().ends_with(&suffix));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(
+            self.seed ^ spec.number.wrapping_mul(0xA24B_AED4_963E_E407) ^ salt,
+        );
+        for d in dirs {
+            let named = std::fs::read(d.path.join("CHECKPOINT")).unwrap_or_default();
+            let named = String::from_utf8_lossy(&named);
+            for e in std::fs::read_dir(&d.path)?.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name == "CHECKPOINT" || named.contains(&format!("\"{name}\"")) {
+                    continue;
+                }
+                let path = e.path();
+                let len = e.metadata()?.len();
+                match rng.gen_range(0..3) {
+                    0 => std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&path)?
+                        .set_len(rng.gen_range(0..=len))?,
+                    1 if len > 0 => {
+                        let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
+                        f.seek(std::io::SeekFrom::Start(rng.gen_range(0..len)))?;
+                        f.write_all(&[0xA5; 64])?;
+                    }
+                    _ => std::fs::remove_file(&path)?,
+                }
+                self.counts.torn += 1;
+            }
+        }
         Ok(())
     }
 
@@ -329,9 +468,32 @@ impl ImportModel {
                 }
             }
         };
-        let done = outcome == Outcome::Done;
+        let faulted = matches!(outcome, Outcome::Faulted(_));
+        let mut done = outcome == Outcome::Done;
         self.check_one(db, root, &spec, &outcome)
             .map_err(|(read, detail)| bad(read, detail))?;
+        if faulted && coin(self.seed, spec.number, 0) {
+            // Resumed at once, the fault gone, after a power loss's tearing: as the reference.
+            self.tear_unsynced(db.path(), root, &spec, 0)
+                .map_err(|e| bad(e.to_string(), "harness I/O failed".into()))?;
+            let opts = ImportOptions {
+                resume: true,
+                ..spec.options(&outside_tmp(root))
+            };
+            let r = Import::new(spec.schema(), spec.input_paths(&inputs_dir(root)), opts)
+                .and_then(|i| i.run(db));
+            self.counts.resume_runs += 1;
+            let again = match r {
+                Ok(s) => {
+                    self.counts.resumed += u64::from(s.resumed);
+                    Outcome::Done
+                }
+                Err(e) => Outcome::Failed(one_line(&e.to_string())),
+            };
+            done = again == Outcome::Done;
+            self.check_one(db, root, &spec, &again)
+                .map_err(|(read, detail)| bad(format!("resumed: {read}"), detail))?;
+        }
         self.next += 1;
         self.check_table(db, spec.table)
             .map_err(|(_, read, detail)| bad(read, detail))?;
@@ -390,7 +552,10 @@ impl ImportModel {
                         self.tables[spec.table] = Some(rows);
                         self.counts.interrupted_applied += 1;
                     }
-                    _ if found == before => self.counts.interrupted_absent += 1,
+                    _ if found == before => {
+                        self.counts.interrupted_absent += 1;
+                        self.last_absent = Some(spec.number);
+                    }
                     after => {
                         let after = after.ok();
                         return Err((
@@ -545,12 +710,19 @@ mod tests {
         assert_eq!(
             read_log(&p).unwrap(),
             vec![
-                (4, Outcome::Done),
-                (5, Outcome::Failed("dup: 1".into())),
-                (6, Outcome::InFlight)
+                (4, Outcome::Done, false),
+                (5, Outcome::Failed("dup: 1".into()), false),
+                (6, Outcome::InFlight, false)
             ]
         );
         std::fs::write(&p, "start 4\ndone 5\n").unwrap();
+        assert!(read_log(&p).is_err());
+        std::fs::write(&p, "start 4\nresumed 4\ndone 4\nstart 5\n").unwrap();
+        assert_eq!(
+            read_log(&p).unwrap(),
+            vec![(4, Outcome::Done, true), (5, Outcome::InFlight, false)]
+        );
+        std::fs::write(&p, "start 4\nresumed 3\n").unwrap();
         assert!(read_log(&p).is_err());
         assert_eq!(read_log(&dir.path().join("none")).unwrap(), vec![]);
     }

@@ -178,13 +178,19 @@ impl ImportSpec {
     /// Writes the input files into `dir` (replacing earlier ones of the same number).
     pub fn write_inputs(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(dir)?;
-        let mut paths = Vec::new();
-        for (i, f) in self.files.iter().enumerate() {
-            let p = dir.join(format!("imp{}-{i}.csv", self.number));
-            std::fs::write(&p, f)?;
-            paths.push(p);
+        let paths = self.input_paths(dir);
+        for (p, f) in paths.iter().zip(&self.files) {
+            std::fs::write(p, f)?;
         }
         Ok(paths)
+    }
+
+    /// Where [`Self::write_inputs`] puts the input files in `dir` (a resume reads the same
+    /// files, unchanged: their size and modification time are in the checkpoint).
+    pub fn input_paths(&self, dir: &Path) -> Vec<PathBuf> {
+        (0..self.files.len())
+            .map(|i| dir.join(format!("imp{}-{i}.csv", self.number)))
+            .collect()
     }
 
     /// The import's options; `tmp` is where its temporary directory goes when the spec puts it

@@ -6,6 +6,7 @@
 //! 2. A created, renamed or removed name survives a crash only once [`FileSystem::sync_dir`]
 //!    of its directory returned.
 
+pub mod failpoints;
 mod file;
 mod mem;
 
@@ -94,6 +95,9 @@ pub enum Writeback {
 /// overlaps table building.
 pub struct SyncingFile {
     file: std::fs::File,
+    /// The file's path, for the named fault points ([`failpoints`]).
+    #[cfg(feature = "failpoints")]
+    fault_path: Option<std::path::PathBuf>,
     since_sync: u64,
     /// Bytes written through this wrapper (the file is written sequentially from offset 0).
     written: u64,
@@ -111,6 +115,8 @@ impl SyncingFile {
     pub fn with_writeback(file: std::fs::File, mode: Writeback) -> Self {
         SyncingFile {
             file,
+            #[cfg(feature = "failpoints")]
+            fault_path: None,
             since_sync: 0,
             written: 0,
             syncer: None,
@@ -134,12 +140,28 @@ impl SyncingFile {
     /// Waits for background syncs, then makes the whole file durable.
     pub fn sync_all(&mut self) -> std::io::Result<()> {
         self.reap(true)?;
+        #[cfg(feature = "failpoints")]
+        if failpoints::fires("sst_writer::sync", self.fault_path.as_deref()) {
+            return Err(failpoints::injected());
+        }
         self.file.sync_all()
+    }
+
+    /// Makes the file subject to the named fault points as the file at `path`.
+    #[cfg(feature = "failpoints")]
+    pub(crate) fn with_fault_path(mut self, path: std::path::PathBuf) -> Self {
+        self.fault_path = Some(path);
+        self
     }
 }
 
 impl std::io::Write for SyncingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        #[cfg(feature = "failpoints")]
+        if failpoints::fires("sst_writer::write", self.fault_path.as_deref()) {
+            let _ = self.file.write_all(&buf[..buf.len() / 2]);
+            return Err(failpoints::injected());
+        }
         let n = self.file.write(buf)?;
         self.since_sync += n as u64;
         self.written += n as u64;

@@ -99,11 +99,11 @@ impl SstWriter {
             db_id: "SST Writer".into(),
             db_session_id: session_id(),
         };
+        let file = SyncingFile::with_writeback(file, writeback);
+        #[cfg(feature = "failpoints")]
+        let file = file.with_fault_path(tmp.clone());
         let builder = match TableBuilder::new(
-            BufWriter::with_capacity(
-                write_buffer.max(4096),
-                SyncingFile::with_writeback(file, writeback),
-            ),
+            BufWriter::with_capacity(write_buffer.max(4096), file),
             opts,
             identity,
         ) {
@@ -145,7 +145,9 @@ impl SstWriter {
         let Some(builder) = self.builder.as_mut() else {
             return Err(Error::InvalidArgument("SstWriter already failed".into()));
         };
-        builder.add_range_deletion(start, end, 0)?;
+        builder
+            .add_range_deletion(start, end, 0)
+            .map_err(|e| naming(e, &self.path))?;
         self.range_deletions += 1;
         Ok(())
     }
@@ -171,7 +173,7 @@ impl SstWriter {
             // slip past the order check (it reads `entries`); the partial file goes.
             self.builder = None;
             let _ = std::fs::remove_file(&self.tmp);
-            return Err(e);
+            return Err(naming(e, &self.path));
         }
         if self.entries == 0 {
             self.smallest = key.to_vec();
@@ -204,7 +206,7 @@ impl SstWriter {
             ));
         }
         let result = (|| -> Result<SstFileInfo> {
-            let (w, properties) = builder.finish()?;
+            let (w, properties) = builder.finish().map_err(|e| naming(e, &self.path))?;
             let mut file = w
                 .into_inner()
                 .map_err(|e| Error::io(&self.path, e.into_error()))?;
@@ -278,4 +280,13 @@ fn session_id() -> String {
         v /= 36;
     }
     s
+}
+
+/// `e`, naming `path` if it is an I/O error that names no file (the table builder writes to a
+/// `Write` and knows no path): a user must be told which file failed.
+fn naming(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Io { path: None, source } => Error::io(path, source),
+        e => e,
+    }
 }
