@@ -16,11 +16,14 @@ use sluice_import::{open_db, ImportError, ImportOptions};
 const SCHEMA: &str = "CREATE TABLE k (id BIGINT PRIMARY KEY, name TEXT, n INT);
 CREATE INDEX by_n ON k (n);";
 
+/// Checkpoints every 256 KiB of input and after every final file of the merges (files of
+/// 128 KiB, merged on two threads): a kill often lands between two of them.
 fn child_opts() -> ImportOptions {
     ImportOptions {
         memory: 8 << 20,
         chunk_size: Some(64 << 10),
-        target_file_size: 1 << 20,
+        target_file_size: 128 << 10,
+        checkpoint_bytes: 256 << 10,
         ..opts()
     }
 }

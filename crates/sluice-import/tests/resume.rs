@@ -1,5 +1,6 @@
 //! Resumable imports: an import interrupted after each of its checkpoints in turn (parse
-//! chunks, between index merges, staged before the ingest) and resumed gives the Db an
+//! chunks, between index merges, after final files inside a merge, staged before the ingest)
+//! and resumed gives the Db an
 //! uninterrupted import gives, byte for byte, with the same counts and rejects; a checkpoint
 //! that does not belong to the import is refused; without `resume` it is discarded.
 
@@ -39,9 +40,9 @@ fn ck_opts(tmp: &Path) -> ImportOptions {
     }
 }
 
-/// The stage the checkpoint in `tmp` records.
-fn stage_of(tmp: &Path) -> String {
-    let dir = std::fs::read_dir(tmp)
+/// The checkpoint directory in `tmp`.
+fn ck_dir(tmp: &Path) -> PathBuf {
+    std::fs::read_dir(tmp)
         .unwrap()
         .flatten()
         .find(|e| {
@@ -50,10 +51,30 @@ fn stage_of(tmp: &Path) -> String {
                 .starts_with(sluice_import::pipeline::RESUME_PREFIX)
         })
         .expect("a checkpoint directory")
-        .path();
-    let text = std::fs::read_to_string(dir.join("CHECKPOINT")).unwrap();
+        .path()
+}
+
+/// The stage the checkpoint in `tmp` records; inside an index's merge with final files
+/// finished, `Merge+files` (`Merge+parallel-files` for a parallel merge).
+fn stage_of(tmp: &Path) -> String {
+    let text = std::fs::read_to_string(ck_dir(tmp).join("CHECKPOINT")).unwrap();
     let at = text.find("\"stage\":\"").unwrap() + 9;
-    text[at..].split('"').next().unwrap().to_string()
+    let stage = text[at..].split('"').next().unwrap().to_string();
+    match merging_file(&text) {
+        Some(_) if text.contains("\"merging\":{\"parallel\":true") => {
+            format!("{stage}+parallel-files")
+        }
+        Some(_) => format!("{stage}+files"),
+        None => stage,
+    }
+}
+
+/// The first final file of the index merging that the manifest `text` names.
+fn merging_file(text: &str) -> Option<String> {
+    let at = text.find("\"merging\":{")?;
+    let rest = &text[at..];
+    let f = rest.find("\"finals\":[{\"name\":\"")? + 19;
+    Some(rest[f..].split('"').next()?.to_string())
 }
 
 struct Case {
@@ -115,6 +136,17 @@ fn run_case(dir: &Path, c: &Case, interrupt: Option<u64>) -> Option<Outcome> {
     Some((dump(&db), s, r, stage))
 }
 
+/// An import's files as `(index, level, entries, bytes)`, sorted.
+fn files_of(s: &Summary) -> Vec<(String, Option<usize>, u64, u64)> {
+    let mut v: Vec<_> = s
+        .files
+        .iter()
+        .map(|f| (f.index.clone(), f.level, f.entries, f.bytes))
+        .collect();
+    v.sort();
+    v
+}
+
 /// `c` interrupted after each of its checkpoints in turn, then resumed, against an
 /// uninterrupted run; the stages interrupted.
 fn every_interruption_matches(dir: &Path, c: &Case) -> Vec<String> {
@@ -142,6 +174,9 @@ fn every_interruption_matches(dir: &Path, c: &Case) -> Vec<String> {
             "{}: {n}: rejects",
             c.name
         );
+        // The same files (cut at the same entries, of the same sizes): nothing emitted twice
+        // or lost at a checkpoint's boundary.
+        assert_eq!(files_of(&gs), files_of(&ws), "{}: {n}: files", c.name);
         stages.push(stage.unwrap());
     }
     stages
@@ -211,6 +246,163 @@ fn resume_after_every_checkpoint_equals_an_uninterrupted_import() {
             stages.iter().any(|x| x == s),
             "{s} never interrupted: {stages:?}"
         );
+    }
+}
+
+/// Merges cut into many final files (a checkpoint after each), every row followed by a
+/// duplicate of another key (so duplicate groups end files), under each `--on-duplicate`
+/// policy, with `--max-errors` and a rejects file, on one thread and in parallel; the unique
+/// index always merges on one thread.
+fn file_cases(dir: &Path) -> Vec<Case> {
+    let a = write(dir, "fa.csv", &rows_csv("a", 360, 1, false));
+    let b = write(dir, "fb.csv", &rows_csv("b", 140, 2, false));
+    let o = ImportOptions {
+        target_file_size: 2048,
+        ..ck_opts(dir)
+    };
+    let files = vec![a, b];
+    let case = |name, on_duplicate, threads| Case {
+        name,
+        o: ImportOptions {
+            on_duplicate,
+            threads,
+            ..o.clone()
+        },
+        files: files.clone(),
+        existing: None,
+    };
+    vec![
+        case("files-first", OnDuplicate::First, 2),
+        case("files-last", OnDuplicate::Last, 2),
+        Case {
+            o: ImportOptions {
+                max_errors: 10_000,
+                rejects: Some(dir.join("unused")),
+                ..case("", OnDuplicate::Error, 2).o
+            },
+            ..case("files-error", OnDuplicate::Error, 2)
+        },
+        Case {
+            o: ImportOptions {
+                max_errors: 10_000,
+                rejects: Some(dir.join("unused")),
+                ..case("", OnDuplicate::Error, 1).o
+            },
+            ..case("files-error-one-thread", OnDuplicate::Error, 1)
+        },
+        case("files-last-one-thread", OnDuplicate::Last, 1),
+    ]
+}
+
+fn resume_after_every_final_file_equals_an_uninterrupted_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stages = Vec::new();
+    for c in file_cases(dir.path()) {
+        stages.extend(every_interruption_matches(dir.path(), &c));
+    }
+    for s in ["Merge+files", "Merge+parallel-files"] {
+        assert!(
+            stages.iter().filter(|x| *x == s).count() > 4,
+            "{s} interrupted too rarely: {stages:?}"
+        );
+    }
+}
+
+#[test]
+fn resume_after_every_final_file_equals_an_uninterrupted_import_row() {
+    resume_after_every_final_file_equals_an_uninterrupted_import();
+}
+
+#[test]
+fn resume_after_every_final_file_equals_an_uninterrupted_import_columnar() {
+    with_layout(
+        sluice_import::Layout::Columnar,
+        resume_after_every_final_file_equals_an_uninterrupted_import,
+    );
+}
+
+/// A replacing import into a table with rows, its merges cut into many files: the replaced
+/// rows' deletions are merged as a source, sought past the recorded key on resume.
+#[test]
+fn resume_after_every_final_file_of_a_replacing_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let existing = write(dir.path(), "s.csv", &rows_csv("s", 500, 0, true));
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 360, 3, false));
+    for threads in [1, 2] {
+        let c = Case {
+            name: if threads == 1 {
+                "replace-one"
+            } else {
+                "replace-par"
+            },
+            o: ImportOptions {
+                on_duplicate: OnDuplicate::Last,
+                target_file_size: 2048,
+                threads,
+                ..ck_opts(dir.path())
+            },
+            files: vec![a.clone()],
+            existing: Some(existing.clone()),
+        };
+        let stages = every_interruption_matches(dir.path(), &c);
+        assert!(stages.iter().any(|s| s.starts_with("Merge+")), "{stages:?}");
+    }
+}
+
+/// A final file a merge checkpoint names, gone, cut short or with a byte changed: the resume
+/// is refused naming it (never skipped or trusted), and the checkpoint is kept.
+#[test]
+fn a_missing_or_changed_final_file_refuses_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 360, 1, false));
+    for damage in ["remove", "truncate", "flip"] {
+        let dbdir = dir.path().join(format!("db-{damage}"));
+        let tmp = dir.path().join(format!("tmp-{damage}"));
+        let o = ImportOptions {
+            on_duplicate: OnDuplicate::First,
+            target_file_size: 2048,
+            ..ck_opts(&tmp)
+        };
+        let db = open_db(&dbdir, true).unwrap();
+        // The first checkpoint naming a final file of a merge in progress.
+        let mut name = None;
+        for n in 1..200 {
+            let oi = ImportOptions {
+                interrupt_after_checkpoints: Some(n),
+                ..o.clone()
+            };
+            assert!(import(&db, SCHEMA, vec![a.clone()], oi).is_err());
+            let text = std::fs::read_to_string(ck_dir(&tmp).join("CHECKPOINT")).unwrap();
+            if let Some(f) = merging_file(&text) {
+                name = Some(f);
+                break;
+            }
+        }
+        let name = name.expect("a checkpoint inside a merge");
+        let path = ck_dir(&tmp).join(&name);
+        let mut bytes = std::fs::read(&path).unwrap();
+        match damage {
+            "remove" => std::fs::remove_file(&path).unwrap(),
+            "truncate" => std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap(),
+            _ => {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x20;
+                std::fs::write(&path, &bytes).unwrap();
+            }
+        }
+        let e = refused(&db, SCHEMA, vec![a.clone()], o.clone());
+        assert!(e.contains(&name), "{damage}: {e}");
+        let why = match damage {
+            "remove" => "No such file",
+            "truncate" => "changed size",
+            _ => "changed since the checkpoint",
+        };
+        assert!(e.contains(why), "{damage}: {e}");
+        assert_eq!(leftovers(&tmp).len(), 1);
+        // Without resume it is discarded and the import runs whole.
+        let s = import(&db, SCHEMA, vec![a.clone()], o).unwrap();
+        assert!(!s.resumed && s.rows > 0);
+        assert!(leftovers(&tmp).is_empty());
     }
 }
 
