@@ -442,7 +442,7 @@ impl Import {
             results = handles
                 .into_iter()
                 .map(|h| match h {
-                    Ok(h) => h.join().ok().map(|(w, r)| (w, r)),
+                    Ok(h) => h.join().ok(),
                     Err((w, files)) => Some((w, Ok(files))),
                 })
                 .collect();
