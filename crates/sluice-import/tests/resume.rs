@@ -406,6 +406,73 @@ fn a_missing_or_changed_final_file_refuses_the_resume() {
     }
 }
 
+/// `text`, a format-2 manifest without a merge in progress, as format 1 wrote it: no file
+/// CRCs, no merge progress, no merge state file.
+fn as_format_1(text: &str) -> String {
+    let (_, body) = text.split_once('\n').unwrap();
+    let mut body = body
+        .replace(",\"merging\":null", "")
+        .replace(",\"merge_state\":null", "");
+    while let Some(at) = body.find(",\"crc\":") {
+        let end = at + body[at..].find('}').unwrap();
+        body.replace_range(at..end, "");
+    }
+    assert!(!body.contains("merging") && !body.contains("crc"), "{body}");
+    let crc = crc32c::crc32c(body.as_bytes());
+    format!("sluice-import-checkpoint 1 {crc:08x}\n{body}")
+}
+
+/// A checkpoint of format 1 (written before merge progress and file CRCs), between two index
+/// merges, still resumes to the uninterrupted import's Db.
+#[test]
+fn a_format_1_checkpoint_still_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 360, 1, false));
+    let o = ImportOptions {
+        on_duplicate: OnDuplicate::First,
+        target_file_size: 2048,
+        ..ck_opts(&dir.path().join("tmp"))
+    };
+    let want = {
+        let db = open_db(dir.path().join("ref"), true).unwrap();
+        import(&db, SCHEMA, vec![a.clone()], o.clone()).unwrap();
+        dump(&db)
+    };
+    let mut resumed = 0;
+    for n in 1..400 {
+        let tmp = dir.path().join(format!("tmp-{n}"));
+        let db = open_db(dir.path().join(format!("db-{n}")), true).unwrap();
+        let o = ImportOptions {
+            tmp_dir: Some(tmp.clone()),
+            ..o.clone()
+        };
+        let oi = ImportOptions {
+            interrupt_after_checkpoints: Some(n),
+            ..o.clone()
+        };
+        if import(&db, SCHEMA, vec![a.clone()], oi).is_ok() {
+            break;
+        }
+        let m = ck_dir(&tmp).join("CHECKPOINT");
+        let text = std::fs::read_to_string(&m).unwrap();
+        if stage_of(&tmp) != "Merge" || text.contains("\"merging\":{") {
+            continue;
+        }
+        std::fs::write(&m, as_format_1(&text)).unwrap();
+        let s = import(
+            &db,
+            SCHEMA,
+            vec![a.clone()],
+            ImportOptions { resume: true, ..o },
+        )
+        .unwrap();
+        assert!(s.resumed);
+        assert!(dump(&db) == want, "format 1 checkpoint {n}: Db differs");
+        resumed += 1;
+    }
+    assert!(resumed >= 2, "{resumed}");
+}
+
 #[test]
 fn resume_after_every_checkpoint_equals_an_uninterrupted_import_row() {
     resume_after_every_checkpoint_equals_an_uninterrupted_import();
