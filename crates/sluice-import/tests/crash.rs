@@ -109,6 +109,7 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
     eprintln!("crash test seed {seed} (SLUICE_CRASH_SEED={seed} replays it); a full import takes {took:?}");
     let mut rng = seed | 1;
     let mut outcomes = (0, 0);
+    let mut stages = std::collections::BTreeMap::new();
     for round in 0..8 {
         rng ^= rng << 13;
         rng ^= rng >> 7;
@@ -144,6 +145,20 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
                 "seed {seed}: {:?} left",
                 e.path()
             );
+            if !resumable(&e) {
+                continue;
+            }
+            // Where the kill left the import, for the tally printed at the end.
+            let m = std::fs::read_to_string(e.path().join("CHECKPOINT")).unwrap_or_default();
+            let at = m.find("\"stage\":\"").map(|i| m[i + 9..].split('"').next());
+            let inside_merge = m.contains("\"merging\":{");
+            *stages
+                .entry(format!(
+                    "{}{}",
+                    at.flatten().unwrap_or("none"),
+                    if inside_merge { "+files" } else { "" }
+                ))
+                .or_insert(0) += 1;
         }
         // Resumed, the import ends with the Db an uninterrupted one gives; killed after its
         // ingest, it is refused (the Db moved on since the checkpoint, or, the checkpoint
@@ -170,7 +185,7 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
             ),
         }
     }
-    eprintln!("outcomes (before, after): {outcomes:?}");
+    eprintln!("outcomes (before, after): {outcomes:?}; checkpoints resumed from: {stages:?}");
 }
 
 #[test]
