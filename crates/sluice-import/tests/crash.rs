@@ -16,11 +16,14 @@ use sluice_import::{open_db, ImportError, ImportOptions};
 const SCHEMA: &str = "CREATE TABLE k (id BIGINT PRIMARY KEY, name TEXT, n INT);
 CREATE INDEX by_n ON k (n);";
 
+/// Checkpoints every 256 KiB of input and after every final file of the merges (files of
+/// 128 KiB, merged on two threads): a kill often lands between two of them.
 fn child_opts() -> ImportOptions {
     ImportOptions {
         memory: 8 << 20,
         chunk_size: Some(64 << 10),
-        target_file_size: 1 << 20,
+        target_file_size: 128 << 10,
+        checkpoint_bytes: 256 << 10,
         ..opts()
     }
 }
@@ -106,6 +109,7 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
     eprintln!("crash test seed {seed} (SLUICE_CRASH_SEED={seed} replays it); a full import takes {took:?}");
     let mut rng = seed | 1;
     let mut outcomes = (0, 0);
+    let mut stages = std::collections::BTreeMap::new();
     for round in 0..8 {
         rng ^= rng << 13;
         rng ^= rng >> 7;
@@ -141,6 +145,20 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
                 "seed {seed}: {:?} left",
                 e.path()
             );
+            if !resumable(&e) {
+                continue;
+            }
+            // Where the kill left the import, for the tally printed at the end.
+            let m = std::fs::read_to_string(e.path().join("CHECKPOINT")).unwrap_or_default();
+            let at = m.find("\"stage\":\"").map(|i| m[i + 9..].split('"').next());
+            let inside_merge = m.contains("\"merging\":{");
+            *stages
+                .entry(format!(
+                    "{}{}",
+                    at.flatten().unwrap_or("none"),
+                    if inside_merge { "+files" } else { "" }
+                ))
+                .or_insert(0) += 1;
         }
         // Resumed, the import ends with the Db an uninterrupted one gives; killed after its
         // ingest, it is refused (the Db moved on since the checkpoint, or, the checkpoint
@@ -167,7 +185,7 @@ fn sigkill_at_random_points_leaves_db_before_or_after() {
             ),
         }
     }
-    eprintln!("outcomes (before, after): {outcomes:?}");
+    eprintln!("outcomes (before, after): {outcomes:?}; checkpoints resumed from: {stages:?}");
 }
 
 #[test]

@@ -1,151 +1,18 @@
 //! Resumable imports: an import interrupted after each of its checkpoints in turn (parse
-//! chunks, between index merges, staged before the ingest) and resumed gives the Db an
+//! chunks, between index merges, after final files inside a merge, staged before the ingest)
+//! and resumed gives the Db an
 //! uninterrupted import gives, byte for byte, with the same counts and rejects; a checkpoint
 //! that does not belong to the import is refused; without `resume` it is discarded.
 
 mod common;
+#[path = "common/resume_cases.rs"]
+mod resume_cases;
 
 use std::path::{Path, PathBuf};
 
 use common::*;
-use sluice_import::{open_db, ImportError, ImportOptions, OnDuplicate, Summary};
-
-const SCHEMA: &str = "CREATE TABLE t (id INT PRIMARY KEY, grp INT, email TEXT, note TEXT); \
-                      CREATE INDEX by_grp ON t (grp); \
-                      CREATE UNIQUE INDEX by_email ON t (email);";
-
-/// `n` rows in a scrambled order (or sorted), every `dup_every`th followed by a row with
-/// another id taken (with other values); emails are unique, `tag` tells the files apart.
-fn rows_csv(tag: &str, n: u64, dup_every: u64, sorted: bool) -> Vec<u8> {
-    let mut out = Vec::new();
-    for i in 0..n {
-        let id = if sorted { i } else { (i * 7919) % n };
-        let pad = "z".repeat((i % 5) as usize);
-        out.extend(format!("{id},{},{tag}e{i}@x,note {i} {pad}\n", id % 13).bytes());
-        if dup_every > 0 && i % dup_every == 0 && !sorted {
-            out.extend(format!("{},{},{tag}d{i}@x,dup {i}\n", (id + 3) % n, i % 7).bytes());
-        }
-    }
-    out
-}
-
-/// Small chunks and frequent checkpoints: every path of the pipeline runs on small inputs.
-fn ck_opts(tmp: &Path) -> ImportOptions {
-    ImportOptions {
-        chunk_size: Some(512),
-        checkpoint_bytes: 4096,
-        tmp_dir: Some(tmp.to_path_buf()),
-        ..opts()
-    }
-}
-
-/// The stage the checkpoint in `tmp` records.
-fn stage_of(tmp: &Path) -> String {
-    let dir = std::fs::read_dir(tmp)
-        .unwrap()
-        .flatten()
-        .find(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(sluice_import::pipeline::RESUME_PREFIX)
-        })
-        .expect("a checkpoint directory")
-        .path();
-    let text = std::fs::read_to_string(dir.join("CHECKPOINT")).unwrap();
-    let at = text.find("\"stage\":\"").unwrap() + 9;
-    text[at..].split('"').next().unwrap().to_string()
-}
-
-struct Case {
-    name: &'static str,
-    o: ImportOptions,
-    files: Vec<PathBuf>,
-    /// Rows in the table before the import.
-    existing: Option<PathBuf>,
-}
-
-type Outcome = (Vec<(Vec<u8>, Vec<u8>)>, Summary, Vec<u8>, Option<String>);
-
-/// The Db, summary and rejects of one import (after `c.existing`'s rows, when given),
-/// interrupted after checkpoint `interrupt` (then resumed) or not; `None` when the import
-/// wrote fewer checkpoints and finished.
-fn run_case(dir: &Path, c: &Case, interrupt: Option<u64>) -> Option<Outcome> {
-    let tag = interrupt.map_or("ref".to_string(), |n| n.to_string());
-    let dbdir = dir.join(format!("db-{}-{tag}", c.name));
-    let tmp = dir.join(format!("tmp-{}-{tag}", c.name));
-    let rejects = dir.join(format!("rejects-{}-{tag}", c.name));
-    let base = ImportOptions {
-        tmp_dir: Some(tmp.clone()),
-        rejects: c.o.rejects.as_ref().map(|_| rejects.clone()),
-        ..c.o.clone()
-    };
-    let mut db = open_db(&dbdir, true).unwrap();
-    if let Some(f) = &c.existing {
-        import(&db, SCHEMA, vec![f.clone()], opts()).unwrap();
-    }
-    let mut stage = None;
-    if let Some(n) = interrupt {
-        let o = ImportOptions {
-            interrupt_after_checkpoints: Some(n),
-            ..base.clone()
-        };
-        match import(&db, SCHEMA, c.files.clone(), o) {
-            Err(ImportError::Internal(m)) if m.contains("interrupted") => {}
-            Ok(_) => return None,
-            Err(e) => panic!("{}: interrupt {n}: {e:?}", c.name),
-        }
-        stage = Some(stage_of(&tmp));
-        // As after a crash: the Db is opened again.
-        db.close().unwrap();
-        db = open_db(&dbdir, false).unwrap();
-    }
-    let o = ImportOptions {
-        resume: interrupt.is_some(),
-        ..base
-    };
-    let s = import(&db, SCHEMA, c.files.clone(), o).unwrap();
-    assert_eq!(s.resumed, interrupt.is_some(), "{}", c.name);
-    assert!(
-        leftovers(&tmp).is_empty(),
-        "{}: {:?}",
-        c.name,
-        leftovers(&tmp)
-    );
-    let r = std::fs::read(&rejects).unwrap_or_default();
-    Some((dump(&db), s, r, stage))
-}
-
-/// `c` interrupted after each of its checkpoints in turn, then resumed, against an
-/// uninterrupted run; the stages interrupted.
-fn every_interruption_matches(dir: &Path, c: &Case) -> Vec<String> {
-    let (want, ws, wr, _) = run_case(dir, c, None).unwrap();
-    assert!(!want.is_empty());
-    let mut stages = Vec::new();
-    for n in 1.. {
-        let Some((got, gs, gr, stage)) = run_case(dir, c, Some(n)) else {
-            break;
-        };
-        assert!(
-            got == want,
-            "{}: interrupted after checkpoint {n}: Db differs",
-            c.name
-        );
-        assert_eq!(
-            (gs.rows, gs.rejected, gs.duplicates_dropped, &gs.table),
-            (ws.rows, ws.rejected, ws.duplicates_dropped, &ws.table),
-            "{}: {n}",
-            c.name
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&gr),
-            String::from_utf8_lossy(&wr),
-            "{}: {n}: rejects",
-            c.name
-        );
-        stages.push(stage.unwrap());
-    }
-    stages
-}
+use resume_cases::*;
+use sluice_import::{open_db, ImportError, ImportOptions, OnDuplicate};
 
 fn cases(dir: &Path) -> Vec<Case> {
     let a = write(dir, "a.csv", &rows_csv("a", 700, 9, false));
@@ -212,6 +79,230 @@ fn resume_after_every_checkpoint_equals_an_uninterrupted_import() {
             "{s} never interrupted: {stages:?}"
         );
     }
+}
+
+/// Merges cut into many final files (a checkpoint after each), every row followed by a
+/// duplicate of another key (so duplicate groups end files), under each `--on-duplicate`
+/// policy, with `--max-errors` and a rejects file, on one thread and in parallel; the unique
+/// index always merges on one thread.
+fn file_cases(dir: &Path) -> Vec<Case> {
+    let a = write(dir, "fa.csv", &rows_csv("a", 360, 1, false));
+    let b = write(dir, "fb.csv", &rows_csv("b", 140, 2, false));
+    let o = ImportOptions {
+        target_file_size: 2048,
+        ..ck_opts(dir)
+    };
+    let files = vec![a, b];
+    let case = |name, on_duplicate, threads| Case {
+        name,
+        o: ImportOptions {
+            on_duplicate,
+            threads,
+            ..o.clone()
+        },
+        files: files.clone(),
+        existing: None,
+    };
+    vec![
+        case("files-first", OnDuplicate::First, 2),
+        case("files-last", OnDuplicate::Last, 2),
+        Case {
+            o: ImportOptions {
+                max_errors: 10_000,
+                rejects: Some(dir.join("unused")),
+                ..case("", OnDuplicate::Error, 2).o
+            },
+            ..case("files-error", OnDuplicate::Error, 2)
+        },
+        Case {
+            o: ImportOptions {
+                max_errors: 10_000,
+                rejects: Some(dir.join("unused")),
+                ..case("", OnDuplicate::Error, 1).o
+            },
+            ..case("files-error-one-thread", OnDuplicate::Error, 1)
+        },
+        case("files-last-one-thread", OnDuplicate::Last, 1),
+    ]
+}
+
+fn resume_after_every_final_file_equals_an_uninterrupted_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stages = Vec::new();
+    for c in file_cases(dir.path()) {
+        stages.extend(every_interruption_matches(dir.path(), &c));
+    }
+    for s in ["Merge+files", "Merge+parallel-files"] {
+        assert!(
+            stages.iter().filter(|x| *x == s).count() > 4,
+            "{s} interrupted too rarely: {stages:?}"
+        );
+    }
+}
+
+#[test]
+fn resume_after_every_final_file_equals_an_uninterrupted_import_row() {
+    resume_after_every_final_file_equals_an_uninterrupted_import();
+}
+
+#[test]
+fn resume_after_every_final_file_equals_an_uninterrupted_import_columnar() {
+    with_layout(
+        sluice_import::Layout::Columnar,
+        resume_after_every_final_file_equals_an_uninterrupted_import,
+    );
+}
+
+/// A replacing import into a table with rows, its merges cut into many files: the replaced
+/// rows' deletions are merged as a source, sought past the recorded key on resume.
+#[test]
+fn resume_after_every_final_file_of_a_replacing_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let existing = write(dir.path(), "s.csv", &rows_csv("s", 500, 0, true));
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 360, 3, false));
+    for threads in [1, 2] {
+        let c = Case {
+            name: if threads == 1 {
+                "replace-one"
+            } else {
+                "replace-par"
+            },
+            o: ImportOptions {
+                on_duplicate: OnDuplicate::Last,
+                target_file_size: 2048,
+                threads,
+                ..ck_opts(dir.path())
+            },
+            files: vec![a.clone()],
+            existing: Some(existing.clone()),
+        };
+        let stages = every_interruption_matches(dir.path(), &c);
+        assert!(stages.iter().any(|s| s.starts_with("Merge+")), "{stages:?}");
+    }
+}
+
+/// A final file a merge checkpoint names, gone, cut short or with a byte changed: the resume
+/// is refused naming it (never skipped or trusted), and the checkpoint is kept.
+#[test]
+fn a_missing_or_changed_final_file_refuses_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 360, 1, false));
+    for damage in ["remove", "truncate", "flip"] {
+        let dbdir = dir.path().join(format!("db-{damage}"));
+        let tmp = dir.path().join(format!("tmp-{damage}"));
+        let o = ImportOptions {
+            on_duplicate: OnDuplicate::First,
+            target_file_size: 2048,
+            ..ck_opts(&tmp)
+        };
+        let db = open_db(&dbdir, true).unwrap();
+        // The first checkpoint naming a final file of a merge in progress.
+        let mut name = None;
+        for n in 1..200 {
+            let oi = ImportOptions {
+                interrupt_after_checkpoints: Some(n),
+                ..o.clone()
+            };
+            assert!(import(&db, SCHEMA, vec![a.clone()], oi).is_err());
+            let text = std::fs::read_to_string(ck_dir(&tmp).join("CHECKPOINT")).unwrap();
+            if let Some(f) = merging_file(&text) {
+                name = Some(f);
+                break;
+            }
+        }
+        let name = name.expect("a checkpoint inside a merge");
+        let path = ck_dir(&tmp).join(&name);
+        let mut bytes = std::fs::read(&path).unwrap();
+        match damage {
+            "remove" => std::fs::remove_file(&path).unwrap(),
+            "truncate" => std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap(),
+            _ => {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x20;
+                std::fs::write(&path, &bytes).unwrap();
+            }
+        }
+        let e = refused(&db, SCHEMA, vec![a.clone()], o.clone());
+        assert!(e.contains(&name), "{damage}: {e}");
+        let why = match damage {
+            "remove" => "No such file",
+            "truncate" => "changed size",
+            _ => "changed since the checkpoint",
+        };
+        assert!(e.contains(why), "{damage}: {e}");
+        assert_eq!(leftovers(&tmp).len(), 1);
+        // Without resume it is discarded and the import runs whole.
+        let s = import(&db, SCHEMA, vec![a.clone()], o).unwrap();
+        assert!(!s.resumed && s.rows > 0);
+        assert!(leftovers(&tmp).is_empty());
+    }
+}
+
+/// `text`, a format-2 manifest without a merge in progress, as format 1 wrote it: no file
+/// CRCs, no merge progress, no merge state file.
+fn as_format_1(text: &str) -> String {
+    let (_, body) = text.split_once('\n').unwrap();
+    let mut body = body
+        .replace(",\"merging\":null", "")
+        .replace(",\"merge_state\":null", "");
+    while let Some(at) = body.find(",\"crc\":") {
+        let end = at + body[at..].find('}').unwrap();
+        body.replace_range(at..end, "");
+    }
+    assert!(!body.contains("merging") && !body.contains("crc"), "{body}");
+    let crc = crc32c::crc32c(body.as_bytes());
+    format!("sluice-import-checkpoint 1 {crc:08x}\n{body}")
+}
+
+/// A checkpoint of format 1 (written before merge progress and file CRCs), between two index
+/// merges, still resumes to the uninterrupted import's Db.
+#[test]
+fn a_format_1_checkpoint_still_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 360, 1, false));
+    let o = ImportOptions {
+        on_duplicate: OnDuplicate::First,
+        target_file_size: 2048,
+        ..ck_opts(&dir.path().join("tmp"))
+    };
+    let want = {
+        let db = open_db(dir.path().join("ref"), true).unwrap();
+        import(&db, SCHEMA, vec![a.clone()], o.clone()).unwrap();
+        dump(&db)
+    };
+    let mut resumed = 0;
+    for n in 1..400 {
+        let tmp = dir.path().join(format!("tmp-{n}"));
+        let db = open_db(dir.path().join(format!("db-{n}")), true).unwrap();
+        let o = ImportOptions {
+            tmp_dir: Some(tmp.clone()),
+            ..o.clone()
+        };
+        let oi = ImportOptions {
+            interrupt_after_checkpoints: Some(n),
+            ..o.clone()
+        };
+        if import(&db, SCHEMA, vec![a.clone()], oi).is_ok() {
+            break;
+        }
+        let m = ck_dir(&tmp).join("CHECKPOINT");
+        let text = std::fs::read_to_string(&m).unwrap();
+        if stage_of(&tmp) != "Merge" || text.contains("\"merging\":{") {
+            continue;
+        }
+        std::fs::write(&m, as_format_1(&text)).unwrap();
+        let s = import(
+            &db,
+            SCHEMA,
+            vec![a.clone()],
+            ImportOptions { resume: true, ..o },
+        )
+        .unwrap();
+        assert!(s.resumed);
+        assert!(dump(&db) == want, "format 1 checkpoint {n}: Db differs");
+        resumed += 1;
+    }
+    assert!(resumed >= 2, "{resumed}");
 }
 
 #[test]

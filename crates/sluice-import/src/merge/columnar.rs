@@ -46,9 +46,19 @@ pub(super) struct ColumnSplit {
     workers: Vec<CellWorker>,
 }
 
+/// What a cell writer thread is handed: rows, or a request to finish its open files and
+/// report every file finished so far by column (a checkpoint of the merge).
+enum CellMsg {
+    Rows(Arc<RowBatch>),
+    Cut(std::sync::mpsc::SyncSender<sluice::Result<CellFiles>>),
+}
+
+/// Finished cell files, each with its column.
+pub type CellFiles = Vec<(usize, SstFileInfo)>;
+
 /// A cell writer thread's queue and handle (`None` once closed / joined).
 type CellWorker = (
-    Option<std::sync::mpsc::SyncSender<Arc<RowBatch>>>,
+    Option<std::sync::mpsc::SyncSender<CellMsg>>,
     Option<std::thread::JoinHandle<sluice::Result<Vec<SstFileInfo>>>>,
 );
 
@@ -71,14 +81,35 @@ struct ColumnCells {
 /// spent a third of the import in cache misses on the writers' last keys). A NOT NULL
 /// column's cell holding its type's zero value is not stored ([`default_cell`]).
 fn cell_writer(
-    rx: std::sync::mpsc::Receiver<Arc<RowBatch>>,
+    rx: std::sync::mpsc::Receiver<CellMsg>,
     types: Vec<ColumnType>,
     defaults: Vec<Option<&'static [u8]>>,
     mut cols: CellWriters,
 ) -> sluice::Result<Vec<SstFileInfo>> {
     let owned: Vec<bool> = cols.iter().map(Option::is_some).collect();
     let mut by_col: Vec<ColumnCells> = (0..types.len()).map(|_| ColumnCells::default()).collect();
-    for batch in rx {
+    for msg in rx {
+        let batch = match msg {
+            CellMsg::Rows(b) => b,
+            CellMsg::Cut(reply) => {
+                let mut files = Vec::new();
+                let mut r = Ok(());
+                for (c, slot) in cols.iter_mut().enumerate() {
+                    if let Some((_, w)) = slot {
+                        r = r.and_then(|_| w.finish_current());
+                        files.extend(w.files.iter().map(|f| (c, f.clone())));
+                    }
+                }
+                let failed = r.is_err();
+                let _ = reply.send(r.map(|_| files));
+                if failed {
+                    return Err(sluice::Error::InvalidArgument(
+                        "a cell writer failed to finish its files".into(),
+                    ));
+                }
+                continue;
+            }
+        };
         for cc in &mut by_col {
             cc.bytes.clear();
             cc.cells.clear();
@@ -156,7 +187,7 @@ impl ColumnSplit {
         let b = Arc::new(std::mem::take(&mut self.batch));
         for i in 0..self.workers.len() {
             let sent = match &self.workers[i].0 {
-                Some(tx) => tx.send(Arc::clone(&b)).is_ok(),
+                Some(tx) => tx.send(CellMsg::Rows(Arc::clone(&b))).is_ok(),
                 None => false,
             };
             if !sent {
@@ -167,6 +198,31 @@ impl ColumnSplit {
         }
         self.batch.arena.reserve(ROW_BATCH_BYTES + (64 << 10));
         Ok(())
+    }
+
+    /// Every row pushed so far written, each column's open file finished: the cell files
+    /// finished so far, by column (for a checkpoint of the merge).
+    pub(super) fn cut(&mut self) -> sluice::Result<CellFiles> {
+        self.flush()?;
+        let mut files = Vec::new();
+        for i in 0..self.workers.len() {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let sent = match &self.workers[i].0 {
+                Some(q) => q.send(CellMsg::Cut(tx)).is_ok(),
+                None => false,
+            };
+            let got = if sent { rx.recv().ok() } else { None };
+            match got {
+                Some(r) => files.extend(r?),
+                None => {
+                    return Err(self.join(i).err().unwrap_or_else(|| {
+                        sluice::Error::InvalidArgument("a cell writer stopped".into())
+                    }))
+                }
+            }
+        }
+        files.sort_by_key(|f| f.0);
+        Ok(files)
     }
 
     /// Closes writer `i`'s queue and waits for its files.
@@ -194,8 +250,15 @@ impl FinalWriter {
     /// From now on each `put(primary key, row)` writes the columnar layout: `primary key →
     /// version byte` here and each non-NULL, non-key cell to its column's files (same target
     /// size and entry limit; `cell_opts`), all in the key order of the rows, on `threads`
-    /// writer threads.
-    pub fn split_columns(&mut self, t: &TableDef, cell_opts: TableOptions, threads: usize) {
+    /// writer threads. `restored`: cell files a checkpoint names, by column (a resumed merge
+    /// appends to them).
+    pub fn split_columns(
+        &mut self,
+        t: &TableDef,
+        cell_opts: TableOptions,
+        threads: usize,
+        mut restored: CellFiles,
+    ) {
         let threads = threads.clamp(1, t.columns.len().max(1));
         let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
         let defaults: Vec<Option<&'static [u8]>> = t
@@ -221,6 +284,12 @@ impl FinalWriter {
                     Arc::clone(&self.counter),
                 );
                 w.max_entries = self.max_entries;
+                w.files = restored
+                    .iter()
+                    .filter(|f| f.0 == c)
+                    .map(|f| f.1.clone())
+                    .collect();
+                restored.retain(|f| f.0 != c);
                 w.write_buffer = CELL_WRITE_BUFFER;
                 w.writeback = self.writeback;
                 cols[c] = Some((key, w));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sluice::{SstFileInfo, SstWriter, TableOptions, Writeback};
 
-use super::columnar::ColumnSplit;
+use super::columnar::{CellFiles, ColumnSplit};
 use super::DELETION_SRC;
 use crate::positions::{PositionRecorder, RecorderState, StreamedPositions};
 
@@ -173,6 +173,17 @@ impl FinalWriter {
             }
         }
         Ok(())
+    }
+
+    /// For a checkpoint at a row boundary: finishes the open file and, for a columnar
+    /// writer, hands its cell writers every row so far and finishes their open files. Returns
+    /// the cell files finished so far, by column (none for a row-layout writer).
+    pub fn cut(&mut self) -> sluice::Result<CellFiles> {
+        self.finish_current()?;
+        match self.split.as_mut() {
+            Some(split) => split.cut(),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Finishes and returns every file (a columnar writer's cell files after its own).

@@ -158,13 +158,26 @@ impl DeletionSource {
 
     /// The keys of sorted, deduplicated `keys` in `range`.
     pub fn range(keys: Arc<Vec<Vec<u8>>>, range: &IterBounds) -> Self {
+        Self::range_after(keys, range, None)
+    }
+
+    /// [`DeletionSource::range`] past `after` (a resumed merge goes on after the last key
+    /// it emitted).
+    pub fn range_after(keys: Arc<Vec<Vec<u8>>>, range: &IterBounds, after: Option<&[u8]>) -> Self {
         let at = |b: &Option<Vec<u8>>, default: usize| {
             b.as_ref().map_or(default, |b| {
                 keys.partition_point(|k| k.as_slice() < b.as_slice())
             })
         };
-        let (i, end) = (at(&range.lower, 0), at(&range.upper, keys.len()));
-        DeletionSource { keys, i, end }
+        let (mut i, end) = (at(&range.lower, 0), at(&range.upper, keys.len()));
+        if let Some(a) = after {
+            i = i.max(keys.partition_point(|k| k.as_slice() <= a));
+        }
+        DeletionSource {
+            keys,
+            i: i.min(end),
+            end,
+        }
     }
 }
 
@@ -205,6 +218,27 @@ impl RunSource {
 
     /// Opens a run positioned on its first entry in `range`.
     pub fn open_range(path: &Path, with_src: bool, range: &IterBounds) -> sluice::Result<Self> {
+        Self::open_range_after(path, with_src, range, None)
+    }
+
+    /// Opens a run positioned on its first entry in `range` whose key follows `after` (a
+    /// resumed merge goes on after the last key it emitted: every entry of that key, whatever
+    /// its source position, was seen).
+    pub fn open_range_after(
+        path: &Path,
+        with_src: bool,
+        range: &IterBounds,
+        after: Option<&[u8]>,
+    ) -> sluice::Result<Self> {
+        let lower = match (after, &range.lower) {
+            (Some(a), Some(l)) if l.as_slice() > a => Some(l.clone()),
+            (Some(a), _) => Some(a.to_vec()),
+            (None, l) => l.clone(),
+        };
+        let range = &IterBounds {
+            lower,
+            upper: range.upper.clone(),
+        };
         crate::failpoints::inject_at("import::run_read", path)?;
         let table = Table::open_path(path, &TableReadOptions::new())?;
         // A run's stored key is the entry key followed by its source position, so the table's
@@ -224,6 +258,12 @@ impl RunSource {
         };
         if let Some(l) = &range.lower {
             while r.it.valid() && r.key() < l.as_slice() {
+                r.it.next();
+            }
+            r.it.status()?;
+        }
+        if let Some(a) = after {
+            while r.it.valid() && r.key() <= a {
                 r.it.next();
             }
             r.it.status()?;

@@ -1,8 +1,9 @@
 //! The import pipeline ([`Import::run`]), as numbered steps; each step is one function, and any
 //! failure before step 6 leaves the Db exactly as it was (only the import's own directory is
 //! touched). A file import works in a resumable directory (`sluice-resume-*`, see `checkpoint`)
-//! that survives a crash, checkpointed during step 3, after each index of step 4 and after
-//! step 5, so `ImportOptions::resume` continues from the last checkpoint; it is removed when
+//! that survives a crash, checkpointed during step 3, during step 4 (after final files and
+//! after each index) and after step 5, so `ImportOptions::resume` continues from the last
+//! checkpoint; it is removed when
 //! the import finishes or fails on its data, kept (less its unfinished files) on an I/O error
 //! such as a full disk (`space`). An Arrow-stream import works in a `sluice-import-*`
 //! directory removed on every exit path (a killed one's by [`remove_leftovers`] at the next
@@ -26,7 +27,8 @@
 //!
 //! Rooms, one per step: this file holds [`Import::run`] and its steps in order; `plan` (steps 1
 //! and 2: the `Plan`, per-index state), `read_sort` (step 3), `merge` (step 4) with `merge/policy`
-//! beside it (duplicates, unique indexes, rejects: the policy the merge applies), `ingest`
+//! beside it (duplicates, unique indexes, rejects: the policy the merge applies) and
+//! `merge/progress` (where a merge stands, for checkpoints inside it), `ingest`
 //! (steps 5 and 6); `checkpoint` (checkpoints, their fingerprint, resuming), `space` (the
 //! pre-flight estimate, a full disk); `options` (what the caller asks and gets back), `db`
 //! (opening the Db, temporary directories), `priority` (nice, `SCHED_IDLE`).
@@ -263,7 +265,8 @@ impl Import {
     }
 
     /// Steps 1 to 5: every file written, nothing in the Db yet. A resumed import skips the
-    /// steps (or the chunks of step 3, or the indexes of step 4) its checkpoint covers.
+    /// steps (or the chunks of step 3, or the indexes and final files of step 4) its checkpoint
+    /// covers.
     fn stage(&self, db: &Db) -> Result<Staged, ImportError> {
         let t0 = Instant::now();
         let counters = Arc::new(Counters::default());

@@ -14,6 +14,7 @@ use crate::merge::FinalWriter;
 use crate::parse::Entries;
 use crate::pipeline::checkpoint::{self, Checkpointer, State};
 use crate::pipeline::db::TmpDir;
+use crate::pipeline::merge::progress::MergeProgress;
 use crate::pipeline::options::{OnDuplicate, PROCESS_BASELINE};
 use crate::pipeline::Import;
 use crate::positions::StreamedPositions;
@@ -63,6 +64,8 @@ pub(crate) struct IndexState {
     pub(crate) mem_bytes: usize,
     pub(crate) streamed_all: bool,
     pub(crate) finals: Vec<SstFileInfo>,
+    /// Its merge in progress (step 4), as the next checkpoint records it.
+    pub(crate) merging: Option<MergeProgress>,
 }
 
 impl IndexState {
@@ -84,6 +87,7 @@ impl IndexState {
             mem_bytes: 0,
             streamed_all: false,
             finals: Vec::new(),
+            merging: None,
         }
     }
 
@@ -294,6 +298,23 @@ impl Import {
             }
             for f in &ck.finals {
                 st.finals.push(f.restore(dir)?);
+            }
+            if let Some(m) = &ck.merging {
+                if r.stage != checkpoint::Stage::Merge || st.slot != r.next_slot {
+                    return Err(ImportError::CannotResume {
+                        dir: dir.clone(),
+                        reason: format!(
+                            "it records a merge in progress of index {} out of turn",
+                            st.name
+                        ),
+                    });
+                }
+                let states = r
+                    .merge_state
+                    .as_ref()
+                    .map(|f| checkpoint::load_merge_state(dir, f))
+                    .transpose()?;
+                st.merging = Some(m.restore(dir, states)?);
             }
         }
         Ok(v)

@@ -11,10 +11,16 @@
 //!    every streaming index's open file was finished; per index its runs, streamed files and
 //!    last key; the policy's state (rows, rejects, drops, the secondary keys to suppress or
 //!    delete, the last unique value); the length of the rejects file; the file counters.
-//! 2. **Merge** (after the parse, when a parse checkpoint was taken; then after each index's
-//!    merge): the indexes merged so far and their final files. An index whose merge was
-//!    interrupted is merged again from its runs, which are deleted only after the checkpoint
-//!    naming its final files.
+//! 2. **Merge** (after the parse, when a parse checkpoint was taken; after a multi-level
+//!    merge's passes; inside an index's merge after final files, every
+//!    `MERGE_CHECKPOINT_BYTES` of output per key range; after each index's merge): the
+//!    indexes merged so far and their final files; for the index merging, per key range (one,
+//!    or one per thread of a parallel merge) its final files so far, the last key emitted and,
+//!    for a parallel merge, the worker's policy state (in a `merge-*.bin` file). A resumed
+//!    merge seeks every run past that key and appends to those files; runs are deleted only
+//!    after the checkpoint naming the index's last final files (or the runs replacing them).
+//!    Final files are named with their size and CRC32C, checked on resume: a file missing or
+//!    changed refuses the resume.
 //! 3. **Staged**: every final file and the catalog file, before the ingest.
 //!
 //! Resuming re-reads the input up to the chunk recorded (chunk boundaries depend only on the
@@ -35,10 +41,12 @@
 //!    checkpoint whose ingest already committed, except an ingest of files that overlap
 //!    nothing (placed with sequence number 0) into an existing table; those are found by
 //!    their link count (the Db holds a hard link to each ingested file).
-//! 3. Only the thread running the import writes checkpoints, between chunks or between
-//!    indexes: never while a worker writes a file the checkpoint names.
+//! 3. Only the thread running the import writes checkpoints, between chunks, between indexes
+//!    or (merging) after a finished final file, at a boundary between keys: never while a
+//!    worker writes a file the checkpoint names.
 
 mod fingerprint;
+mod merge_state;
 mod policy_file;
 
 use std::collections::HashSet;
@@ -51,8 +59,10 @@ use sluice::SstFileInfo;
 
 use fingerprint::difference;
 pub(crate) use fingerprint::Fingerprint;
-pub(crate) use policy_file::load_policy;
+pub(crate) use merge_state::{load_merge_state, MergingCk};
+use merge_state::{store_merge_state, Crcs};
 use policy_file::store_policy;
+pub(crate) use policy_file::{decode_policy, encode_policy, load_policy};
 
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::IndexState;
@@ -65,8 +75,12 @@ use crate::tmp_dirs::RESUME_PREFIX;
 /// The manifest of a checkpoint directory.
 const MANIFEST: &str = "CHECKPOINT";
 
-/// Format of the manifest (its first line).
-const MAGIC: &str = "sluice-import-checkpoint 1";
+/// Format of the manifest (its first line): `sluice-import-checkpoint <version> <crc>`.
+const MAGIC: &str = "sluice-import-checkpoint";
+
+/// The manifest's version written. Version 1 (no merge progress inside an index, no CRC32C
+/// of the files) reads as a version 2 without them: its index merges are redone whole.
+const VERSION: u32 = 2;
 
 /// Where a checkpoint stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +101,9 @@ pub(crate) struct FileCk {
     largest: Vec<u8>,
     entries: u64,
     size: u64,
+    /// CRC32C of the contents (final files of the merge; none in a version 1 checkpoint).
+    #[serde(default)]
+    crc: Option<u32>,
 }
 
 /// One index's state at a checkpoint.
@@ -103,6 +120,9 @@ pub(crate) struct IndexCk {
     pub(crate) positions: Option<(Vec<Sample>, Vec<String>)>,
     pub(crate) runs: Vec<(String, bool)>,
     pub(crate) finals: Vec<FileCk>,
+    /// The index's merge in progress (the index `next_slot` at a merge checkpoint).
+    #[serde(default)]
+    pub(crate) merging: Option<MergingCk>,
 }
 
 /// The manifest's body.
@@ -128,6 +148,10 @@ pub(crate) struct State {
     /// The file holding the policy's suppressions and deletions, and its CRC32C.
     pub(crate) policy: Option<(String, u32)>,
     pub(crate) catalog: Option<FileCk>,
+    /// The file holding a parallel merge's worker states (of the index merging), and its
+    /// CRC32C.
+    #[serde(default)]
+    pub(crate) merge_state: Option<(String, u32)>,
 }
 
 /// A checkpoint directory's path for the Db at `db_dir` under `parent`.
@@ -195,9 +219,26 @@ pub(crate) fn load(dir: &Path) -> Result<Option<State>, ImportError> {
     };
     let text = std::str::from_utf8(&bytes).map_err(|_| corrupt("not UTF-8"))?;
     let (head, body) = text.split_once('\n').ok_or_else(|| corrupt("no header"))?;
-    let crc = head
+    let mut words = head
         .strip_prefix(MAGIC)
-        .map(str::trim)
+        .ok_or_else(|| corrupt("unknown header"))?
+        .split_whitespace();
+    let version: u32 = words
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt("unknown header"))?;
+    if !(1..=VERSION).contains(&version) {
+        return Err(ImportError::CannotResume {
+            dir: dir.to_path_buf(),
+            reason: format!(
+                "{MANIFEST} is of format {version}, written by a newer sluice (this one reads \
+                 formats 1 to {VERSION}): resume with that version, or import again without \
+                 resume"
+            ),
+        });
+    }
+    let crc = words
+        .next()
         .and_then(|h| u32::from_str_radix(h, 16).ok())
         .ok_or_else(|| corrupt("unknown header"))?;
     if crc32c::crc32c(body.as_bytes()) != crc {
@@ -218,7 +259,7 @@ pub(crate) fn store(dir: &Path, state: &State) -> Result<(), ImportError> {
     };
     let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     let crc = crc32c::crc32c(body.as_bytes());
-    write!(f, "{MAGIC} {crc:08x}\n{body}").map_err(io(&tmp))?;
+    write!(f, "{MAGIC} {VERSION} {crc:08x}\n{body}").map_err(io(&tmp))?;
     f.sync_all().map_err(io(&tmp))?;
     drop(f);
     let path = dir.join(MANIFEST);
@@ -240,6 +281,7 @@ pub(crate) fn remove_unnamed(dir: &Path, state: Option<&State>) {
         keep.insert(MANIFEST.into());
         keep.extend(s.policy.iter().map(|p| p.0.clone()));
         keep.extend(s.catalog.iter().map(|c| c.name.clone()));
+        keep.extend(s.merge_state.iter().map(|p| p.0.clone()));
         for (slot, i) in s.indexes.iter().enumerate() {
             if i.recorder.is_some() || i.positions.is_some() {
                 keep.insert(name_of(&positions_path(dir, slot)));
@@ -247,6 +289,7 @@ pub(crate) fn remove_unnamed(dir: &Path, state: Option<&State>) {
             keep.extend(i.streamed.iter().map(|f| f.name.clone()));
             keep.extend(i.finals.iter().map(|f| f.name.clone()));
             keep.extend(i.runs.iter().map(|r| r.0.clone()));
+            keep.extend(i.merging.iter().flat_map(|m| m.names().map(str::to_string)));
         }
     }
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -277,13 +320,27 @@ impl FileCk {
             largest: f.largest_key.clone(),
             entries: f.entries,
             size: f.file_size,
+            crc: None,
         }
     }
 
-    /// The file in `dir`, checked to be there with its size.
+    /// The file in `dir`, checked to be there with its size and its CRC32C (when recorded).
     pub(crate) fn restore(&self, dir: &Path) -> Result<SstFileInfo, ImportError> {
         let path = dir.join(&self.name);
         check_file(dir, &path, Some(self.size))?;
+        if let Some(crc) = self.crc {
+            let now = merge_state::file_crc(&path).map_err(|e| ImportError::io(&path, e))?;
+            if now != crc {
+                return Err(ImportError::CannotResume {
+                    dir: dir.to_path_buf(),
+                    reason: format!(
+                        "{} changed since the checkpoint (CRC32C {now:08x}, {crc:08x} then): \
+                         import again without resume",
+                        path.display()
+                    ),
+                });
+            }
+        }
         Ok(SstFileInfo {
             path,
             smallest_key: self.smallest.clone(),
@@ -315,7 +372,10 @@ pub(crate) fn check_file(dir: &Path, path: &Path, size: Option<u64>) -> Result<(
     if size.is_some_and(|s| s != m.len()) {
         return Err(ImportError::CannotResume {
             dir: dir.to_path_buf(),
-            reason: format!("{} changed size since the checkpoint", path.display()),
+            reason: format!(
+                "{} changed size since the checkpoint: import again without resume",
+                path.display()
+            ),
         });
     }
     Ok(())
@@ -329,9 +389,10 @@ pub(crate) fn positions_path(dir: &Path, slot: usize) -> PathBuf {
 impl IndexCk {
     /// The checkpoint of `st` (its streaming writer's open file finished first) and of the
     /// positions of what it streamed before its input turned out unsorted.
-    pub(crate) fn of(
+    fn of(
         st: &mut IndexState,
         streamed_positions: Option<&StreamedPositions>,
+        crcs: &Crcs,
     ) -> Result<IndexCk, ImportError> {
         let (mut streamed, mut recorder) = (Vec::new(), None);
         if let Some(w) = st.writer.as_mut() {
@@ -354,7 +415,16 @@ impl IndexCk {
             recorder,
             positions,
             runs: st.runs.iter().map(|(p, s)| (name_of(p), *s)).collect(),
-            finals: st.finals.iter().map(FileCk::of).collect(),
+            finals: st
+                .finals
+                .iter()
+                .map(|f| crcs.file(f))
+                .collect::<Result<_, _>>()?,
+            merging: st
+                .merging
+                .as_ref()
+                .map(|m| MergingCk::of(m, crcs))
+                .transpose()?,
         })
     }
 }
@@ -363,6 +433,7 @@ impl IndexCk {
 pub(crate) struct Checkpointer {
     pub(crate) fingerprint: Fingerprint,
     run: std::sync::Mutex<CkRun>,
+    crcs: Crcs,
 }
 
 struct CkRun {
@@ -376,6 +447,8 @@ struct CkRun {
     parse_taken: bool,
     /// The policy file the last checkpoint names (deleted when a newer one replaces it).
     policy: Option<(String, u32)>,
+    /// The merge state file the last checkpoint names (likewise).
+    merge_state: Option<(String, u32)>,
 }
 
 /// What a checkpoint records besides the indexes and the policy state.
@@ -396,7 +469,9 @@ impl Checkpointer {
                 bytes_at_last: 0,
                 parse_taken: resumed.is_some_and(|s| s.stage != Stage::Parse || s.next_chunk > 0),
                 policy: resumed.and_then(|s| s.policy.clone()),
+                merge_state: resumed.and_then(|s| s.merge_state.clone()),
             }),
+            crcs: Crcs::default(),
         }
     }
 
@@ -449,11 +524,15 @@ impl Import {
         }
         let mut idx = Vec::with_capacity(indexes.len());
         for (slot, st) in indexes.iter_mut().enumerate() {
-            idx.push(IndexCk::of(st, ctx.streamed[slot].as_deref())?);
+            idx.push(IndexCk::of(st, ctx.streamed[slot].as_deref(), &ck.crcs)?);
         }
         let mut run = ck.lock();
         run.seq += 1;
         let policy = store_policy(dir, ctx, run.seq)?;
+        let merge_state = match indexes.iter().find_map(|i| i.merging.as_ref()) {
+            Some(m) => store_merge_state(dir, m, run.seq)?,
+            None => None,
+        };
         let state = State {
             fingerprint: ck.fingerprint.clone(),
             chunk_size: plan.chunk_size,
@@ -473,9 +552,13 @@ impl Import {
             last_unique: ctx.last_unique.clone(),
             policy: policy.clone(),
             catalog: at.catalog.map(FileCk::of),
+            merge_state: merge_state.clone(),
         };
         store(dir, &state)?;
         if let Some((old, _)) = std::mem::replace(&mut run.policy, policy) {
+            let _ = std::fs::remove_file(dir.join(old));
+        }
+        if let Some((old, _)) = std::mem::replace(&mut run.merge_state, merge_state) {
             let _ = std::fs::remove_file(dir.join(old));
         }
         if at.stage == Stage::Parse {
@@ -534,7 +617,17 @@ impl Import {
             dir.display(),
             match state.stage {
                 Stage::Parse => format!("{} chunks parsed", state.next_chunk),
-                Stage::Merge => format!("parsed; {} indexes merged", state.next_slot),
+                Stage::Merge => {
+                    let files = state
+                        .indexes
+                        .get(state.next_slot)
+                        .and_then(|i| i.merging.as_ref())
+                        .map_or(0, |m| m.parts.iter().map(|p| p.finals.len()).sum::<usize>());
+                    format!(
+                        "parsed; {} indexes merged, {files} final files of the next",
+                        state.next_slot
+                    )
+                }
                 Stage::Staged => "every file written; ingesting".into(),
             }
         ));
@@ -629,6 +722,7 @@ mod tests {
             last_unique: vec![None],
             policy: None,
             catalog: None,
+            merge_state: None,
         };
         store(dir.path(), &state).unwrap();
         assert_eq!(load(dir.path()).unwrap().unwrap().next_chunk, 3);
@@ -639,5 +733,33 @@ mod tests {
         std::fs::write(&p, &bytes).unwrap();
         let err = load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("checksum mismatch"), "{err}");
+    }
+
+    /// A manifest with `body` under the header of format `version`.
+    fn manifest(dir: &Path, version: u32, body: &str) {
+        let crc = crc32c::crc32c(body.as_bytes());
+        std::fs::write(
+            dir.join(MANIFEST),
+            format!("{MAGIC} {version} {crc:08x}\n{body}"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_format_1_manifest_resumes_and_a_newer_one_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        // As format 1 wrote it: no merge progress, no merge state file, no CRC of files.
+        let body = r#"{"fingerprint":{"db":"/db","db_seqno":7,"catalog":1,"table":"{}","created":true,"existing_rows":false,"rowid_base":0,"inputs":[],"options":{}},"chunk_size":65536,"seq":4,"stage":"Merge","next_chunk":0,"next_slot":1,"parse_files":4,"merge_files":1048580,"indexes":[{"streaming":false,"streamed_all":false,"last_key":null,"streamed":[],"recorder":null,"positions":null,"runs":[],"finals":[{"name":"final-0-001048576.sst","smallest":[1],"largest":[2],"entries":2,"size":900}]}],"rows":10,"rejected":0,"dropped":0,"runs_spilled":2,"runs_premerged":0,"rejects_len":0,"last_unique":[null],"policy":null,"catalog":null}"#;
+        manifest(dir.path(), 1, body);
+        let s = load(dir.path()).unwrap().unwrap();
+        assert_eq!((s.stage, s.next_slot), (Stage::Merge, 1));
+        assert!(s.indexes[0].merging.is_none() && s.indexes[0].finals[0].crc.is_none());
+        assert!(s.merge_state.is_none());
+        manifest(dir.path(), VERSION + 1, body);
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("format {}", VERSION + 1)) && err.contains("newer sluice"),
+            "{err}"
+        );
     }
 }

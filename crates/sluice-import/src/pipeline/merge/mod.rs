@@ -3,13 +3,14 @@
 //! policy of [`policy`].
 
 pub(crate) mod policy;
+pub(crate) mod progress;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sluice::{SstFileInfo, TableOptions};
+use sluice::{IterBounds, SstFileInfo, TableOptions};
 
 use crate::merge::{
     merge_fan_in, open_files_for_runs, reduce_runs, sample_entries, split_ranges, DeletionSource,
@@ -18,6 +19,7 @@ use crate::merge::{
 use crate::parse::Entries;
 use crate::pipeline::checkpoint::{Progress, Stage};
 use crate::pipeline::merge::policy::EmitCtx;
+use crate::pipeline::merge::progress::{CheckpointPace, MergeProgress, PartProgress};
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
 use crate::progress::Counters;
@@ -35,7 +37,8 @@ impl Import {
     ) -> Result<(), ImportError> {
         let file_counter = &plan.merge_files;
         let columnar = plan.table.layout == Layout::Columnar;
-        // Checkpoints between indexes once the parse took one (everything is in runs then).
+        // Checkpoints between indexes and inside them once the parse took one (everything is
+        // in runs then).
         let checkpoints = plan.ck.as_ref().is_some_and(|c| c.parse_taken());
         let first = plan
             .resume
@@ -43,6 +46,8 @@ impl Import {
             .filter(|r| r.stage == Stage::Merge)
             .map_or(0, |r| r.next_slot);
         for slot in first..indexes.len() {
+            // The merge this index had in progress at the checkpoint resumed from.
+            let resumed = indexes[slot].merging.take();
             let st = &mut indexes[slot];
             if slot == 0 && columnar {
                 // Streamed rows are row-layout files: merged again (one sequential pass) into
@@ -56,7 +61,7 @@ impl Import {
                     st.finals = w.finish()?;
                 }
                 st.streamed_all = true;
-                self.merge_checkpoint(plan, ctx, indexes, slot, counters, checkpoints)?;
+                self.merge_checkpoint(plan, ctx, indexes, slot + 1, counters, checkpoints)?;
                 continue;
             }
             let cell_opts = (slot == 0 && columnar).then(|| TableOptions {
@@ -91,40 +96,41 @@ impl Import {
                     .filter_map(|(p, _)| std::fs::metadata(p).ok())
                     .map(|m| m.len())
                     .sum::<u64>();
+            let parallel = match &resumed {
+                // Resumed: the same key ranges as the run it continues.
+                Some(r) => r.parallel,
+                None => {
+                    merge_threads > 1
+                        && cell_opts.is_none()
+                        && st.unique_cols.is_none()
+                        && bytes >= self.opts.parallel_merge_min_bytes
+                }
+            };
+            if merged > 0 && checkpoints {
+                // The multi-level merge's runs named: a resume does not merge them again, and
+                // the runs they replace go.
+                indexes[slot].merging = resumed.clone();
+                self.merge_checkpoint(plan, ctx, indexes, slot, counters, true)?;
+                indexes[slot].merging = None;
+                for p in retired.drain(..) {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
             // The index's deletions (replaced rows' old entries), sorted: merged as a source and
             // kept beside the merge, where a unique check against stored rows skips them.
             ctx.merging_deletions = Arc::new(DeletionSource::sorted(std::mem::take(
                 &mut ctx.deletions[slot],
             )));
-            let parallel = merge_threads > 1
-                && cell_opts.is_none()
-                && st.unique_cols.is_none()
-                && bytes >= self.opts.parallel_merge_min_bytes;
-            st.finals = if parallel {
-                self.merge_parallel(plan, counters, ctx, st, file_counter, merge_threads)?
+            let finals = if parallel {
+                let threads = resumed.as_ref().map_or(merge_threads, |r| r.parts.len());
+                self.merge_parallel(plan, counters, ctx, indexes, slot, threads, resumed)?
             } else {
-                let mut sources: Vec<Box<dyn Source>> = Vec::new();
-                for (p, with_src) in &st.runs {
-                    sources.push(Box::new(RunSource::open(p, *with_src)?));
-                }
-                for e in std::mem::take(&mut st.mem) {
-                    sources.push(Box::new(MemSource::new(e, None)));
-                }
-                if !ctx.merging_deletions.is_empty() {
-                    sources.push(Box::new(DeletionSource::range(
-                        Arc::clone(&ctx.merging_deletions),
-                        &sluice::IterBounds::default(),
-                    )));
-                }
-                let mut w = self.final_writer(plan, slot, file_counter);
-                if let Some(cell_opts) = cell_opts {
-                    w.split_columns(&plan.table, cell_opts, self.opts.threads);
-                }
-                merge_sources(ctx, counters, slot, st.unique_cols, sources, &mut w)?;
-                w.finish()?
+                self.merge_one(plan, counters, ctx, indexes, slot, cell_opts, resumed)?
             };
+            let st = &mut indexes[slot];
+            st.finals = finals;
             let done: Vec<PathBuf> = st.runs.drain(..).map(|(p, _)| p).collect();
-            self.merge_checkpoint(plan, ctx, indexes, slot, counters, checkpoints)?;
+            self.merge_checkpoint(plan, ctx, indexes, slot + 1, counters, checkpoints)?;
             for p in done.into_iter().chain(retired) {
                 let _ = std::fs::remove_file(p);
             }
@@ -132,13 +138,14 @@ impl Import {
         Ok(())
     }
 
-    /// The checkpoint after index `slot` was merged (when `enabled`).
+    /// The merge checkpoint before index `next_slot` (when `enabled`): the indexes before it
+    /// merged, its merge in progress if it has one (see [`progress`]).
     fn merge_checkpoint(
         &self,
         plan: &Plan,
         ctx: &mut EmitCtx<'_>,
         indexes: &mut [IndexState],
-        slot: usize,
+        next_slot: usize,
         counters: &Counters,
         enabled: bool,
     ) -> Result<(), ImportError> {
@@ -148,92 +155,305 @@ impl Import {
         let at = Progress {
             stage: Stage::Merge,
             next_chunk: 0,
-            next_slot: slot + 1,
+            next_slot,
             catalog: None,
         };
         self.checkpoint(plan, ctx, indexes, at, counters)
     }
 
-    /// Step 4 on `threads` threads for one index: its key space is cut into disjoint ranges
+    /// A checkpoint inside the merge of index `slot`, at `progress`: the index's deletions
+    /// (taken out for the merge) recorded as still to merge, since a resume merges them again
+    /// past the recorded key.
+    fn merge_progress_checkpoint(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+        indexes: &mut [IndexState],
+        slot: usize,
+        progress: MergeProgress,
+        counters: &Counters,
+    ) -> Result<(), ImportError> {
+        indexes[slot].merging = Some(progress);
+        ctx.deletions[slot] = ctx.merging_deletions.to_vec();
+        let r = self.merge_checkpoint(plan, ctx, indexes, slot, counters, true);
+        ctx.deletions[slot] = Vec::new();
+        indexes[slot].merging = None;
+        r
+    }
+
+    /// Step 4 on this thread for index `slot`, from `resumed` if given, with a checkpoint
+    /// after final files (see [`progress`]).
+    #[allow(clippy::too_many_arguments)]
+    fn merge_one<'a>(
+        &self,
+        plan: &Plan,
+        counters: &Counters,
+        ctx: &mut EmitCtx<'a>,
+        indexes: &mut [IndexState],
+        slot: usize,
+        cell_opts: Option<TableOptions>,
+        resumed: Option<MergeProgress>,
+    ) -> Result<Vec<SstFileInfo>, ImportError> {
+        let checkpoints = plan.ck.as_ref().is_some_and(|c| c.parse_taken());
+        let part = resumed
+            .and_then(|r| r.parts.into_iter().next())
+            .unwrap_or_default();
+        let after = part.after.as_deref();
+        let st = &mut indexes[slot];
+        let all = IterBounds::default();
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        for (p, with_src) in &st.runs {
+            sources.push(Box::new(RunSource::open_range_after(
+                p, *with_src, &all, after,
+            )?));
+        }
+        // A resumed merge has nothing buffered (the parse spilled it all before the first
+        // merge checkpoint).
+        for e in std::mem::take(&mut st.mem) {
+            sources.push(Box::new(MemSource::new(e, None)));
+        }
+        if !ctx.merging_deletions.is_empty() {
+            sources.push(Box::new(DeletionSource::range_after(
+                Arc::clone(&ctx.merging_deletions),
+                &all,
+                after,
+            )));
+        }
+        let unique_cols = st.unique_cols;
+        let mut w = self.final_writer(plan, slot, &plan.merge_files);
+        w.files = part.finals;
+        if let Some(cell_opts) = cell_opts {
+            w.split_columns(&plan.table, cell_opts, self.opts.threads, part.cells);
+        }
+        let mut pace = CheckpointPace::new(self.opts.target_file_size, w.files.len());
+        let mut on_file = |ctx: &mut EmitCtx<'a>, w: &mut FinalWriter, key: &[u8]| {
+            if !checkpoints || !pace.due(&w.files) {
+                return Ok(());
+            }
+            let cells = w.cut()?;
+            let progress = MergeProgress {
+                parallel: false,
+                parts: vec![PartProgress {
+                    finals: w.files.clone(),
+                    cells,
+                    after: Some(key.to_vec()),
+                    ..PartProgress::default()
+                }],
+            };
+            self.merge_progress_checkpoint(plan, ctx, indexes, slot, progress, counters)
+        };
+        merge_sources(
+            ctx,
+            counters,
+            slot,
+            unique_cols,
+            sources,
+            &mut w,
+            &mut on_file,
+        )?;
+        Ok(w.finish()?)
+    }
+
+    /// Step 4 on `threads` threads for index `slot` (from `resumed` if given): its key space
+    /// is cut into disjoint ranges
     /// of about equal bytes (at keys sampled from the sorted lists and the runs' index
     /// blocks), and each thread merges its range of every source into final files of its own,
     /// through a copy of the emit state. The copies' effects are then combined in key-range
     /// order — rejects replayed (so `--max-errors`, the rejects file and the error reported
     /// are those of a merge on one thread), counts summed, suppressions and deletions for the
     /// later indexes gathered. Entries are placed in a range by their key alone, so every
-    /// duplicate group stays in one range.
-    pub(crate) fn merge_parallel(
+    /// duplicate group stays in one range. After final files, a worker hands this thread its
+    /// range's progress and state, and this thread writes a checkpoint of every range's latest
+    /// (see [`progress`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn merge_parallel<'a>(
         &self,
         plan: &Plan,
         counters: &Counters,
-        ctx: &mut EmitCtx<'_>,
-        st: &mut IndexState,
-        file_counter: &Arc<AtomicU64>,
+        ctx: &mut EmitCtx<'a>,
+        indexes: &mut [IndexState],
+        slot: usize,
         threads: usize,
+        resumed: Option<MergeProgress>,
     ) -> Result<Vec<SstFileInfo>, ImportError> {
-        let slot = st.slot;
+        let checkpoints = plan.ck.as_ref().is_some_and(|c| c.parse_taken());
+        let st = &mut indexes[slot];
         let mem: Vec<Arc<Entries>> = std::mem::take(&mut st.mem)
             .into_iter()
             .map(Arc::new)
             .collect();
-        let mut samples = Vec::new();
-        for e in &mem {
-            sample_entries(e, 1024, &mut samples);
-        }
-        for (p, _) in &st.runs {
-            // A separator (a run key with its source position, or a shortened one) is a cut
-            // point like any other: entries go to a range by their key alone.
-            let t = sluice::Table::open_path(p, &sluice::TableReadOptions::new())?;
-            samples.extend(t.index_separators()?);
-        }
         let dels = Arc::clone(&ctx.merging_deletions);
-        let ranges = split_ranges(samples, threads);
-        let parts = ranges.len() as u64;
-        let mut suppress: Vec<HashMap<Vec<u8>, u32>> = vec![HashMap::new(); ranges.len()];
-        for (k, n) in std::mem::take(&mut ctx.suppress[slot]) {
-            let i = ranges.partition_point(|r| r.upper.as_deref().is_some_and(|u| u <= &k[..]));
-            suppress[i.min(ranges.len() - 1)].insert(k, n);
-        }
-        let runs = &st.runs;
+        let (mut parts, workers) = match resumed {
+            Some(r) => {
+                let mut workers = Vec::with_capacity(r.parts.len());
+                for p in &r.parts {
+                    workers.push(ctx.worker_at(slot, p).ok_or_else(|| {
+                        ImportError::CannotResume {
+                            dir: plan.tmp.path.clone(),
+                            reason: format!("the merge state of index {} does not decode", st.name),
+                        }
+                    })?);
+                }
+                (r.parts, workers)
+            }
+            None => {
+                let mut samples = Vec::new();
+                for e in &mem {
+                    sample_entries(e, 1024, &mut samples);
+                }
+                for (p, _) in &st.runs {
+                    // A separator (a run key with its source position, or a shortened one) is
+                    // a cut point like any other: entries go to a range by their key alone.
+                    let t = sluice::Table::open_path(p, &sluice::TableReadOptions::new())?;
+                    samples.extend(t.index_separators()?);
+                }
+                let ranges = split_ranges(samples, threads);
+                let mut suppress: Vec<HashMap<Vec<u8>, u32>> = vec![HashMap::new(); ranges.len()];
+                for (k, n) in std::mem::take(&mut ctx.suppress[slot]) {
+                    let i =
+                        ranges.partition_point(|r| r.upper.as_deref().is_some_and(|u| u <= &k[..]));
+                    suppress[i.min(ranges.len() - 1)].insert(k, n);
+                }
+                let mut parts = Vec::with_capacity(ranges.len());
+                let mut workers = Vec::with_capacity(ranges.len());
+                for (range, sup) in ranges.into_iter().zip(suppress) {
+                    let w = ctx.worker(slot, sup);
+                    parts.push(PartProgress {
+                        range,
+                        // A range's state from its start: a checkpoint before its first file
+                        // finished records its share of the suppressions.
+                        state: if checkpoints {
+                            w.encode_worker().unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        },
+                        ..PartProgress::default()
+                    });
+                    workers.push(w);
+                }
+                (parts, workers)
+            }
+        };
+        let n_parts = parts.len() as u64;
+        // A copy: this thread's checkpoints take every index's state while the workers read.
+        let runs = &st.runs.clone();
         let unique_cols = st.unique_cols;
-        let base = &*ctx;
-        let results: Vec<_> = std::thread::scope(|sc| {
-            let handles: Vec<_> = ranges
-                .iter()
-                .zip(suppress)
-                .map(|(range, sup)| {
-                    let mut wctx = base.worker(slot, sup);
-                    let (mem, dels) = (&mem, &dels);
-                    sc.spawn(move || {
-                        let r = (|| -> Result<Vec<SstFileInfo>, ImportError> {
-                            let mut sources: Vec<Box<dyn Source>> = Vec::new();
-                            for (p, with_src) in runs {
-                                sources.push(Box::new(RunSource::open_range(p, *with_src, range)?));
+        let base_rows = ctx.rows;
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, PartProgress)>();
+        let mut results: Vec<Option<WorkerResult<'a>>> = Vec::new();
+        let mut ck_error = None;
+        std::thread::scope(|sc| {
+            let mut handles = Vec::new();
+            for (i, (part, mut wctx)) in parts.iter().cloned().zip(workers).enumerate() {
+                if part.done {
+                    // Finished before the checkpoint: its files and state as recorded.
+                    handles.push(Err((wctx, part.finals)));
+                    continue;
+                }
+                let (mem, dels, tx, stop) = (&mem, &dels, tx.clone(), &stop);
+                handles.push(Ok(sc.spawn(move || {
+                    let r = (|| -> Result<Vec<SstFileInfo>, ImportError> {
+                        let (range, after) = (&part.range, part.after.as_deref());
+                        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+                        for (p, with_src) in runs {
+                            sources.push(Box::new(RunSource::open_range_after(
+                                p, *with_src, range, after,
+                            )?));
+                        }
+                        for e in mem {
+                            sources.push(Box::new(MemSource::range(Arc::clone(e), range)));
+                        }
+                        if !dels.is_empty() {
+                            sources.push(Box::new(DeletionSource::range_after(
+                                Arc::clone(dels),
+                                range,
+                                after,
+                            )));
+                        }
+                        let mut w = self.final_writer(plan, slot, &plan.merge_files);
+                        // The writers fill at once: together they keep one writer's
+                        // bound on filter memory.
+                        w.max_entries = (plan.max_file_entries / n_parts).max(1 << 12);
+                        w.files = part.finals.clone();
+                        let mut pace =
+                            CheckpointPace::new(self.opts.target_file_size, w.files.len());
+                        let snapshot = |wctx: &EmitCtx<'a>, files: &[SstFileInfo], after| {
+                            Some(PartProgress {
+                                range: part.range.clone(),
+                                finals: files.to_vec(),
+                                cells: Vec::new(),
+                                after,
+                                done: false,
+                                rows_dropped: base_rows - wctx.rows,
+                                dropped: wctx.dropped,
+                                state: wctx.encode_worker()?,
+                            })
+                        };
+                        let mut on_file =
+                            |wctx: &mut EmitCtx<'a>, w: &mut FinalWriter, key: &[u8]| {
+                                if stop.load(Ordering::Relaxed) {
+                                    return Err(ImportError::Internal("the merge stopped".into()));
+                                }
+                                if checkpoints && pace.due(&w.files) {
+                                    if let Some(p) = snapshot(wctx, &w.files, Some(key.to_vec())) {
+                                        let _ = tx.send((i, p));
+                                    }
+                                }
+                                Ok(())
+                            };
+                        merge_sources(
+                            &mut wctx,
+                            counters,
+                            slot,
+                            unique_cols,
+                            sources,
+                            &mut w,
+                            &mut on_file,
+                        )?;
+                        let files = w.finish()?;
+                        if checkpoints {
+                            if let Some(p) = snapshot(&wctx, &files, None) {
+                                let _ = tx.send((i, PartProgress { done: true, ..p }));
                             }
-                            for e in mem {
-                                sources.push(Box::new(MemSource::range(Arc::clone(e), range)));
-                            }
-                            if !dels.is_empty() {
-                                sources
-                                    .push(Box::new(DeletionSource::range(Arc::clone(dels), range)));
-                            }
-                            let mut w = self.final_writer(plan, slot, file_counter);
-                            // The writers fill at once: together they keep one writer's
-                            // bound on filter memory.
-                            w.max_entries = (plan.max_file_entries / parts).max(1 << 12);
-                            merge_sources(&mut wctx, counters, slot, unique_cols, sources, &mut w)?;
-                            Ok(w.finish()?)
-                        })();
-                        (wctx, r)
-                    })
+                        }
+                        Ok(files)
+                    })();
+                    (wctx, r)
+                })));
+            }
+            drop(tx);
+            // Checkpoints of every range's latest progress, as the workers report it.
+            for (i, p) in &rx {
+                parts[i] = p;
+                let progress = MergeProgress {
+                    parallel: true,
+                    parts: parts.clone(),
+                };
+                let r =
+                    self.merge_progress_checkpoint(plan, ctx, indexes, slot, progress, counters);
+                if let Err(e) = r {
+                    stop.store(true, Ordering::Relaxed);
+                    ck_error = Some(e);
+                    break;
+                }
+            }
+            drop(rx);
+            results = handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().ok(),
+                    Err((w, files)) => Some((w, Ok(files))),
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join()).collect()
         });
-        let rows_before = ctx.rows;
+        if let Some(e) = ck_error {
+            return Err(e);
+        }
+        let rows_before = base_rows;
         let mut finals = Vec::new();
         for joined in results {
-            let Ok((w, r)) = joined else {
+            let Some((w, r)) = joined else {
                 return Err(ImportError::Internal("a merge thread panicked".into()));
             };
             for (err, rec) in w.reject_log.unwrap_or_default() {
@@ -255,17 +475,27 @@ impl Import {
     }
 }
 
+/// What a parallel merge worker leaves: its emit state and its files.
+type WorkerResult<'a> = (EmitCtx<'a>, Result<Vec<SstFileInfo>, ImportError>);
+
+/// Called after a group of equal keys was emitted when a final file was finished during it:
+/// the context, the writer and the group's key.
+pub(crate) type OnFile<'f, 'a> =
+    dyn FnMut(&mut EmitCtx<'a>, &mut FinalWriter, &[u8]) -> Result<(), ImportError> + 'f;
+
 /// Step 4's loop: merges `sources` of index `slot` into `w` through `ctx`, a group of equal
-/// keys at a time.
-pub(crate) fn merge_sources(
-    ctx: &mut EmitCtx<'_>,
+/// keys at a time; `on_file` after each group during which `w` finished a file.
+pub(crate) fn merge_sources<'a>(
+    ctx: &mut EmitCtx<'a>,
     counters: &Counters,
     slot: usize,
     unique_cols: Option<usize>,
     sources: Vec<Box<dyn Source>>,
     w: &mut FinalWriter,
+    on_file: &mut OnFile<'_, 'a>,
 ) -> Result<(), ImportError> {
     let mut m = Merger::new(sources);
+    let mut files = w.files.len();
     let mut key = Vec::new();
     let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut spare: Vec<Vec<u8>> = Vec::new();
@@ -300,6 +530,11 @@ pub(crate) fn merge_sources(
             ctx.emit_secondary(w, slot, unique_cols, &key, &srcs, deletion)?;
         }
         counters.merged.fetch_add(1, Ordering::Relaxed);
+        if w.files.len() != files {
+            // A file finished with this group: a checkpoint may follow (the group whole).
+            files = w.files.len();
+            on_file(ctx, w, &key)?;
+        }
     }
     Ok(())
 }
