@@ -428,3 +428,32 @@ fn parquet_regression_arrow_schema_decoder_panic_is_an_error() {
     assert!(e.contains(&path.display().to_string()), "{e}");
     assert!(e.contains("not a readable Parquet file"), "{e}");
 }
+
+/// Found by the parquet cargo-fuzz target (5.6 minutes in, `-malloc_limit_mb=512`): a
+/// zstd-compressed INT32 column whose dictionary page header claims 1,206,910,975 values for
+/// an 80-byte page. parquet-rs's `DictDecoder::set_dict` reserved 4 bytes a value before
+/// decoding one, `malloc(4,827,643,900)`: no panic to catch, an import tried the allocation.
+/// Now the import checks each dictionary page's value count against its decoded bytes before
+/// the decoder sees the file (`arrow_io::parquet_pages`), and refuses it naming the file, the
+/// row group, the column and the page's offset. Runs under the memory cap, as the fuzzer did.
+#[test]
+fn parquet_regression_dictionary_page_count_past_its_bytes_is_refused() {
+    if run_capped(
+        "parquet_regression_dictionary_page_count_past_its_bytes_is_refused",
+        MEMORY_CAP_KIB,
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("input.parquet");
+    let bytes =
+        include_bytes!("../testdata/fuzz-regressions/parquet/dictionary-page-count-past-its-bytes");
+    let e = exercise_parquet(&path, bytes).unwrap_err().to_string();
+    assert!(e.contains(&path.display().to_string()), "{e}");
+    assert!(
+        e.contains(
+            "row group 0, column a: the dictionary page at offset 4 claims 1206910975 values"
+        ),
+        "{e}"
+    );
+}

@@ -8,6 +8,7 @@ use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
+use super::parquet_pages::check_pages;
 use super::values::check_type;
 use crate::schema::TableDef;
 use crate::ImportError;
@@ -30,8 +31,9 @@ fn parquet_error(path: &Path, e: impl std::fmt::Display) -> ImportError {
 }
 
 /// Opens `path` and selects the table's columns by name (extra columns of the file are not
-/// read). Refuses a file that lacks a NOT NULL column or has a column whose type cannot be
-/// stored in the table's; a missing nullable column reads as NULL.
+/// read), after checking the pages of those columns ([`check_pages`]). Refuses a file that
+/// lacks a NOT NULL column or has a column whose type cannot be stored in the table's; a
+/// missing nullable column reads as NULL.
 pub fn open_parquet(
     path: &Path,
     t: &TableDef,
@@ -46,12 +48,15 @@ fn open_parquet_unguarded(
     batch_rows: usize,
 ) -> Result<ParquetInput, ImportError> {
     let file = File::open(path).map_err(|e| ImportError::io(path, e))?;
+    let pages = file.try_clone().map_err(|e| ImportError::io(path, e))?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
     let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
     let (roots, columns) = match_columns(builder.schema(), t)
         .map_err(|why| ImportError::InvalidArgument(format!("{}: {why}", path.display())))?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    // A page header's claims are checked before the decoder sizes anything by them.
+    check_pages(path, pages, builder.metadata(), &mask)?;
     let reader = builder
         .with_projection(mask)
         .with_batch_size(batch_rows.max(1))

@@ -236,7 +236,9 @@ impl Db {
             let path = wal_name(dir, w);
             let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
             let mut reader = LogReader::new(&data, &path);
-            let mut mem = Arc::new(MemTable::new(w));
+            // Made at the first entry: a memtable costs about a megabyte before it holds one
+            // (its skiplist's chunk table and first chunk), and a WAL may hold none.
+            let mut mem: Option<Arc<MemTable>> = None;
             while let Some((offset, payload)) = reader.next_record()? {
                 if let Some((seq, tables)) = decode_ingest_record(&payload) {
                     if seq <= rec.flushed_seqno {
@@ -248,11 +250,8 @@ impl Db {
                     for f in &files {
                         rec.last_sequence = rec.last_sequence.max(f.largest_seqno);
                     }
-                    if !mem.is_empty() {
-                        out.push(Recovered::Mem(std::mem::replace(
-                            &mut mem,
-                            Arc::new(MemTable::new(w)),
-                        )));
+                    if let Some(m) = mem.take().filter(|m| !m.is_empty()) {
+                        out.push(Recovered::Mem(m));
                     }
                     out.push(Recovered::Ingested(files));
                     continue;
@@ -263,7 +262,8 @@ impl Db {
                 for e in batch.iter() {
                     let e = e.map_err(|e| Error::corruption(&path, offset, e))?;
                     if seq > rec.flushed_seqno {
-                        mem.add(seq, e.kind, e.key, e.value);
+                        mem.get_or_insert_with(|| Arc::new(MemTable::new(w)))
+                            .add(seq, e.kind, e.key, e.value);
                     }
                     seq += 1;
                 }
@@ -271,8 +271,8 @@ impl Db {
                     rec.last_sequence = rec.last_sequence.max(seq - 1);
                 }
             }
-            if !mem.is_empty() {
-                out.push(Recovered::Mem(mem));
+            if let Some(m) = mem.filter(|m| !m.is_empty()) {
+                out.push(Recovered::Mem(m));
             }
         }
         Ok(out)
