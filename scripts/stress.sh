@@ -41,7 +41,7 @@ total=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
 start=$(date +%s)
 echo "stress: ${hours}h from seed $seed, logs in $log"
 
-ops=0; kills=0; faults=0; imports=0; interrupted=0; import_faults=0; resumes=0; torn=0; anomalies=0; chunks=0; failed_seeds=""
+ops=0; kills=0; faults=0; imports=0; interrupted=0; import_faults=0; resumes=0; resumed=0; torn=0; anomalies=0; chunks=0; failed_seeds=""
 mode_index=0
 IFS=, read -r -a modes <<< "$mode_list"
 nmodes=${#modes[@]}
@@ -98,6 +98,7 @@ while :; do
     interrupted=$(( interrupted + $(num interrupted_applied) + $(num interrupted_absent) ))
     import_faults=$(( import_faults + $(num imports_faulted) ))
     resumes=$(( resumes + $(num resume_runs) ))
+    resumed=$(( resumed + $(num resumed) ))
     torn=$(( torn + $(num torn_files) ))
   fi
   if [ "$mode" = faults ]; then faults=$(( faults + $(field faults || echo 0) )); fi
@@ -110,5 +111,5 @@ while :; do
 done
 
 elapsed=$(( $(date +%s) - start ))
-echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted imports_faulted=$import_faults resume_runs=$resumes torn_files=$torn anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
+echo "STRESS TOTALS hours=$hours elapsed_s=$elapsed chunks=$chunks ops=$ops kills=$kills faults=$faults imports=$imports imports_interrupted=$interrupted imports_faulted=$import_faults resume_runs=$resumes resumed=$resumed torn_files=$torn anomalies=$anomalies${failed_seeds:+ failed=$failed_seeds}"
 [ "$anomalies" -eq 0 ]

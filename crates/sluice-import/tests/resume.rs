@@ -484,6 +484,43 @@ fn writes_beside_the_table_resume_and_writes_into_it_are_refused() {
     assert!(e.contains("differs") || e.contains("changed"), "{e}");
 }
 
+#[test]
+fn an_import_into_the_table_meanwhile_refuses_the_resume_even_at_seqno_0() {
+    // No secondary index: the other import's keys lie past every stored key, so its data file
+    // overlaps nothing and goes in at sequence number 0 — only its catalog entry, written
+    // again by every import, marks the table as changed.
+    const U: &str = "CREATE TABLE u (id INT PRIMARY KEY, v TEXT);";
+    let dir = tempfile::tempdir().unwrap();
+    let (dbdir, tmp) = (dir.path().join("db"), dir.path().join("tmp"));
+    let rows = |from: u64, n: u64| -> Vec<u8> {
+        (from..from + n)
+            .map(|i| format!("{},v{i}\n", from + (i * 7919) % n))
+            .collect::<String>()
+            .into_bytes()
+    };
+    let first = write(dir.path(), "first.csv", &rows(0, 10));
+    let a = write(dir.path(), "a.csv", &rows(100, 4000));
+    let b = write(dir.path(), "b.csv", &rows(90_000, 10));
+    let db = open_db(&dbdir, true).unwrap();
+    import(&db, U, vec![first], opts()).unwrap();
+    let o = ck_opts(&tmp);
+    let a_run = ImportOptions {
+        interrupt_after_checkpoints: Some(2),
+        ..o.clone()
+    };
+    assert!(import(&db, U, vec![a.clone()], a_run).is_err());
+    assert_eq!(leftovers(&tmp).len(), 1);
+    // Another import into u, its temporary directory elsewhere (so it does not discard the
+    // checkpoint in `tmp`).
+    let b_opts = ImportOptions {
+        tmp_dir: Some(dir.path().join("tmp-b")),
+        ..opts()
+    };
+    import(&db, U, vec![b], b_opts).unwrap();
+    let e = refused(&db, U, vec![a], o);
+    assert!(e.contains("table u changed since the checkpoint"), "{e}");
+}
+
 /// `o` without its checkpoint settings: an uninterrupted import's options.
 fn opts_like(o: &ImportOptions, dir: &Path) -> ImportOptions {
     ImportOptions {

@@ -9,11 +9,13 @@ use crate::pipeline::Import;
 use crate::ImportError;
 
 impl Import {
-    /// Step 5: the catalog entry in a file of its own (only when the table is new).
+    /// Step 5: the catalog entry in a file of its own. For a table already there it is the
+    /// same entry again: its file overlaps the entry in the Db, so the ingest takes a sequence
+    /// number there, and every import into a table moves the newest sequence number of its
+    /// entry — which a resume's fingerprint holds (an import into the table since the
+    /// checkpoint, or this import already ingested, refuses the resume even when the data
+    /// files went in at sequence number 0).
     pub(crate) fn write_catalog(&self, plan: &Plan) -> Result<Option<SstFileInfo>, ImportError> {
-        if !plan.created {
-            return Ok(None);
-        }
         let path = plan.tmp.path.join("catalog.sst");
         let mut w = SstWriter::create(&path, self.final_options())?;
         crate::failpoints::inject_at("import::catalog", &path)?;

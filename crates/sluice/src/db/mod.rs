@@ -321,14 +321,16 @@ impl Db {
     /// not yet visible included); 0 when the range holds nothing or only entries ingested at
     /// seqno 0.
     ///
-    /// A range is unchanged between two calls that return the same number, as compaction
-    /// never raises an entry's seqno (and never lowers it: Sluice does not zero seqnos at the
-    /// bottom level) — a write, delete, range deletion or ingest overlapping the range since
-    /// the first call makes the second larger, unless it ingested a file at seqno 0, which
-    /// happens only where nothing overlapped it. An import's resume uses it to tell whether
-    /// its table changed without scanning it. Cost: the range's memtable entries, plus a read
-    /// of the range's part of the files that straddle `lower` or `upper`; files inside the
-    /// range answer from their metadata.
+    /// Between two calls that return the same number, nothing went into the range through
+    /// the write path (puts, deletes, range deletions reaching into it) nor by an ingest that
+    /// took a sequence number: compaction never raises or lowers an entry's seqno (Sluice
+    /// does not zero seqnos at the bottom level). An ingest at seqno 0 — its files overlapped
+    /// nothing in the Db, or `ingest_behind` — does not move it. An import's resume uses it
+    /// to tell whether its table changed without scanning it (and writes the table's catalog
+    /// entry with every import, a file that always takes a seqno). Cost: the range's memtable
+    /// entries, the metadata of the files wholly inside it, and a read of the range's part of
+    /// the other files that reach into it (those straddling a bound; at L0 and among queued
+    /// ingests, each file partly in the range).
     pub fn max_seqno_in_range(&self, lower: &[u8], upper: &[u8]) -> Result<u64> {
         self.inner.max_seqno_in_range(lower, upper)
     }

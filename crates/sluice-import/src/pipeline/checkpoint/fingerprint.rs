@@ -16,10 +16,11 @@ use crate::ImportError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Fingerprint {
     pub(crate) db: String,
-    /// The newest seqno in the table's key range ([`sluice::Db::max_seqno_in_range`]), not
-    /// the Db's: writes elsewhere in the Db (a serving workload, other tables) leave a
-    /// checkpoint resumable; a write into the table does not. (A checkpoint of the format
-    /// that recorded the Db's seqno here reads it as this and is refused as changed.)
+    /// The newest seqno in the table's key range and its catalog entry (see `table_seqno`;
+    /// [`sluice::Db::max_seqno_in_range`]), not the Db's: writes elsewhere in the Db (a
+    /// serving workload, other tables) leave a checkpoint resumable; a write into the table
+    /// or an import into it does not. (A format-1 checkpoint recorded the Db's seqno here;
+    /// it resumes only if that equals this number, else it is refused as changed.)
     #[serde(alias = "db_seqno")]
     pub(crate) table_seqno: u64,
     pub(crate) catalog: u32,
@@ -79,7 +80,7 @@ impl Import {
         .collect();
         Ok(Fingerprint {
             db: canonical(db.path()),
-            table_seqno: table_seqno(db, table.id)?,
+            table_seqno: table_seqno(db, table)?,
             catalog: crc32c::crc32c(&serde_json::to_vec(&catalog).unwrap_or_default()),
             table: serde_json::to_string(table).unwrap_or_default(),
             created,
@@ -91,11 +92,19 @@ impl Import {
     }
 }
 
-/// The newest seqno of any entry in table `id`'s key range (every index, every layout).
-fn table_seqno(db: &Db, id: u32) -> Result<u64, ImportError> {
-    let lo = id.to_be_bytes();
+/// The newest seqno of any entry in the table's key range (every index, every layout) or of
+/// its catalog entry (which every import into the table writes again, see
+/// `Import::write_catalog`: data files ingested at seqno 0 — they overlapped nothing — do not
+/// move the first, the catalog entry's file always overlaps the entry before it).
+fn table_seqno(db: &Db, table: &TableDef) -> Result<u64, ImportError> {
+    let lo = table.id.to_be_bytes();
     let hi = crate::keycode::prefix_successor(&lo).unwrap_or_else(|| vec![0xff; 9]);
-    Ok(db.max_seqno_in_range(&lo, &hi)?)
+    let entry = crate::catalog::table_key(&table.name);
+    let mut after = entry.clone();
+    after.push(0);
+    Ok(db
+        .max_seqno_in_range(&lo, &hi)?
+        .max(db.max_seqno_in_range(&entry, &after)?))
 }
 
 /// The table's name from its recorded definition (JSON), for messages.

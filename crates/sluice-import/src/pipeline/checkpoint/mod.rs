@@ -38,9 +38,12 @@
 //! 2. A table changed since the checkpoint refuses (the newest sequence number in its key
 //!    range, or the catalog, moved; writes elsewhere in the Db do not count, so a Db that
 //!    serves other writes while the import is down can still resume it): that also refuses a
-//!    checkpoint whose ingest already committed, except an ingest of files that overlap
-//!    nothing (placed with sequence number 0) into an existing table; those are found by
-//!    their link count (the Db holds a hard link to each ingested file).
+//!    checkpoint whose ingest already committed, and one into whose table another import
+//!    went meanwhile: every import writes the table's catalog entry again, and that file
+//!    always takes a sequence number (data files that overlap nothing go in at 0). A raw
+//!    `Db::ingest` into the table's range at sequence number 0 (overlapping nothing, or
+//!    `ingest_behind`) is not seen: only imports and writes through the write path are.
+//!    An ingest that committed is also found by its files' link count.
 //! 3. Only the thread running the import writes checkpoints, between chunks, between indexes
 //!    or (merging) after a finished final file, at a boundary between keys: never while a
 //!    worker writes a file the checkpoint names.
