@@ -21,16 +21,27 @@ pub const POINTS: &[&str] = &[
     "import::ingest",     // every file written, before the one ingest
 ];
 
+/// How many times a point fired in this process (a test compares it before and after an
+/// import: a fault that fired in an import that then succeeded was swallowed).
+#[cfg(feature = "failpoints")]
+pub fn fired() -> u64 {
+    FIRED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(feature = "failpoints")]
+static FIRED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Fails with the error the point is configured to return, if it is.
 #[cfg(feature = "failpoints")]
 pub(crate) fn inject(name: &str) -> io::Result<()> {
-    match fail::eval(name, |arg| arg) {
-        Some(arg) => Err(match arg.as_deref() {
-            Some("enospc") => io::Error::from_raw_os_error(28),
-            _ => io::Error::from_raw_os_error(5), // EIO
-        }),
-        None => Ok(()),
-    }
+    let Some(arg) = fail::eval(name, |arg| arg) else {
+        return Ok(());
+    };
+    FIRED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Err(match arg.as_deref() {
+        Some("enospc") => io::Error::from_raw_os_error(28),
+        _ => io::Error::from_raw_os_error(5), // EIO
+    })
 }
 
 /// Without the `failpoints` feature: never fails.

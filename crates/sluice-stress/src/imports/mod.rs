@@ -452,10 +452,21 @@ impl ImportModel {
         if let Some((point, action)) = &fault {
             fail::cfg(*point, action).map_err(|e| bad(e, "bad failpoint".into()))?;
         }
+        let fired_before = sluice_import::failpoints::fired() + sluice::fs::failpoints::fired();
         let r = Import::new(spec.schema(), files, spec.options(&outside_tmp(root)))
             .and_then(|i| i.run(db));
         if let Some((point, _)) = &fault {
             fail::remove(*point);
+        }
+        let fired =
+            sluice_import::failpoints::fired() + sluice::fs::failpoints::fired() > fired_before;
+        if fired && r.is_ok() {
+            // Every point sits where the import has written part of its work: an error there
+            // that did not fail the import was swallowed.
+            return Err(bad(
+                format!("{fault:?}"),
+                "an injected fault fired and the import still succeeded".into(),
+            ));
         }
         let outcome = match r {
             Ok(_) => Outcome::Done,

@@ -24,9 +24,26 @@ pub(crate) fn fires(name: &str, path: Option<&std::path::Path>) -> bool {
         return false;
     };
     let prefix = arg.split_once('@').map_or("", |(_, p)| p);
-    path.parent()
+    let hit = path
+        .parent()
         .and_then(|d| d.file_name())
-        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        .is_some_and(|n| n.to_string_lossy().starts_with(prefix));
+    if hit {
+        FIRED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    hit
+}
+
+#[cfg(feature = "failpoints")]
+static FIRED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times a point fired on a file it was aimed at, in this process (0 without the
+/// `failpoints` feature).
+pub fn fired() -> u64 {
+    #[cfg(feature = "failpoints")]
+    return FIRED.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(feature = "failpoints"))]
+    0
 }
 
 /// The error a point fails with: EIO.
