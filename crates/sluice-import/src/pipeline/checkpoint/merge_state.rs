@@ -4,7 +4,6 @@
 //! CRC32C, like the policy file).
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -178,13 +177,7 @@ pub(crate) fn store_merge_state(
         put_varint64(&mut bytes, part.state.len() as u64);
         bytes.extend_from_slice(&part.state);
     }
-    let name = format!("merge-{seq:06}.bin");
-    let path = dir.join(&name);
-    let mut f = std::fs::File::create_new(&path).map_err(|e| ImportError::io(&path, e))?;
-    f.write_all(&bytes)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| ImportError::io(&path, e))?;
-    Ok(Some((name, crc32c::crc32c(&bytes))))
+    super::policy_file::write_side_file(dir, format!("merge-{seq:06}.bin"), &bytes).map(Some)
 }
 
 /// Reads the workers' states a checkpoint names (see [`store_merge_state`]).

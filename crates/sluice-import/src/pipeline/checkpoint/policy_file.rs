@@ -75,13 +75,22 @@ pub(crate) fn store_policy(
         return Ok(None);
     }
     let bytes = encode_policy(&ctx.suppress, &ctx.deletions);
-    let name = format!("policy-{seq:06}.bin");
+    write_side_file(dir, format!("policy-{seq:06}.bin"), &bytes).map(Some)
+}
+
+/// Writes a checkpoint's side file `name` in `dir` (a new file, fsynced before a checkpoint
+/// names it) and returns its name and the CRC32C the checkpoint records for it.
+pub(super) fn write_side_file(
+    dir: &Path,
+    name: String,
+    bytes: &[u8],
+) -> Result<(String, u32), ImportError> {
     let path = dir.join(&name);
     let mut f = std::fs::File::create_new(&path).map_err(|e| ImportError::io(&path, e))?;
-    f.write_all(&bytes)
+    f.write_all(bytes)
         .and_then(|_| f.sync_all())
         .map_err(|e| ImportError::io(&path, e))?;
-    Ok(Some((name, crc32c::crc32c(&bytes))))
+    Ok((name, crc32c::crc32c(bytes)))
 }
 
 /// Reads the policy file a checkpoint names.
