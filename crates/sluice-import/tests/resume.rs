@@ -351,6 +351,17 @@ fn interrupted(dbdir: &Path, tmp: &Path, files: &[PathBuf], o: &ImportOptions) -
     db
 }
 
+/// Resumes the import of `files` into `db`, which must succeed from a checkpoint.
+fn resume_ok(db: &sluice::Db, files: &[PathBuf], o: &ImportOptions) -> sluice_import::Summary {
+    let o = ImportOptions {
+        resume: true,
+        ..o.clone()
+    };
+    let s = import(db, SCHEMA, files.to_vec(), o).unwrap();
+    assert!(s.resumed);
+    s
+}
+
 fn refused(db: &sluice::Db, schema: &str, files: Vec<PathBuf>, o: ImportOptions) -> String {
     let o = ImportOptions { resume: true, ..o };
     match sluice_import::Import::new(schema, files, o).and_then(|i| i.run(db)) {
@@ -432,17 +443,7 @@ fn writes_beside_the_table_resume_and_writes_into_it_are_refused() {
     db.put(b"\xff\xffother", b"x").unwrap();
     db.flush().unwrap();
     db.put(b"\xff\xffmore", b"y").unwrap();
-    let s = import(
-        &db,
-        SCHEMA,
-        files.clone(),
-        ImportOptions {
-            resume: true,
-            ..o.clone()
-        },
-    )
-    .unwrap();
-    assert!(s.resumed);
+    resume_ok(&db, &files, &o);
     let want_db = open_db(dir.path().join("want"), true).unwrap();
     import(&want_db, SCHEMA, files.clone(), opts_like(&o, dir.path())).unwrap();
     want_db.put(b"\xff\xffother", b"x").unwrap();
@@ -559,4 +560,65 @@ fn a_data_error_removes_the_checkpoint() {
     assert!(matches!(e, ImportError::DuplicateKey { .. }), "{e}");
     assert!(leftovers(&tmp).is_empty());
     assert!(dump(&db).is_empty());
+}
+
+#[test]
+fn a_rejects_file_lost_or_cut_short_refuses_the_resume() {
+    let (dir, dbdir, tmp, _, o) = setup();
+    // Every 25th line a bad id: rejects written before each checkpoint.
+    let mut csv = Vec::new();
+    for (i, line) in rows_csv("a", 700, 9, false)
+        .split(|&b| b == b'\n')
+        .enumerate()
+    {
+        if line.is_empty() {
+            continue;
+        }
+        if i % 25 == 0 {
+            csv.extend(format!("bad{i},1,x,n\n").bytes());
+        }
+        csv.extend_from_slice(line);
+        csv.push(b'\n');
+    }
+    let a = write(dir.path(), "bad.csv", &csv);
+    let rejects = dir.path().join("rejects.csv");
+    let o = ImportOptions {
+        max_errors: 10_000,
+        rejects: Some(rejects.clone()),
+        ..o
+    };
+    let files = vec![a.clone()];
+    let db = interrupted(&dbdir, &tmp, &files, &o);
+    let kept = std::fs::read(&rejects).unwrap();
+    assert!(!kept.is_empty(), "no rejects before the interruption");
+
+    // Removed: refused, naming the file (a resume would have zero-filled it back).
+    std::fs::remove_file(&rejects).unwrap();
+    let e = refused(&db, SCHEMA, files.clone(), o.clone());
+    assert!(
+        e.contains(&rejects.display().to_string()) && e.contains("holds no bytes"),
+        "{e}"
+    );
+    // Cut short: refused too.
+    std::fs::write(&rejects, &kept[..kept.len() / 2]).unwrap();
+    let e = refused(&db, SCHEMA, files.clone(), o.clone());
+    assert!(e.contains("cut short"), "{e}");
+    assert_eq!(leftovers(&tmp).len(), 1);
+
+    // Given back, it resumes and writes the rejects an uninterrupted import writes.
+    std::fs::write(&rejects, &kept).unwrap();
+    let s = resume_ok(&db, &files, &o);
+    let resumed = std::fs::read(&rejects).unwrap();
+    let whole = dir.path().join("whole");
+    let db2 = open_db(&whole, true).unwrap();
+    let rejects2 = dir.path().join("rejects2.csv");
+    let o2 = ImportOptions {
+        rejects: Some(rejects2.clone()),
+        tmp_dir: None,
+        ..o
+    };
+    let s2 = import(&db2, SCHEMA, files, o2).unwrap();
+    assert_eq!(s.rejected, s2.rejected);
+    assert_eq!(resumed, std::fs::read(&rejects2).unwrap());
+    assert_eq!(dump(&db), dump(&db2));
 }

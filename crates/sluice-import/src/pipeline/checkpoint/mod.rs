@@ -44,7 +44,9 @@
 //!    `Db::ingest` into the table's range at sequence number 0 (overlapping nothing, or
 //!    `ingest_behind`) is not seen: only imports and writes through the write path are.
 //!    An ingest that committed is also found by its files' link count.
-//! 3. Only the thread running the import writes checkpoints, between chunks, between indexes
+//! 3. The rejects file holds at least the bytes the checkpoint counted (synced, its directory
+//!    entry synced when it was made), or the resume refuses: it is cut back to that length.
+//! 4. Only the thread running the import writes checkpoints, between chunks, between indexes
 //!    or (merging) after a finished final file, at a boundary between keys: never while a
 //!    worker writes a file the checkpoint names.
 
@@ -614,6 +616,7 @@ impl Import {
                     .into(),
             });
         }
+        self.check_rejects(dir, &state)?;
         remove_unnamed(dir, Some(&state));
         self.note(&format!(
             "resuming from the checkpoint in {} ({})",
@@ -635,6 +638,32 @@ impl Import {
             }
         ));
         Ok(Some(state))
+    }
+
+    /// The rejects file must still hold the bytes the checkpoint counted: the resumed run cuts
+    /// it back to that length and appends, so a file lost or cut short (removed, or a power
+    /// loss before its directory entry was durable) would otherwise come back zero-filled.
+    fn check_rejects(&self, dir: &Path, state: &State) -> Result<(), ImportError> {
+        if state.rejects_len == 0 {
+            return Ok(());
+        }
+        let Some(p) = self.opts.rejects.as_ref() else {
+            return Ok(());
+        };
+        let now = std::fs::metadata(p).map(|m| m.len()).ok();
+        if now.is_some_and(|n| n >= state.rejects_len) {
+            return Ok(());
+        }
+        Err(ImportError::CannotResume {
+            dir: dir.to_path_buf(),
+            reason: format!(
+                "the rejects file {} holds {} bytes, {} at the checkpoint (it was removed or cut \
+                 short since): import again without resume",
+                p.display(),
+                now.map_or_else(|| "no".to_string(), |n| n.to_string()),
+                state.rejects_len
+            ),
+        })
     }
 
     /// Removes the checkpoint directories of the Db at `db_dir` in `parent` (of any table:

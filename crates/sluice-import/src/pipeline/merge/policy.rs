@@ -48,12 +48,21 @@ pub(crate) struct EmitCtx<'a> {
     pub(crate) streamed: Vec<Option<Arc<StreamedPositions>>>,
 }
 
-/// The rejects file: created, or (resuming) cut back to the length the checkpoint recorded
-/// and appended to.
+/// The rejects file: created (its directory entry made durable, so a checkpoint counting
+/// its synced bytes never outlives it), or (resuming) cut back to the length the checkpoint
+/// recorded and appended to.
 fn open_rejects(p: &Path, resume_len: Option<u64>) -> Result<std::fs::File, ImportError> {
     let io = |e| ImportError::io(p, e);
     let Some(len) = resume_len else {
-        return std::fs::File::create(p).map_err(io);
+        let f = std::fs::File::create(p).map_err(io)?;
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| ImportError::io(parent, e))?;
+        return Ok(f);
     };
     let mut f = std::fs::OpenOptions::new()
         .write(true)
