@@ -354,7 +354,9 @@ impl Import {
         Ok(false)
     }
 
-    /// Spills every index's sort buffer as a run.
+    /// Spills every index's sort buffer as a run, the indexes' runs written side by side on
+    /// up to `threads` threads: a spill is a k-way merge of the buffered chunks on one core,
+    /// and while it runs the parse workers wait for it.
     fn spill(
         &self,
         plan: &Plan,
@@ -362,21 +364,49 @@ impl Import {
         file_counter: &Arc<AtomicU64>,
         counters: &Counters,
     ) -> Result<(), ImportError> {
-        for st in indexes.iter_mut() {
+        let mut jobs = Vec::new();
+        for (i, st) in indexes.iter_mut().enumerate() {
             if st.mem.is_empty() {
                 continue;
             }
-            let sources: Vec<Box<dyn Source>> = std::mem::take(&mut st.mem)
+            let n = file_counter.fetch_add(1, Ordering::Relaxed);
+            let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
+            jobs.push((i, path, std::mem::take(&mut st.mem)));
+            st.mem_bytes = 0;
+        }
+        let writeback = self.writeback();
+        let write = |(i, path, mem): (usize, std::path::PathBuf, Vec<crate::parse::Entries>)| {
+            let sources: Vec<Box<dyn Source>> = mem
                 .into_iter()
                 .map(|e| {
                     Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
                 })
                 .collect();
-            st.mem_bytes = 0;
-            let n = file_counter.fetch_add(1, Ordering::Relaxed);
-            let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
-            if let Some(p) = write_run(&path, Merger::new(sources), self.writeback())? {
-                st.runs.push((p, true));
+            (i, write_run(&path, Merger::new(sources), writeback))
+        };
+        let threads = self.opts.threads.clamp(1, jobs.len().max(1));
+        let mut written: Vec<_> = if threads <= 1 {
+            jobs.into_iter().map(write).collect()
+        } else {
+            let queue = Mutex::new(jobs);
+            let done = Mutex::new(Vec::new());
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| loop {
+                        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        let Some(job) = job else { return };
+                        let r = write(job);
+                        done.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+                    });
+                }
+            });
+            done.into_inner().unwrap_or_else(|e| e.into_inner())
+        };
+        // Runs recorded in index order, the first error (by index) reported.
+        written.sort_by_key(|(i, _)| *i);
+        for (i, r) in written {
+            if let Some(p) = r? {
+                indexes[i].runs.push((p, true));
                 counters.runs_spilled.fetch_add(1, Ordering::Relaxed);
             }
         }
