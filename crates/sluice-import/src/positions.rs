@@ -5,9 +5,12 @@
 //! here: a temporary file of zigzag-delta varints (about one byte per entry), plus every
 //! [`SAMPLE_EVERY`]th key in memory with its ordinal and file offset. A lookup reads at most
 //! that many entries of the streamed files and positions.
+//!
+//! A checkpoint records the file's length and the CRC32C of its bytes; a resumed import
+//! checks both before it appends to the file or looks positions up in it.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sluice::coding::{decode_varsigned64, put_varsigned64};
@@ -25,30 +28,36 @@ pub struct Sample {
     base: u64,
 }
 
+/// Bytes of encoded positions buffered before they are written (and added to the CRC).
+const WRITE_BUFFER: usize = 64 << 10;
+
 /// Records the positions of the entries a streaming writer writes, in write order.
 pub struct PositionRecorder {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: File,
+    /// Encoded positions not yet written.
+    pending: Vec<u8>,
+    /// CRC32C of the bytes written.
+    crc: u32,
     samples: Vec<Sample>,
     count: u64,
     bytes: u64,
     last: u64,
-    /// One encoded position.
-    buf: Vec<u8>,
 }
 
 impl PositionRecorder {
     /// Creates the positions file at `path` (a new file in the import's temporary directory).
     pub fn create(path: PathBuf) -> std::io::Result<Self> {
-        let out = BufWriter::new(File::create_new(&path)?);
+        let out = File::create_new(&path)?;
         Ok(PositionRecorder {
             path,
             out,
+            pending: Vec::with_capacity(WRITE_BUFFER),
+            crc: 0,
             samples: Vec::new(),
             count: 0,
             bytes: 0,
             last: 0,
-            buf: Vec::with_capacity(10),
         })
     }
 
@@ -61,54 +70,112 @@ impl PositionRecorder {
                 base: self.last,
             });
         }
-        self.buf.clear();
-        put_varsigned64(&mut self.buf, src.wrapping_sub(self.last) as i64);
-        self.out.write_all(&self.buf)?;
-        self.bytes += self.buf.len() as u64;
+        let before = self.pending.len();
+        put_varsigned64(&mut self.pending, src.wrapping_sub(self.last) as i64);
+        self.bytes += (self.pending.len() - before) as u64;
         self.last = src;
         self.count += 1;
+        if self.pending.len() >= WRITE_BUFFER {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> std::io::Result<()> {
+        self.crc = crc32c::crc32c_append(self.crc, &self.pending);
+        self.out.write_all(&self.pending)?;
+        self.pending.clear();
         Ok(())
     }
 
     /// Makes what was recorded durable (a checkpoint of the import): the state
     /// [`PositionRecorder::reopen`] goes on from.
     pub fn checkpoint(&mut self) -> std::io::Result<RecorderState> {
-        self.out.flush()?;
-        self.out.get_ref().sync_data()?;
+        self.write_pending()?;
+        self.out.sync_data()?;
         Ok(RecorderState {
             samples: self.samples.clone(),
             count: self.count,
             bytes: self.bytes,
             last: self.last,
+            crc: Some(self.crc),
         })
     }
 
     /// A recorder going on from `state` in the positions file at `path` (cut back to what
-    /// the checkpoint covered).
+    /// the checkpoint covered). An `InvalidData` error when the file no longer holds the
+    /// bytes the checkpoint covered, or they changed.
     pub fn reopen(path: PathBuf, state: RecorderState) -> std::io::Result<Self> {
-        let mut f = std::fs::OpenOptions::new().write(true).open(&path)?;
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        let crc = verify_prefix(&mut f, state.bytes, state.crc)?;
         f.set_len(state.bytes)?;
         f.seek(SeekFrom::End(0))?;
         Ok(PositionRecorder {
             path,
-            out: BufWriter::new(f),
+            out: f,
+            pending: Vec::with_capacity(WRITE_BUFFER),
+            crc,
             samples: state.samples,
             count: state.count,
             bytes: state.bytes,
             last: state.last,
-            buf: Vec::with_capacity(10),
         })
     }
 
     /// Done writing: the lookup over the writer's finished `files` (in key order).
     pub fn finish(mut self, files: Vec<PathBuf>) -> std::io::Result<StreamedPositions> {
-        self.out.flush()?;
+        self.write_pending()?;
         Ok(StreamedPositions {
             path: self.path,
             samples: self.samples,
             files,
+            file: PositionsFile {
+                bytes: self.bytes,
+                crc: self.crc,
+            },
         })
     }
+}
+
+/// Reads the first `bytes` bytes of `f` and returns their CRC32C, checked against `want`
+/// (when a checkpoint recorded one): an `InvalidData` error when the file is shorter or the
+/// CRC differs.
+fn verify_prefix(f: &mut File, bytes: u64, want: Option<u32>) -> std::io::Result<u32> {
+    let len = f.metadata()?.len();
+    if len < bytes {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("holds {len} bytes, {bytes} bytes at the checkpoint"),
+        ));
+    }
+    f.seek(SeekFrom::Start(0))?;
+    let (mut crc, mut left, mut buf) = (0u32, bytes, vec![0u8; WRITE_BUFFER]);
+    while left > 0 {
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        f.read_exact(&mut buf[..n])?;
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        left -= n as u64;
+    }
+    if want.is_some_and(|w| w != crc) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "changed since the checkpoint (CRC32C {crc:08x}, {:08x} then)",
+                want.unwrap_or(0)
+            ),
+        ));
+    }
+    Ok(crc)
+}
+
+/// The length and CRC32C of a finished positions file, as a checkpoint records them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PositionsFile {
+    bytes: u64,
+    crc: u32,
 }
 
 /// What a [`PositionRecorder`] recorded up to a checkpoint.
@@ -118,6 +185,9 @@ pub struct RecorderState {
     count: u64,
     bytes: u64,
     last: u64,
+    /// CRC32C of the file's first `bytes` bytes (none in a checkpoint before this was kept).
+    #[serde(default)]
+    crc: Option<u32>,
 }
 
 /// Finds the source position of a streamed entry by its key.
@@ -125,6 +195,7 @@ pub struct StreamedPositions {
     path: PathBuf,
     samples: Vec<Sample>,
     files: Vec<PathBuf>,
+    file: PositionsFile,
 }
 
 impl StreamedPositions {
@@ -186,20 +257,40 @@ impl StreamedPositions {
         &self.path
     }
 
-    /// Its samples and streamed files (a checkpoint of the import), its positions file
-    /// synced.
-    pub fn checkpoint(&self) -> std::io::Result<(Vec<Sample>, Vec<PathBuf>)> {
+    /// Its samples, streamed files and file length and CRC (a checkpoint of the import),
+    /// its positions file synced.
+    pub fn checkpoint(&self) -> std::io::Result<(Vec<Sample>, Vec<PathBuf>, PositionsFile)> {
         File::open(&self.path)?.sync_all()?;
-        Ok((self.samples.clone(), self.files.clone()))
+        Ok((self.samples.clone(), self.files.clone(), self.file))
     }
 
-    /// The lookup a checkpoint recorded.
-    pub fn restore(path: PathBuf, samples: Vec<Sample>, files: Vec<PathBuf>) -> Self {
-        StreamedPositions {
+    /// The lookup a checkpoint recorded, its positions file checked against the length and
+    /// CRC32C recorded with it (`None`: a checkpoint written before they were recorded; the
+    /// file is then taken as it is).
+    pub fn restore(
+        path: PathBuf,
+        samples: Vec<Sample>,
+        files: Vec<PathBuf>,
+        file: Option<PositionsFile>,
+    ) -> std::io::Result<Self> {
+        let mut f = File::open(&path)?;
+        let file = match file {
+            Some(want) => {
+                verify_prefix(&mut f, want.bytes, Some(want.crc))?;
+                want
+            }
+            None => {
+                let bytes = f.metadata()?.len();
+                let crc = verify_prefix(&mut f, bytes, None)?;
+                PositionsFile { bytes, crc }
+            }
+        };
+        Ok(StreamedPositions {
             path,
             samples,
             files,
-        }
+            file,
+        })
     }
 }
 

@@ -622,3 +622,61 @@ fn a_rejects_file_lost_or_cut_short_refuses_the_resume() {
     assert_eq!(resumed, std::fs::read(&rejects2).unwrap());
     assert_eq!(dump(&db), dump(&db2));
 }
+
+#[test]
+fn a_damaged_positions_file_refuses_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let sorted = write(dir.path(), "s.csv", &rows_csv("s", 900, 0, true));
+    let a = write(dir.path(), "a.csv", &rows_csv("a", 700, 9, false));
+    // Sorted input only: the streaming writer's recorder; sorted then unsorted: the
+    // positions of what was streamed, kept for messages.
+    for (n, files) in [vec![sorted.clone()], vec![sorted.clone(), a.clone()]]
+        .into_iter()
+        .enumerate()
+    {
+        for damage in ["flip", "cut"] {
+            let (dbdir, tmp) = (
+                dir.path().join(format!("db{n}{damage}")),
+                dir.path().join("tmp"),
+            );
+            let o = ImportOptions {
+                on_duplicate: OnDuplicate::First,
+                ..ck_opts(&tmp)
+            };
+            let interrupt = ImportOptions {
+                interrupt_after_checkpoints: Some(if n == 0 { 3 } else { 9 }),
+                ..o.clone()
+            };
+            let db = open_db(&dbdir, true).unwrap();
+            assert!(import(&db, SCHEMA, files.clone(), interrupt).is_err());
+            let ck = ck_dir(&tmp);
+            let state = std::fs::read_to_string(ck.join("CHECKPOINT")).unwrap();
+            let key = if n == 0 {
+                "\"recorder\":{"
+            } else {
+                "\"positions_file\":{"
+            };
+            assert!(state.contains(key), "{n}: no positions in {state}");
+            let p = ck.join("positions-0");
+            let mut bytes = std::fs::read(&p).unwrap();
+            assert!(bytes.len() > 8, "{n}");
+            if damage == "flip" {
+                bytes[3] ^= 0x40;
+            } else {
+                bytes.truncate(bytes.len() / 2);
+            }
+            std::fs::write(&p, &bytes).unwrap();
+            let e = refused(&db, SCHEMA, files.clone(), o.clone());
+            assert!(e.contains("positions-0"), "{n} {damage}: {e}");
+            let why = if damage == "flip" {
+                "changed since the checkpoint"
+            } else {
+                "bytes at the checkpoint"
+            };
+            assert!(e.contains(why), "{n} {damage}: {e}");
+            // Without resume the import runs from the start and the directory goes.
+            import(&db, SCHEMA, files.clone(), o).unwrap();
+            assert!(leftovers(&tmp).is_empty());
+        }
+    }
+}

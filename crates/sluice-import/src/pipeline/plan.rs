@@ -287,7 +287,17 @@ impl Import {
                     w.files.push(f.restore(dir)?);
                 }
                 if let Some(r) = &ck.recorder {
-                    w.resume_positions(checkpoint::positions_path(dir, st.slot), r.clone())?;
+                    let path = checkpoint::positions_path(dir, st.slot);
+                    w.resume_positions(path.clone(), r.clone()).map_err(|e| {
+                        let why = match e {
+                            sluice::Error::Io { source, .. } => source.to_string(),
+                            e => e.to_string(),
+                        };
+                        ImportError::CannotResume {
+                            dir: dir.to_path_buf(),
+                            reason: format!("{}: {why}", path.display()),
+                        }
+                    })?;
                 }
                 st.writer = Some(w);
             }

@@ -72,7 +72,7 @@ pub(crate) use policy_file::{decode_policy, encode_policy, load_policy};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::pipeline::plan::IndexState;
 use crate::pipeline::Import;
-use crate::positions::{RecorderState, Sample, StreamedPositions};
+use crate::positions::{PositionsFile, RecorderState, Sample, StreamedPositions};
 use crate::ImportError;
 
 use crate::tmp_dirs::RESUME_PREFIX;
@@ -123,6 +123,10 @@ pub(crate) struct IndexCk {
     /// The positions of what the index streamed before its input turned out unsorted: the
     /// samples and the streamed files (now runs).
     pub(crate) positions: Option<(Vec<Sample>, Vec<String>)>,
+    /// The length and CRC32C of that positions file (none in a checkpoint before they were
+    /// recorded).
+    #[serde(default)]
+    pub(crate) positions_file: Option<PositionsFile>,
     pub(crate) runs: Vec<(String, bool)>,
     pub(crate) finals: Vec<FileCk>,
     /// The index's merge in progress (the index `next_slot` at a merge checkpoint).
@@ -405,12 +409,14 @@ impl IndexCk {
             streamed = w.files.iter().map(FileCk::of).collect();
             recorder = w.checkpoint_positions()?;
         }
-        let positions = match streamed_positions {
+        let (positions, positions_file) = match streamed_positions {
             Some(p) => {
-                let (samples, files) = p.checkpoint().map_err(|e| ImportError::io(p.path(), e))?;
-                Some((samples, files.iter().map(|f| name_of(f)).collect()))
+                let (samples, files, file) =
+                    p.checkpoint().map_err(|e| ImportError::io(p.path(), e))?;
+                let names = files.iter().map(|f| name_of(f)).collect();
+                (Some((samples, names)), Some(file))
             }
-            None => None,
+            None => (None, None),
         };
         Ok(IndexCk {
             streaming: st.streaming,
@@ -419,6 +425,7 @@ impl IndexCk {
             streamed,
             recorder,
             positions,
+            positions_file,
             runs: st.runs.iter().map(|(p, s)| (name_of(p), *s)).collect(),
             finals: st
                 .finals

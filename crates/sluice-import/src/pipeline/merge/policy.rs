@@ -121,11 +121,17 @@ impl<'a> EmitCtx<'a> {
             {
                 let files = files.iter().map(|f| dir.join(f)).collect();
                 let path = crate::pipeline::checkpoint::positions_path(dir, slot);
-                *to = Some(Arc::new(StreamedPositions::restore(
-                    path,
+                let restored = StreamedPositions::restore(
+                    path.clone(),
                     samples.clone(),
                     files,
-                )));
+                    ck.positions_file,
+                )
+                .map_err(|e| ImportError::CannotResume {
+                    dir: dir.to_path_buf(),
+                    reason: format!("{}: {e}", path.display()),
+                })?;
+                *to = Some(Arc::new(restored));
             }
         }
         if let Some(p) = &r.policy {
