@@ -239,12 +239,14 @@ fn a_missing_or_changed_final_file_refuses_the_resume() {
 }
 
 /// `text`, a format-2 manifest without a merge in progress, as format 1 wrote it: no file
-/// CRCs, no merge progress, no merge state file.
+/// CRCs, no merge progress, no merge state file, no positions or rejects CRC.
 fn as_format_1(text: &str) -> String {
     let (_, body) = text.split_once('\n').unwrap();
     let mut body = body
         .replace(",\"merging\":null", "")
-        .replace(",\"merge_state\":null", "");
+        .replace(",\"merge_state\":null", "")
+        .replace(",\"positions_file\":null", "")
+        .replace(",\"rejects_crc\":null", "");
     while let Some(at) = body.find(",\"crc\":") {
         let end = at + body[at..].find('}').unwrap();
         body.replace_range(at..end, "");
@@ -563,7 +565,7 @@ fn a_data_error_removes_the_checkpoint() {
 }
 
 #[test]
-fn a_rejects_file_lost_or_cut_short_refuses_the_resume() {
+fn a_rejects_file_lost_cut_short_or_changed_refuses_the_resume() {
     let (dir, dbdir, tmp, _, o) = setup();
     // Every 25th line a bad id: rejects written before each checkpoint.
     let mut csv = Vec::new();
@@ -603,6 +605,12 @@ fn a_rejects_file_lost_or_cut_short_refuses_the_resume() {
     std::fs::write(&rejects, &kept[..kept.len() / 2]).unwrap();
     let e = refused(&db, SCHEMA, files.clone(), o.clone());
     assert!(e.contains("cut short"), "{e}");
+    // Rewritten at the same length (another import's rejects in its place): refused too.
+    let mut other = kept.clone();
+    other[2] ^= 0x20;
+    std::fs::write(&rejects, &other).unwrap();
+    let e = refused(&db, SCHEMA, files.clone(), o.clone());
+    assert!(e.contains("changed since the checkpoint"), "{e}");
     assert_eq!(leftovers(&tmp).len(), 1);
 
     // Given back, it resumes and writes the rejects an uninterrupted import writes.
@@ -679,4 +687,63 @@ fn a_damaged_positions_file_refuses_the_resume() {
             assert!(leftovers(&tmp).is_empty());
         }
     }
+}
+
+#[test]
+fn resume_with_no_checkpoint_into_a_table_with_rows_is_refused() {
+    // A table keyed by row id: running a finished import again would add every row twice.
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema = "CREATE TABLE r (a BIGINT, b TEXT);";
+    let f = write(dir.path(), "r.csv", b"1,x\n2,y\n3,z\n");
+    let o = ck_opts(&tmp);
+    // The import finished and its checkpoint directory went (as after a kill between the
+    // ingest and its removal, or a power loss that lost the directory).
+    let s = import(&db, schema, vec![f.clone()], o.clone()).unwrap();
+    assert_eq!(s.rows, 3);
+    assert!(leftovers(&tmp).is_empty());
+    let before = dump(&db);
+    let e = sluice_import::Import::new(
+        schema,
+        vec![f.clone()],
+        ImportOptions {
+            resume: true,
+            ..o.clone()
+        },
+    )
+    .and_then(|i| i.run(&db))
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, ImportError::CannotResume { .. }), "{msg}");
+    assert!(
+        msg.contains("no checkpoint to resume") && msg.contains("table r"),
+        "{msg}"
+    );
+    assert!(dump(&db) == before, "a refused resume changed the Db");
+    // Killed before its first checkpoint, into that table: refused too, and the directory's
+    // leftovers go.
+    let killed = ImportOptions {
+        interrupt_after_checkpoints: Some(1),
+        ..o.clone()
+    };
+    assert!(import(&db, schema, vec![f.clone()], killed).is_err());
+    std::fs::remove_file(ck_dir(&tmp).join("CHECKPOINT")).unwrap();
+    let e = import(
+        &db,
+        schema,
+        vec![f.clone()],
+        ImportOptions {
+            resume: true,
+            ..o.clone()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, ImportError::CannotResume { .. }), "{e}");
+    assert!(dump(&db) == before);
+    assert_eq!(std::fs::read_dir(ck_dir(&tmp)).unwrap().count(), 0);
+    // Without resume it imports again, as asked.
+    let s = import(&db, schema, vec![f], o).unwrap();
+    assert_eq!(s.rows, 3);
+    assert!(leftovers(&tmp).is_empty());
 }

@@ -50,7 +50,7 @@ mod read_sort;
 mod space;
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -310,8 +310,17 @@ impl Import {
         }
         let t_merge = t0.elapsed().as_secs_f64() - t_parse;
         if let Some(w) = ctx.rejects.as_mut() {
-            w.flush()
-                .map_err(|e| ImportError::io(Path::new("rejects"), e))?;
+            // Durable before the ingest commits: rejected rows are in neither place otherwise.
+            let p = self
+                .opts
+                .rejects
+                .clone()
+                .unwrap_or_else(|| "rejects".into());
+            w.flush().map_err(|e| ImportError::io(&p, e))?;
+            w.get_ref()
+                .file
+                .sync_data()
+                .map_err(|e| ImportError::io(&p, e))?;
         }
         // Step 5.
         counters.set_phase(Phase::Ingest);

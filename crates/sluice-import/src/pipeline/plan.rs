@@ -1,7 +1,7 @@
 //! Steps 1 and 2: the table bound to the Db's catalog, and the plan of the run (temporary
 //! directory, memory split, formats, per-index state).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -121,6 +121,35 @@ impl Import {
         catalog::bind(&existing, def)
     }
 
+    /// `resume` found no checkpoint in `dir`. Into a table that holds no rows the import
+    /// starts over. Into one that holds rows it refuses: the interrupted import may have
+    /// finished (its ingest committed, then its directory was removed or lost in a power
+    /// loss) and running it again would add its rows twice to a table keyed by row id.
+    fn nothing_to_resume(
+        &self,
+        dir: &Path,
+        table: &TableDef,
+        existing_rows: bool,
+    ) -> Result<(), ImportError> {
+        if existing_rows {
+            return Err(ImportError::CannotResume {
+                dir: dir.to_path_buf(),
+                reason: format!(
+                    "there is no checkpoint to resume and table {} already holds rows: the \
+                     interrupted import may have finished (its ingest committed before its \
+                     checkpoint was removed) or stopped before its first checkpoint; check the \
+                     table, then import again without resume",
+                    table.name
+                ),
+            });
+        }
+        self.note(&format!(
+            "no checkpoint to resume in {}: starting the import",
+            dir.display()
+        ));
+        Ok(())
+    }
+
     /// Step 2.
     pub(crate) fn prepare(
         &self,
@@ -170,7 +199,13 @@ impl Import {
             *self.owned_dir.lock().unwrap_or_else(|e| e.into_inner()) = Some(tmp.path.clone());
             let now = self.fingerprint(db, &table, created, existing_rows, rowid_base)?;
             let resume = match (existed, self.opts.resume) {
-                (true, true) => self.adopt_checkpoint(&tmp.path, &now)?,
+                (true, true) => {
+                    let r = self.adopt_checkpoint(&tmp.path, &now)?;
+                    if r.is_none() {
+                        self.nothing_to_resume(&tmp.path, &table, existing_rows)?;
+                    }
+                    r
+                }
                 (true, false) => {
                     // Made again since the discard above (by another process's import): start
                     // from nothing.
@@ -179,10 +214,7 @@ impl Import {
                 }
                 (false, resume) => {
                     if resume {
-                        self.note(&format!(
-                            "no checkpoint to resume in {}: starting the import",
-                            tmp.path.display()
-                        ));
+                        self.nothing_to_resume(&tmp.path, &table, existing_rows)?;
                     }
                     None
                 }

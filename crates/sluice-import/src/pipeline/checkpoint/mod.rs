@@ -53,6 +53,7 @@
 mod fingerprint;
 mod merge_state;
 mod policy_file;
+mod rejects;
 
 use std::collections::HashSet;
 use std::io::Write as _;
@@ -153,6 +154,10 @@ pub(crate) struct State {
     pub(crate) runs_spilled: u64,
     pub(crate) runs_premerged: u64,
     pub(crate) rejects_len: u64,
+    /// CRC32C of the rejects file's first `rejects_len` bytes (none in a checkpoint before it
+    /// was recorded).
+    #[serde(default)]
+    pub(crate) rejects_crc: Option<u32>,
     pub(crate) last_unique: Vec<Option<(Vec<u8>, usize, u64)>>,
     /// The file holding the policy's suppressions and deletions, and its CRC32C.
     pub(crate) policy: Option<(String, u32)>,
@@ -257,7 +262,7 @@ pub(crate) fn load(dir: &Path) -> Result<Option<State>, ImportError> {
     Ok(Some(state))
 }
 
-/// Writes `state` as the checkpoint of `dir` (write-temp, fsync, rename, fsync-dir).
+/// Writes `state` as the checkpoint of `dir` (write-temp, fsync, fsync-dir, rename, fsync-dir).
 pub(crate) fn store(dir: &Path, state: &State) -> Result<(), ImportError> {
     let body = serde_json::to_string(state)
         .map_err(|e| ImportError::Internal(format!("checkpoint: {e}")))?;
@@ -271,6 +276,9 @@ pub(crate) fn store(dir: &Path, state: &State) -> Result<(), ImportError> {
     write!(f, "{MAGIC} {VERSION} {crc:08x}\n{body}").map_err(io(&tmp))?;
     f.sync_all().map_err(io(&tmp))?;
     drop(f);
+    // The entries of the files this manifest names (runs, side files, positions) made durable
+    // before it is: a power loss never keeps the manifest without them.
+    sync_dir(dir)?;
     let path = dir.join(MANIFEST);
     std::fs::rename(&tmp, &path).map_err(io(&path))?;
     sync_dir(dir)
@@ -526,13 +534,14 @@ impl Import {
             return Ok(());
         };
         let dir = &plan.tmp.path;
-        let mut rejects_len = 0;
+        let (mut rejects_len, mut rejects_crc) = (0, None);
         if let Some(w) = ctx.rejects.as_mut() {
             let p = self.opts.rejects.clone().unwrap_or_default();
             w.flush().map_err(|e| ImportError::io(&p, e))?;
             let f = w.get_mut();
-            f.sync_data().map_err(|e| ImportError::io(&p, e))?;
-            rejects_len = f.metadata().map_err(|e| ImportError::io(&p, e))?.len();
+            f.file.sync_data().map_err(|e| ImportError::io(&p, e))?;
+            rejects_len = f.file.metadata().map_err(|e| ImportError::io(&p, e))?.len();
+            rejects_crc = Some(f.crc);
         }
         let mut idx = Vec::with_capacity(indexes.len());
         for (slot, st) in indexes.iter_mut().enumerate() {
@@ -561,6 +570,7 @@ impl Import {
             runs_spilled: counters.runs_spilled.load(Relaxed),
             runs_premerged: counters.runs_premerged.load(Relaxed),
             rejects_len,
+            rejects_crc,
             last_unique: ctx.last_unique.clone(),
             policy: policy.clone(),
             catalog: at.catalog.map(FileCk::of),
@@ -595,10 +605,7 @@ impl Import {
         now: &Fingerprint,
     ) -> Result<Option<State>, ImportError> {
         let Some(state) = load(dir)? else {
-            self.note(&format!(
-                "the interrupted import in {} had reached no checkpoint: starting over",
-                dir.display()
-            ));
+            // Killed before its first checkpoint: what it wrote goes.
             remove_unnamed(dir, None);
             return Ok(None);
         };
@@ -645,32 +652,6 @@ impl Import {
             }
         ));
         Ok(Some(state))
-    }
-
-    /// The rejects file must still hold the bytes the checkpoint counted: the resumed run cuts
-    /// it back to that length and appends, so a file lost or cut short (removed, or a power
-    /// loss before its directory entry was durable) would otherwise come back zero-filled.
-    fn check_rejects(&self, dir: &Path, state: &State) -> Result<(), ImportError> {
-        if state.rejects_len == 0 {
-            return Ok(());
-        }
-        let Some(p) = self.opts.rejects.as_ref() else {
-            return Ok(());
-        };
-        let now = std::fs::metadata(p).map(|m| m.len()).ok();
-        if now.is_some_and(|n| n >= state.rejects_len) {
-            return Ok(());
-        }
-        Err(ImportError::CannotResume {
-            dir: dir.to_path_buf(),
-            reason: format!(
-                "the rejects file {} holds {} bytes, {} at the checkpoint (it was removed or cut \
-                 short since): import again without resume",
-                p.display(),
-                now.map_or_else(|| "no".to_string(), |n| n.to_string()),
-                state.rejects_len
-            ),
-        })
     }
 
     /// Removes the checkpoint directories of the Db at `db_dir` in `parent` (of any table:
@@ -758,6 +739,7 @@ mod tests {
             runs_spilled: 2,
             runs_premerged: 0,
             rejects_len: 0,
+            rejects_crc: None,
             last_unique: vec![None],
             policy: None,
             catalog: None,

@@ -35,7 +35,7 @@ pub(crate) struct EmitCtx<'a> {
     pub(crate) deletions: Vec<Vec<Vec<u8>>>,
     /// The deletions (sorted) of the secondary index being merged (taken out of `deletions`).
     pub(crate) merging_deletions: Arc<Vec<Vec<u8>>>,
-    pub(crate) rejects: Option<std::io::BufWriter<std::fs::File>>,
+    pub(crate) rejects: Option<std::io::BufWriter<RejectsFile>>,
     /// A parallel merge worker's rejects, replayed in key-range order by the caller.
     pub(crate) reject_log: Option<Vec<(ImportError, Vec<u8>)>>,
     pub(crate) rejected: u64,
@@ -48,31 +48,70 @@ pub(crate) struct EmitCtx<'a> {
     pub(crate) streamed: Vec<Option<Arc<StreamedPositions>>>,
 }
 
-/// The rejects file: created (its directory entry made durable, so a checkpoint counting
-/// its synced bytes never outlives it), or (resuming) cut back to the length the checkpoint
-/// recorded and appended to.
-fn open_rejects(p: &Path, resume_len: Option<u64>) -> Result<std::fs::File, ImportError> {
+/// The rejects file, with the CRC32C of every byte from its start (a checkpoint records it
+/// with the length; a resume checks both).
+pub(crate) struct RejectsFile {
+    pub(crate) file: std::fs::File,
+    pub(crate) crc: u32,
+}
+
+impl std::io::Write for RejectsFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// CRC32C of the first `len` bytes of the file at `p` (`None`: it holds fewer).
+pub(crate) fn prefix_crc(p: &Path, len: u64) -> std::io::Result<Option<u32>> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(p)?;
+    if f.metadata()?.len() < len {
+        return Ok(None);
+    }
+    let (mut r, mut crc, mut buf) = (f.take(len), 0u32, vec![0u8; 64 << 10]);
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            return Ok(Some(crc));
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+    }
+}
+
+/// The rejects file: created, or (resuming) cut back to the length the checkpoint recorded
+/// and appended to; either way its directory entry is made durable, so a checkpoint counting
+/// its synced bytes never outlives it.
+fn open_rejects(p: &Path, resume_len: Option<u64>) -> Result<RejectsFile, ImportError> {
     let io = |e| ImportError::io(p, e);
-    let Some(len) = resume_len else {
-        let f = std::fs::File::create(p).map_err(io)?;
-        let parent = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        std::fs::File::open(parent)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| ImportError::io(parent, e))?;
-        return Ok(f);
+    let (mut file, crc) = match resume_len {
+        None => (std::fs::File::create(p).map_err(io)?, 0),
+        Some(len) => {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(p)
+                .map_err(io)?;
+            // The resume checked the length (and the CRC, when recorded).
+            let crc = prefix_crc(p, len).map_err(io)?.unwrap_or(0);
+            f.set_len(len).map_err(io)?;
+            (f, crc)
+        }
     };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(p)
-        .map_err(io)?;
-    f.set_len(len).map_err(io)?;
-    std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)).map_err(io)?;
-    Ok(f)
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(io)?;
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| ImportError::io(parent, e))?;
+    Ok(RejectsFile { file, crc })
 }
 
 impl<'a> EmitCtx<'a> {
