@@ -24,7 +24,9 @@
 //!    were never fsynced, or not yet named) truncated, damaged or deleted. The resumed import
 //!    is checked against the same reference as any other (1 and 2): a resume that skipped,
 //!    repeated or trusted unsynced data makes a table that differs. The faults mode does the
-//!    same after an injected error.
+//!    same after an injected error. A resume with no checkpoint left (killed before its first)
+//!    into a table that holds rows is refused by design (the import might have finished);
+//!    the import then runs again without `resume`, as a user would ([`import_resuming`]).
 //!
 //! Imports are numbered across rounds and drawn from `(seed, number)` ([`spec::ImportSpec`]),
 //! so the driver re-creates each one from the child's log: `start N`, then `done N` or
@@ -100,7 +102,7 @@ pub fn run_child_imports(
             resume,
             ..spec.options(&outside_tmp(&root))
         };
-        let r = Import::new(spec.schema(), files, opts).and_then(|i| i.run(&db));
+        let r = import_resuming(&spec, files, opts, &db);
         match r {
             Ok(s) => {
                 if s.resumed {
@@ -113,6 +115,28 @@ pub fn run_child_imports(
         n += 1;
     }
     Ok(())
+}
+
+/// Runs the import of `spec`; a resume refused for want of a checkpoint (into a table that
+/// holds rows: see `sluice_import::ImportOptions::resume`) runs again without `resume`.
+fn import_resuming(
+    spec: &ImportSpec,
+    files: Vec<PathBuf>,
+    opts: ImportOptions,
+    db: &Db,
+) -> Result<sluice_import::Summary, sluice_import::ImportError> {
+    let again = ImportOptions {
+        resume: false,
+        ..opts.clone()
+    };
+    match Import::new(spec.schema(), files.clone(), opts).and_then(|i| i.run(db)) {
+        Err(sluice_import::ImportError::CannotResume { reason, .. })
+            if reason.starts_with("there is no checkpoint to resume") =>
+        {
+            Import::new(spec.schema(), files, again).and_then(|i| i.run(db))
+        }
+        r => r,
+    }
 }
 
 /// A fair coin drawn from the run's seed, an import's number and a salt.
@@ -498,8 +522,7 @@ impl ImportModel {
                 resume: true,
                 ..spec.options(&outside_tmp(root))
             };
-            let r = Import::new(spec.schema(), spec.input_paths(&inputs_dir(root)), opts)
-                .and_then(|i| i.run(db));
+            let r = import_resuming(&spec, spec.input_paths(&inputs_dir(root)), opts, db);
             self.counts.resume_runs += 1;
             let again = match r {
                 Ok(s) => {
