@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "row",
     "schema",
     "error",
+    "durable",
     "catalog",
     "arrow_io",
     "input",

@@ -74,8 +74,8 @@ pub struct ExportedFile {
 
 /// Step 5, `output="files"`: the ranges chosen and checked as [`super::commit`] does, their
 /// files moved into `out` (created; must not hold a `ranges.json`), described in
-/// `out/ranges.json`. The job's directory under `dir` is removed afterwards, whether this
-/// succeeded or not.
+/// `out/ranges.json`, all made durable (files, their directories, then the manifest written
+/// whole) before the job's directory under `dir` is removed, whether this succeeded or not.
 pub fn export_ranges(
     plan: &JobPlan,
     manifests: Vec<RangeManifest>,
@@ -102,12 +102,15 @@ fn export_inner(
     }
     let chosen = choose_manifests(plan, manifests)?;
     let mut ranges = Vec::new();
+    // Every directory a file was moved into, fsynced before `ranges.json` names the files.
+    let mut dirs = std::collections::BTreeSet::new();
     for ((slot, range), m) in chosen {
         let rel = format!("s{slot}-r{range}");
         let mut files = Vec::new();
         for (n, f) in m.files.iter().enumerate() {
             let name = format!("{rel}/{n:06}.sst");
             let crc = move_file(&f.path, &out.join(&name))?;
+            dirs.insert(out.join(&rel));
             files.push(ExportedFile {
                 path: name,
                 smallest: hex(&f.smallest),
@@ -139,6 +142,7 @@ fn export_inner(
     let catalog = match catalog_sst(plan, dir)? {
         Some(p) => {
             move_file(&p, &out.join("catalog/catalog.sst"))?;
+            dirs.insert(out.join("catalog"));
             Some("catalog/catalog.sst".to_string())
         }
         None => None,
@@ -149,7 +153,12 @@ fn export_inner(
         catalog,
         ranges,
     };
-    std::fs::write(&index_path, manifest.to_json()).map_err(|e| ImportError::io(&index_path, e))?;
+    for d in &dirs {
+        crate::durable::sync_dir(d)?;
+    }
+    crate::durable::sync_dir(out)?;
+    // Whole or absent after a power loss (the job's directory goes next).
+    crate::durable::replace_file(&index_path, manifest.to_json().as_bytes())?;
     Ok(manifest)
 }
 

@@ -183,6 +183,11 @@ pub fn tally_rejects(
                 .map_err(|e| ImportError::io(path, e))?;
         }
         w.flush().map_err(|e| ImportError::io(path, e))?;
+        // Durable before the caller commits the job: the rows are in neither place otherwise.
+        w.get_ref()
+            .sync_all()
+            .map_err(|e| ImportError::io(path, e))?;
+        crate::durable::sync_parent(path)?;
     }
     Ok(bad.len() as u64)
 }

@@ -183,11 +183,7 @@ impl TmpDir {
                 .create(path)
                 .map_err(|e| ImportError::io(path, e))?;
             // The directory's entry made durable: its checkpoints must outlive a power loss.
-            if let Some(parent) = path.parent() {
-                std::fs::File::open(parent)
-                    .and_then(|d| d.sync_all())
-                    .map_err(|e| ImportError::io(parent, e))?;
-            }
+            crate::durable::sync_parent(path)?;
         }
         Ok(dir)
     }

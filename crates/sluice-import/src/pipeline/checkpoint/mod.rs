@@ -76,6 +76,7 @@ use crate::pipeline::Import;
 use crate::positions::{PositionsFile, RecorderState, Sample, StreamedPositions};
 use crate::ImportError;
 
+use crate::durable::sync_dir;
 use crate::tmp_dirs::RESUME_PREFIX;
 
 /// The manifest of a checkpoint directory.
@@ -282,12 +283,6 @@ pub(crate) fn store(dir: &Path, state: &State) -> Result<(), ImportError> {
     let path = dir.join(MANIFEST);
     std::fs::rename(&tmp, &path).map_err(io(&path))?;
     sync_dir(dir)
-}
-
-fn sync_dir(dir: &Path) -> Result<(), ImportError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| ImportError::io(dir, e))
 }
 
 /// Deletes every file of `dir` that `state` does not name (what an interrupted run was

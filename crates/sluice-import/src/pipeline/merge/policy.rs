@@ -104,13 +104,7 @@ fn open_rejects(p: &Path, resume_len: Option<u64>) -> Result<RejectsFile, Import
         }
     };
     std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(io)?;
-    let parent = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(parent)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| ImportError::io(parent, e))?;
+    crate::durable::sync_parent(p)?;
     Ok(RejectsFile { file, crc })
 }
 
