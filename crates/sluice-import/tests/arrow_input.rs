@@ -358,11 +358,19 @@ fn other_arrow_types_convert_exactly_or_are_refused() {
 }
 
 fn write_parquet(path: &std::path::Path, batches: &[RecordBatch], rows_per_group: usize) {
-    let file = std::fs::File::create(path).unwrap();
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(rows_per_group))
         .set_compression(parquet::basic::Compression::SNAPPY)
         .build();
+    write_parquet_with(path, batches, props);
+}
+
+fn write_parquet_with(
+    path: &std::path::Path,
+    batches: &[RecordBatch],
+    props: parquet::file::properties::WriterProperties,
+) {
+    let file = std::fs::File::create(path).unwrap();
     let mut w =
         parquet::arrow::ArrowWriter::try_new(file, batches[0].schema(), Some(props)).unwrap();
     for b in batches {
@@ -501,4 +509,99 @@ fn damaged_parquet_files_never_panic() {
         "{ok} imported, {refused} refused"
     );
     assert!(leftovers(&dir.path().join("db")).is_empty());
+}
+
+/// A page header that claims far more decompressed bytes than its stored bytes can make
+/// (parquet-rs would reserve the claim before decompressing): refused before any decoding,
+/// naming the file, row group, column and page offset. The claim is patched into a real
+/// file's header in place (same varint width).
+#[test]
+fn a_page_claiming_a_decompressed_size_past_its_bytes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let p = dir.path().join("zeros.parquet");
+    // 1,000,000 zeros, PLAIN, one zstd page: about 4 MB decompressed from a few hundred bytes.
+    let ids = Arc::new(arrow_array::Int32Array::from(vec![0i32; 1_000_000])) as ArrayRef;
+    let b = batch(vec![("v", ids)]);
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_size_limit(64 << 20)
+        .set_data_page_row_count_limit(2_000_000)
+        .set_write_batch_size(2_000_000)
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .build();
+    write_parquet_with(&p, &[b], props);
+    let schema = "CREATE TABLE z (v INT)";
+    // As written it imports.
+    let s = import(&db, schema, vec![p.clone()], opts()).unwrap();
+    assert_eq!(s.rows, 1_000_000);
+    // The page header at offset 4: field 1 (type) then field 2, the decompressed size (about
+    // 4 MB: a 4-byte zigzag varint); patch it to 100 MiB, also 4 bytes.
+    let mut bytes = std::fs::read(&p).unwrap();
+    assert_eq!(&bytes[4..6], &[0x15, 0x00], "a data page header");
+    assert_eq!(bytes[6], 0x15, "field 2, an i32");
+    let varint = |mut v: u64| {
+        let mut out = Vec::new();
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+        out
+    };
+    let was = bytes[7..11]
+        .iter()
+        .rev()
+        .fold(0u64, |v, &b| (v << 7) | u64::from(b & 0x7f));
+    assert!(bytes[7..10].iter().all(|b| b & 0x80 != 0) && bytes[10] < 0x80);
+    assert!((2 * 4_000_000..2 * 4_100_000).contains(&was), "{was}");
+    bytes[7..11].copy_from_slice(&varint(2 * (100 << 20)));
+    let bad = dir.path().join("claims.parquet");
+    std::fs::write(&bad, &bytes).unwrap();
+    let e = import(&db, "CREATE TABLE y (v INT)", vec![bad], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("claims.parquet: not a readable Parquet file: row group 0, column v: the page at offset 4 claims 104857600 bytes decompressed from"),
+        "{e}"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+/// A dictionary page whose header claims more values than its PLAIN bytes hold (parquet-rs
+/// sizes the dictionary from the claim): refused naming the page, before decoding. The claim
+/// is patched into a real file in place (1 value claimed as 63: same varint width).
+#[test]
+fn a_dictionary_page_claiming_more_values_than_it_holds_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let p = dir.path().join("dict.parquet");
+    let names = Arc::new(arrow_array::StringArray::from(vec!["x"; 3])) as ArrayRef;
+    let b = batch(vec![("s", names)]);
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::UNCOMPRESSED)
+        .build();
+    write_parquet_with(&p, &[b], props);
+    let schema = "CREATE TABLE d (s TEXT)";
+    assert_eq!(
+        import(&db, schema, vec![p.clone()], opts()).unwrap().rows,
+        3
+    );
+    // The dictionary page header's field 7 (a struct, 4 after field 3), whose field 1 is
+    // num_values = 1 (zigzag 2).
+    let mut bytes = std::fs::read(&p).unwrap();
+    let at = bytes
+        .windows(3)
+        .position(|w| w == [0x4C, 0x15, 0x02])
+        .expect("a dictionary page header with one value");
+    bytes[at + 2] = 0x7E;
+    let bad = dir.path().join("claims.parquet");
+    std::fs::write(&bad, &bytes).unwrap();
+    let e = import(&db, "CREATE TABLE e (s TEXT)", vec![bad], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("claims.parquet: not a readable Parquet file: row group 0, column s: the dictionary page at offset 4 claims 63 values, more than its 5 bytes hold (1)"),
+        "{e}"
+    );
 }

@@ -15,6 +15,13 @@
 //! how many bytes it holds. A data page's value count is not bounded by its size (a run of
 //! NULLs or of one dictionary index takes a few bytes for any number of values) and the
 //! decoders read data pages a batch at a time, so it is not checked.
+//!
+//! Before that, every page header of a selected column chunk is read on its own (the thrift
+//! compact protocol, fields 2 and 3 of `PageHeader`; parquet-rs keeps its header type to
+//! itself): parquet-rs reserves a page's claimed decompressed size before it decompresses
+//! (up to 2 GiB from an `i32`), so a page must fit in its column chunk and claim at most
+//! [`MAX_EXPANSION`] times its stored bytes or [`PAGE_FLOOR`] decompressed, whichever is
+//! more. Memory is then bounded by the input (and the floor), not by a length in it.
 
 use std::fs::File;
 use std::path::Path;
@@ -30,6 +37,80 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 
 use crate::ImportError;
+
+/// The most a page may claim to expand by decompression: deflate's limit (1032:1). Other
+/// codecs can go further (zstd's RLE blocks); a page doing so must stay under [`PAGE_FLOOR`].
+pub const MAX_EXPANSION: u64 = 1032;
+
+/// Decompressed bytes any page may claim, whatever its stored size (writers cut pages at
+/// about 1 MiB by default).
+pub const PAGE_FLOOR: u64 = 64 << 20;
+
+/// The sizes a page header states.
+struct PageSizes {
+    /// Bytes of the header itself.
+    header: u64,
+    compressed: u64,
+    uncompressed: u64,
+}
+
+/// Reads the page header at `at` of `file`, which must end by `end`.
+fn page_sizes(file: &File, at: u64, end: u64) -> Result<PageSizes, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    use thrift::protocol::{TCompactInputProtocol, TInputProtocol, TType};
+
+    /// Counts the bytes the protocol took (the buffer below it reads ahead).
+    struct Counted<'a, R> {
+        inner: R,
+        taken: &'a std::cell::Cell<u64>,
+    }
+    impl<R: Read> Read for Counted<'_, R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.taken.set(self.taken.get() + n as u64);
+            Ok(n)
+        }
+    }
+    let mut f = file;
+    f.seek(SeekFrom::Start(at)).map_err(|e| e.to_string())?;
+    let taken = std::cell::Cell::new(0);
+    let reader = Counted {
+        inner: std::io::BufReader::with_capacity(512, f.take(end.saturating_sub(at))),
+        taken: &taken,
+    };
+    let mut proto = TCompactInputProtocol::new(reader);
+    let bad = |e: thrift::Error| format!("the page header at offset {at} is unreadable: {e}");
+    let (mut compressed, mut uncompressed) = (None, None);
+    proto.read_struct_begin().map_err(bad)?;
+    loop {
+        let field = proto.read_field_begin().map_err(bad)?;
+        if field.field_type == TType::Stop {
+            break;
+        }
+        match (field.id, field.field_type) {
+            (Some(2), TType::I32) => uncompressed = Some(proto.read_i32().map_err(bad)?),
+            (Some(3), TType::I32) => compressed = Some(proto.read_i32().map_err(bad)?),
+            (_, t) => proto.skip(t).map_err(bad)?,
+        }
+        proto.read_field_end().map_err(bad)?;
+    }
+    proto.read_struct_end().map_err(bad)?;
+    let (Some(c), Some(u)) = (compressed, uncompressed) else {
+        return Err(format!(
+            "the page header at offset {at} states no page size"
+        ));
+    };
+    let (Ok(c), Ok(u)) = (u64::try_from(c), u64::try_from(u)) else {
+        return Err(format!(
+            "the page header at offset {at} states a negative page size"
+        ));
+    };
+    Ok(PageSizes {
+        header: taken.get(),
+        compressed: c,
+        uncompressed: u,
+    })
+}
 
 /// The file, remembering where the page reader read first since [`Tracked::mark`]: the
 /// start of the page it goes on to read (its header, or its location in the page index).
@@ -72,6 +153,63 @@ impl ChunkReader for Tracked {
         self.touched(start);
         self.file.get_bytes(start, length)
     }
+}
+
+/// Checks the size every page header of `chunk` states (see the module's documentation):
+/// walked header to header from the chunk's start, or, with a page index, the header at each
+/// location it gives (and the dictionary page before them).
+fn check_page_sizes(
+    file: &File,
+    chunk: &parquet::file::metadata::ColumnChunkMetaData,
+    locations: Option<&[parquet::file::page_index::offset_index::PageLocation]>,
+) -> Result<(), String> {
+    let (start, len) = chunk.byte_range();
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= file.len())
+        .ok_or_else(|| {
+            format!("the column chunk at offset {start} of {len} bytes ends past the file")
+        })?;
+    let check = |at: u64| -> Result<u64, String> {
+        let p = page_sizes(file, at, end)?;
+        let body = at + p.header;
+        if p.compressed > end - body {
+            return Err(format!(
+                "the page at offset {at} claims {} stored bytes, past its column chunk's end \
+                 at {end}",
+                p.compressed
+            ));
+        }
+        let most = p.compressed.saturating_mul(MAX_EXPANSION).max(PAGE_FLOOR);
+        if p.uncompressed > most {
+            return Err(format!(
+                "the page at offset {at} claims {} bytes decompressed from {} (more than \
+                 {MAX_EXPANSION}x and over {PAGE_FLOOR} bytes)",
+                p.uncompressed, p.compressed
+            ));
+        }
+        Ok(body + p.compressed)
+    };
+    let first_located = locations
+        .and_then(|l| l.first())
+        .and_then(|l| u64::try_from(l.offset).ok());
+    let mut at = start;
+    while at < first_located.unwrap_or(end).min(end) {
+        at = check(at)?;
+    }
+    for l in locations.unwrap_or_default() {
+        let at = u64::try_from(l.offset)
+            .ok()
+            .filter(|&o| o >= start && o < end)
+            .ok_or_else(|| {
+                format!(
+                    "the page index locates a page at {} outside its chunk",
+                    l.offset
+                )
+            })?;
+        check(at)?;
+    }
+    Ok(())
 }
 
 /// The fewest bits one PLAIN-encoded value of a column takes: a bit for a boolean, the
@@ -119,6 +257,7 @@ pub fn check_pages(
                 .and_then(|i| i.get(g))
                 .and_then(|i| i.get(c))
                 .map(|i| i.page_locations.clone());
+            check_page_sizes(&reader.file, chunk, locations.as_deref()).map_err(&fail)?;
             let rows = usize::try_from(group.num_rows()).unwrap_or(0);
             let mut pages = SerializedPageReader::new(reader.clone(), chunk, rows, locations)
                 .map_err(|e| fail(e.to_string()))?;
