@@ -6,11 +6,21 @@ use std::path::Path;
 
 use crate::ImportError;
 
-/// Fsyncs the directory `dir` (the entries created, renamed or removed in it).
+/// Fsyncs the directory `dir` (the entries created, renamed or removed in it). A filesystem
+/// that cannot fsync a directory (`EINVAL`, as some network and FUSE ones answer) is taken
+/// as one whose entries are durable when written.
 pub fn sync_dir(dir: &Path) -> Result<(), ImportError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| ImportError::io(dir, e))
+    match std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
+            ) =>
+        {
+            Ok(())
+        }
+        r => r.map_err(|e| ImportError::io(dir, e)),
+    }
 }
 
 /// Fsyncs the directory holding `path` (the current directory for a bare name).
