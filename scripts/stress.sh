@@ -48,26 +48,33 @@ if [ "$jobs" -gt 1 ]; then
   echo "stress: $jobs streams of ${hours}h from seed $seed, logs in $log/job*"
   pids=()
   for k in $(seq 0 $(( jobs - 1 ))); do
-    bash "$0" --hours "$hours" --seed $(( seed + k * 100000 )) --threads "$threads" --modes "$mode_list" \
-      --bin "$bin" --log "$log/job$k" > "$log/job$k.out" 2>&1 &
+    # Each stream in a process group of its own, so an interrupt stops all of it.
+    setsid bash "$0" --hours "$hours" --seed $(( seed + k * 100000 )) --threads "$threads" \
+      --modes "$mode_list" --bin "$bin" --log "$log/job$k" > "$log/job$k.out" 2>&1 &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || true; done
-  # Every stream's chunks, then the sum of their STRESS TOTALS lines (a stream with none:
-  # an anomaly).
-  sum=""
+  trap 'for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null; done' INT TERM
+  failed_jobs=0
+  for p in "${pids[@]}"; do wait "$p" || failed_jobs=$(( failed_jobs + 1 )); done
+  trap - INT TERM
+  # Every stream's chunks, then the sum of their STRESS TOTALS lines (a stream with none, or
+  # one that exited non-zero, counts as an anomaly).
+  sum="" failed_list=""
   for k in $(seq 0 $(( jobs - 1 ))); do
-    grep -E '^(TOTALS|ANOMALY|  )' "$log/job$k.out" | sed "s/^/job$k: /"
+    { grep -E '^(TOTALS|ANOMALY|  )' "$log/job$k.out" || true; } | sed "s/^/job$k: /"
     t=$(grep '^STRESS TOTALS' "$log/job$k.out" || echo "STRESS TOTALS anomalies=1")
     echo "job$k: $t"
+    case "$t" in *" failed="*) failed_list="$failed_list job$k:${t#* failed=}" ;; esac
     sum="$sum ${t#STRESS TOTALS }"
   done
-  echo "$sum" | tr ' ' '\n' | awk -F= -v jobs="$jobs" -v hours="$hours" '
+  echo "$sum failed_jobs=$failed_jobs" | tr ' ' '\n' | awk -F= -v jobs="$jobs" -v hours="$hours" -v failed="$failed_list" '
     $1 == "elapsed_s" { if ($2 > el) el = $2; next }
     $2 ~ /^[0-9]+$/ && $1 != "hours" { s[$1] += $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
     END {
-      line = "STRESS TOTALS jobs=" jobs " hours=" hours " elapsed_s=" el
-      for (i = 1; i <= n; i++) line = line " " order[i] "=" s[order[i]]
+      if (s["failed_jobs"] > 0 && s["anomalies"] == 0) s["anomalies"] = s["failed_jobs"]
+      line = "STRESS TOTALS jobs=" jobs " hours=" hours " elapsed_s=" el + 0
+      for (i = 1; i <= n; i++) if (order[i] != "failed_jobs") line = line " " order[i] "=" s[order[i]]
+      if (failed != "") line = line " failed=" failed
       print line
       exit (s["anomalies"] > 0)
     }'

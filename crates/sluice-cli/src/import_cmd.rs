@@ -126,7 +126,7 @@ pub struct ImportArgs {
     /// checkpoint (kept in a sluice-resume-* directory in the Db directory or --tmp-dir);
     /// refused when the input, schema, table, Db or an output-affecting option changed.
     /// Without it, an interrupted import's checkpoint is discarded. Nothing to resume: the
-    /// import starts over into a table without rows and is refused into one with rows.
+    /// import starts over (refused into a row-id table that holds rows: it may have finished).
     #[arg(long)]
     resume: bool,
     /// Input read between checkpoints of the parse step, e.g. 256M (the default): a resumed

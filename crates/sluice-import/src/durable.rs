@@ -8,19 +8,29 @@ use crate::ImportError;
 
 /// Fsyncs the directory `dir` (the entries created, renamed or removed in it). A filesystem
 /// that cannot fsync a directory (`EINVAL`, as some network and FUSE ones answer) is taken
-/// as one whose entries are durable when written.
+/// as one whose entries are durable when written, and a directory this process may write
+/// into but not open (mode `-wx`) is left as it is.
 pub fn sync_dir(dir: &Path) -> Result<(), ImportError> {
     match std::fs::File::open(dir).and_then(|d| d.sync_all()) {
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
-            ) =>
-        {
-            Ok(())
-        }
+        Err(e) if cannot_sync(&e) || e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
         r => r.map_err(|e| ImportError::io(dir, e)),
     }
+}
+
+/// Fsyncs the data of `file` (at `path`, for errors): a pipe, a terminal or a character
+/// device (`--rejects /dev/stdout`) cannot be, and need not.
+pub fn sync_file(file: &std::fs::File, path: &Path) -> Result<(), ImportError> {
+    match file.sync_data() {
+        Err(e) if cannot_sync(&e) => Ok(()),
+        r => r.map_err(|e| ImportError::io(path, e)),
+    }
+}
+
+fn cannot_sync(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
+    )
 }
 
 /// Fsyncs the directory holding `path` (the current directory for a bare name).
@@ -29,6 +39,22 @@ pub fn sync_parent(path: &Path) -> Result<(), ImportError> {
         Some(d) if !d.as_os_str().is_empty() => sync_dir(d),
         _ => sync_dir(Path::new(".")),
     }
+}
+
+/// Creates the directory `path` and any missing parent, each new entry made durable (its
+/// parent fsynced).
+pub fn create_dir_all(path: &Path) -> Result<(), ImportError> {
+    let mut missing = Vec::new();
+    let mut at = Some(path);
+    while let Some(p) = at.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        missing.push(p);
+        at = p.parent();
+    }
+    std::fs::create_dir_all(path).map_err(|e| ImportError::io(path, e))?;
+    for p in missing.iter().rev() {
+        sync_parent(p)?;
+    }
+    Ok(())
 }
 
 /// Writes `bytes` as the file `path`, durably and whole or not at all: a temporary file
@@ -71,5 +97,14 @@ mod tests {
         let e = replace_file(&dir.path().join("x"), b"y").unwrap_err();
         assert!(e.to_string().contains(".x.tmp"), "{e}");
         sync_parent(Path::new("bare-name")).unwrap();
+        let deep = dir.path().join("a/b/c");
+        create_dir_all(&deep).unwrap();
+        assert!(deep.is_dir());
+        create_dir_all(&deep).unwrap();
+        // A pipe takes no fsync, and needs none.
+        let (r, w) = std::io::pipe().unwrap();
+        let w = std::fs::File::from(std::os::fd::OwnedFd::from(w));
+        sync_file(&w, Path::new("pipe")).unwrap();
+        drop(r);
     }
 }

@@ -536,7 +536,8 @@ fn a_page_claiming_a_decompressed_size_past_its_bytes_is_refused() {
     let s = import(&db, schema, vec![p.clone()], opts()).unwrap();
     assert_eq!(s.rows, 1_000_000);
     // The page header at offset 4: field 1 (type) then field 2, the decompressed size (about
-    // 4 MB: a 4-byte zigzag varint); patch it to 100 MiB, also 4 bytes.
+    // 4 MB: a 4-byte zigzag varint); patch it to 127 MiB (past the 120 MiB floor), also 4
+    // bytes.
     let mut bytes = std::fs::read(&p).unwrap();
     assert_eq!(&bytes[4..6], &[0x15, 0x00], "a data page header");
     assert_eq!(bytes[6], 0x15, "field 2, an i32");
@@ -555,14 +556,14 @@ fn a_page_claiming_a_decompressed_size_past_its_bytes_is_refused() {
         .fold(0u64, |v, &b| (v << 7) | u64::from(b & 0x7f));
     assert!(bytes[7..10].iter().all(|b| b & 0x80 != 0) && bytes[10] < 0x80);
     assert!((2 * 4_000_000..2 * 4_100_000).contains(&was), "{was}");
-    bytes[7..11].copy_from_slice(&varint(2 * (100 << 20)));
+    bytes[7..11].copy_from_slice(&varint(2 * (127 << 20)));
     let bad = dir.path().join("claims.parquet");
     std::fs::write(&bad, &bytes).unwrap();
     let e = import(&db, "CREATE TABLE y (v INT)", vec![bad], opts())
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("claims.parquet: not a readable Parquet file: row group 0, column v: the page at offset 4 claims 104857600 bytes decompressed from"),
+        e.contains("claims.parquet: not a readable Parquet file: row group 0, column v: the page at offset 4 claims 133169152 bytes decompressed from"),
         "{e}"
     );
     assert!(leftovers(dir.path()).is_empty());

@@ -690,7 +690,7 @@ fn a_damaged_positions_file_refuses_the_resume() {
 }
 
 #[test]
-fn resume_with_no_checkpoint_into_a_table_with_rows_is_refused() {
+fn resume_with_no_checkpoint_into_a_row_id_table_with_rows_is_refused() {
     // A table keyed by row id: running a finished import again would add every row twice.
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");
@@ -698,52 +698,60 @@ fn resume_with_no_checkpoint_into_a_table_with_rows_is_refused() {
     let schema = "CREATE TABLE r (a BIGINT, b TEXT);";
     let f = write(dir.path(), "r.csv", b"1,x\n2,y\n3,z\n");
     let o = ck_opts(&tmp);
+    let resume = ImportOptions {
+        resume: true,
+        ..o.clone()
+    };
+    // Into an empty table a resume with nothing to resume starts the import.
+    let s = import(&db, schema, vec![f.clone()], resume.clone()).unwrap();
+    assert!(!s.resumed && s.rows == 3);
     // The import finished and its checkpoint directory went (as after a kill between the
-    // ingest and its removal, or a power loss that lost the directory).
-    let s = import(&db, schema, vec![f.clone()], o.clone()).unwrap();
-    assert_eq!(s.rows, 3);
+    // ingest and the directory's removal): resuming it is refused, the Db unchanged and no
+    // directory left.
     assert!(leftovers(&tmp).is_empty());
     let before = dump(&db);
-    let e = sluice_import::Import::new(
-        schema,
-        vec![f.clone()],
-        ImportOptions {
-            resume: true,
-            ..o.clone()
-        },
-    )
-    .and_then(|i| i.run(&db))
-    .unwrap_err();
+    let e = import(&db, schema, vec![f.clone()], resume.clone()).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, ImportError::CannotResume { .. }), "{msg}");
     assert!(
-        msg.contains("no checkpoint to resume") && msg.contains("table r"),
+        msg.contains("no checkpoint to resume") && msg.contains("table r (keyed by row id"),
         "{msg}"
     );
     assert!(dump(&db) == before, "a refused resume changed the Db");
-    // Killed before its first checkpoint, into that table: refused too, and the directory's
-    // leftovers go.
+    assert!(leftovers(&tmp).is_empty(), "{:?}", leftovers(&tmp));
+    // Killed before its first checkpoint (its directory kept, no CHECKPOINT in it): refused
+    // too, and the directory goes.
     let killed = ImportOptions {
         interrupt_after_checkpoints: Some(1),
         ..o.clone()
     };
     assert!(import(&db, schema, vec![f.clone()], killed).is_err());
     std::fs::remove_file(ck_dir(&tmp).join("CHECKPOINT")).unwrap();
-    let e = import(
-        &db,
-        schema,
-        vec![f.clone()],
-        ImportOptions {
-            resume: true,
-            ..o.clone()
-        },
-    )
-    .unwrap_err();
+    let e = import(&db, schema, vec![f.clone()], resume).unwrap_err();
     assert!(matches!(e, ImportError::CannotResume { .. }), "{e}");
     assert!(dump(&db) == before);
-    assert_eq!(std::fs::read_dir(ck_dir(&tmp)).unwrap().count(), 0);
+    assert!(leftovers(&tmp).is_empty(), "{:?}", leftovers(&tmp));
     // Without resume it imports again, as asked.
-    let s = import(&db, schema, vec![f], o).unwrap();
-    assert_eq!(s.rows, 3);
-    assert!(leftovers(&tmp).is_empty());
+    assert_eq!(
+        import(&db, schema, vec![f.clone()], o.clone())
+            .unwrap()
+            .rows,
+        3
+    );
+    // With a primary key, a resume with nothing to resume starts over (a second run keeps
+    // the same rows under `first`).
+    let pk = "CREATE TABLE p (a BIGINT PRIMARY KEY, b TEXT);";
+    let first = ImportOptions {
+        on_duplicate: OnDuplicate::First,
+        resume: true,
+        ..o
+    };
+    assert_eq!(
+        import(&db, pk, vec![f.clone()], first.clone())
+            .unwrap()
+            .rows,
+        3
+    );
+    let s = import(&db, pk, vec![f], first).unwrap();
+    assert!(!s.resumed);
 }

@@ -43,8 +43,8 @@ use crate::ImportError;
 pub const MAX_EXPANSION: u64 = 1032;
 
 /// Decompressed bytes any page may claim, whatever its stored size (writers cut pages at
-/// about 1 MiB by default).
-pub const PAGE_FLOOR: u64 = 64 << 20;
+/// about 1 MiB by default; DuckDB's largest are about 100 MB).
+pub const PAGE_FLOOR: u64 = 120 << 20;
 
 /// The sizes a page header states.
 struct PageSizes {

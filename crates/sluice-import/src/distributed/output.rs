@@ -101,6 +101,7 @@ fn export_inner(
         )));
     }
     let chosen = choose_manifests(plan, manifests)?;
+    crate::durable::create_dir_all(out)?;
     let mut ranges = Vec::new();
     // Every directory a file was moved into, fsynced before `ranges.json` names the files.
     let mut dirs = std::collections::BTreeSet::new();

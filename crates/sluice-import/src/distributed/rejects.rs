@@ -184,9 +184,7 @@ pub fn tally_rejects(
         }
         w.flush().map_err(|e| ImportError::io(path, e))?;
         // Durable before the caller commits the job: the rows are in neither place otherwise.
-        w.get_ref()
-            .sync_all()
-            .map_err(|e| ImportError::io(path, e))?;
+        crate::durable::sync_file(w.get_ref(), path)?;
         crate::durable::sync_parent(path)?;
     }
     Ok(bad.len() as u64)

@@ -317,10 +317,7 @@ impl Import {
                 .clone()
                 .unwrap_or_else(|| "rejects".into());
             w.flush().map_err(|e| ImportError::io(&p, e))?;
-            w.get_ref()
-                .file
-                .sync_data()
-                .map_err(|e| ImportError::io(&p, e))?;
+            crate::durable::sync_file(&w.get_ref().file, &p)?;
         }
         // Step 5.
         counters.set_phase(Phase::Ingest);

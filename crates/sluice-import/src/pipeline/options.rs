@@ -88,9 +88,9 @@ pub struct ImportOptions {
     /// with `resume` the next import picks its work up (refusing with
     /// [`crate::ImportError::CannotResume`] when the input, schema, table, Db or an option that
     /// changes the result differ), without it the next import discards it. No checkpoint to
-    /// resume: the import starts over into a table without rows, and refuses into one with
-    /// rows (the interrupted import may have finished). Imports of an Arrow stream are not
-    /// resumable.
+    /// resume: the import starts over, except into a table keyed by row id that holds rows,
+    /// where it refuses (the interrupted import may have finished, and a second run would add
+    /// its rows twice). Imports of an Arrow stream are not resumable.
     pub resume: bool,
     /// Input bytes between checkpoints of the parse step (default 256 MiB): at each, the sort
     /// buffers are spilled and the sorted input streamed so far is cut into a finished file,

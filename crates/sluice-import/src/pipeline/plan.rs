@@ -121,24 +121,28 @@ impl Import {
         catalog::bind(&existing, def)
     }
 
-    /// `resume` found no checkpoint in `dir`. Into a table that holds no rows the import
-    /// starts over. Into one that holds rows it refuses: the interrupted import may have
-    /// finished (its ingest committed, then its directory was removed or lost in a power
-    /// loss) and running it again would add its rows twice to a table keyed by row id.
+    /// `resume` found no checkpoint in `dir`: the import starts over, except into a table
+    /// keyed by row id that already holds rows. There the interrupted import may have finished
+    /// (its ingest committed, then its directory was removed before it could say so), and
+    /// running it again would add every row a second time under new row ids, silently; it
+    /// refuses instead. (With a primary key a second run is harmless or loud: `first` and
+    /// `last` leave the same rows, `error` refuses the duplicates.)
     fn nothing_to_resume(
         &self,
         dir: &Path,
         table: &TableDef,
         existing_rows: bool,
     ) -> Result<(), ImportError> {
-        if existing_rows {
+        if existing_rows && table.has_rowid() {
+            // A directory made for this run only goes (a kept one was emptied already).
+            let _ = std::fs::remove_dir(dir);
             return Err(ImportError::CannotResume {
                 dir: dir.to_path_buf(),
                 reason: format!(
-                    "there is no checkpoint to resume and table {} already holds rows: the \
-                     interrupted import may have finished (its ingest committed before its \
-                     checkpoint was removed) or stopped before its first checkpoint; check the \
-                     table, then import again without resume",
+                    "there is no checkpoint to resume, and table {} (keyed by row id, no \
+                     primary key) already holds rows: the interrupted import may have finished \
+                     before its checkpoint was removed, and running it again would add its rows \
+                     twice; check the table, then import again without resume",
                     table.name
                 ),
             });
@@ -320,16 +324,16 @@ impl Import {
                 }
                 if let Some(r) = &ck.recorder {
                     let path = checkpoint::positions_path(dir, st.slot);
-                    w.resume_positions(path.clone(), r.clone()).map_err(|e| {
-                        let why = match e {
-                            sluice::Error::Io { source, .. } => source.to_string(),
-                            e => e.to_string(),
-                        };
-                        ImportError::CannotResume {
-                            dir: dir.to_path_buf(),
-                            reason: format!("{}: {why}", path.display()),
-                        }
-                    })?;
+                    w.resume_positions(path.clone(), r.clone())
+                        .map_err(|e| match e {
+                            sluice::Error::Io { source, .. } if checkpoint::damaged(&source) => {
+                                ImportError::CannotResume {
+                                    dir: dir.to_path_buf(),
+                                    reason: format!("{}: {source}", path.display()),
+                                }
+                            }
+                            e => e.into(),
+                        })?;
                 }
                 st.writer = Some(w);
             }

@@ -393,6 +393,18 @@ pub(crate) fn check_file(dir: &Path, path: &Path, size: Option<u64>) -> Result<(
     Ok(())
 }
 
+/// Whether reading a file a checkpoint names failed because the file is gone or not what the
+/// checkpoint recorded (the resume is refused), rather than for the moment (EIO, EMFILE: an
+/// I/O error, the checkpoint kept as it is).
+pub(crate) fn damaged(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::InvalidData
+            | std::io::ErrorKind::NotFound
+            | std::io::ErrorKind::UnexpectedEof
+    )
+}
+
 /// The positions file of index `slot` in `dir`.
 pub(crate) fn positions_path(dir: &Path, slot: usize) -> PathBuf {
     dir.join(format!("positions-{slot}"))
@@ -534,7 +546,7 @@ impl Import {
             let p = self.opts.rejects.clone().unwrap_or_default();
             w.flush().map_err(|e| ImportError::io(&p, e))?;
             let f = w.get_mut();
-            f.file.sync_data().map_err(|e| ImportError::io(&p, e))?;
+            crate::durable::sync_file(&f.file, &p)?;
             rejects_len = f.file.metadata().map_err(|e| ImportError::io(&p, e))?.len();
             rejects_crc = Some(f.crc);
         }

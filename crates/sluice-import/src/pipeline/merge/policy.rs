@@ -160,9 +160,15 @@ impl<'a> EmitCtx<'a> {
                     files,
                     ck.positions_file,
                 )
-                .map_err(|e| ImportError::CannotResume {
-                    dir: dir.to_path_buf(),
-                    reason: format!("{}: {e}", path.display()),
+                .map_err(|e| {
+                    if crate::pipeline::checkpoint::damaged(&e) {
+                        ImportError::CannotResume {
+                            dir: dir.to_path_buf(),
+                            reason: format!("{}: {e}", path.display()),
+                        }
+                    } else {
+                        ImportError::io(&path, e)
+                    }
                 })?;
                 *to = Some(Arc::new(restored));
             }
