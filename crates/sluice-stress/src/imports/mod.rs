@@ -32,13 +32,14 @@
 //! so the driver re-creates each one from the child's log: `start N`, then `done N` or
 //! `failed N: reason`, each line synced before the import starts or after it returns.
 
+mod child;
 pub mod spec;
+
+use child::import_resuming;
+pub use child::run_child_imports;
 
 use std::io::{Seek as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
 
 use rand::{Rng as _, SeedableRng as _};
 use sluice::{Db, ReadOptions};
@@ -63,80 +64,6 @@ pub fn outside_tmp(root: &Path) -> PathBuf {
 
 fn inputs_dir(root: &Path) -> PathBuf {
     root.join("inputs")
-}
-
-/// The child's import thread: imports numbered from `first` until `stop` or `deadline`.
-pub fn run_child_imports(
-    db: Arc<Db>,
-    root: PathBuf,
-    seed: u64,
-    first: u64,
-    stop: Arc<AtomicBool>,
-    deadline: Instant,
-) -> std::io::Result<()> {
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(root.join(LOG))?;
-    let mut line = |s: String| -> std::io::Result<()> {
-        log.write_all(s.as_bytes())?;
-        log.sync_data()
-    };
-    let resume_first = std::fs::read_to_string(root.join(RESUME))
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        == Some(first);
-    let mut n = first;
-    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-        let spec = ImportSpec::new(seed, n);
-        let resume = resume_first && n == first;
-        // A resume reads the interrupted import's files as they are (the checkpoint holds
-        // their sizes and modification times).
-        let files = if resume {
-            spec.input_paths(&inputs_dir(&root))
-        } else {
-            spec.write_inputs(&inputs_dir(&root))?
-        };
-        line(format!("start {n}\n"))?;
-        let opts = ImportOptions {
-            resume,
-            ..spec.options(&outside_tmp(&root))
-        };
-        let r = import_resuming(&spec, files, opts, &db);
-        match r {
-            Ok(s) => {
-                if s.resumed {
-                    line(format!("resumed {n}\n"))?;
-                }
-                line(format!("done {n}\n"))?
-            }
-            Err(e) => line(format!("failed {n}: {}\n", one_line(&e.to_string())))?,
-        }
-        n += 1;
-    }
-    Ok(())
-}
-
-/// Runs the import of `spec`; a resume refused for want of a checkpoint (into a table that
-/// holds rows: see `sluice_import::ImportOptions::resume`) runs again without `resume`.
-fn import_resuming(
-    spec: &ImportSpec,
-    files: Vec<PathBuf>,
-    opts: ImportOptions,
-    db: &Db,
-) -> Result<sluice_import::Summary, sluice_import::ImportError> {
-    let again = ImportOptions {
-        resume: false,
-        ..opts.clone()
-    };
-    match Import::new(spec.schema(), files.clone(), opts).and_then(|i| i.run(db)) {
-        Err(sluice_import::ImportError::CannotResume { reason, .. })
-            if reason.starts_with("there is no checkpoint to resume") =>
-        {
-            Import::new(spec.schema(), files, again).and_then(|i| i.run(db))
-        }
-        r => r,
-    }
 }
 
 /// A fair coin drawn from the run's seed, an import's number and a salt.
