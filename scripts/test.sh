@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# A clean clone gains nothing from incremental caches; they only take disk.
+export CARGO_INCREMENTAL=0
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
