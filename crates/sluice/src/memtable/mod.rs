@@ -63,9 +63,8 @@ impl MemTable {
             self.list
                 .insert_accounting((key.len() + value.len() + 64) as u64);
         } else {
-            let mut ik = Vec::with_capacity(key.len() + key::TRAILER_LEN);
-            key::append_internal_key(&mut ik, key, seqno, kind as u8);
-            self.list.insert(&ik, value);
+            let trailer = key::pack_trailer(seqno, kind as u8).to_le_bytes();
+            self.list.insert_parts(key, &trailer, value);
         }
         self.largest_seqno.fetch_max(seqno, Ordering::Relaxed);
         self.smallest_seqno.fetch_min(seqno, Ordering::Relaxed);
