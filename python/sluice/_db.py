@@ -405,7 +405,8 @@ def open(  # noqa: A001 - the package's entry point is sluice.open
 
     ``options`` (``sluice::Options`` fields; a Db keeps the ones it was created with unless
     given again): ``write_buffer_size``, ``max_write_buffer_number``, ``target_file_size``,
-    ``max_background_jobs``, ``max_subcompactions``, ``block_cache_bytes``, ``block_size``,
+    ``max_background_jobs``, ``max_subcompactions``, ``background_nice`` (0..=19, default
+    10: the background threads' niceness), ``block_cache_bytes``, ``block_size``,
     ``block_restart_interval``, ``compression`` ("none", "snappy", "lz4", "zstd"),
     ``bloom_bits_per_key``, ``checksum``, ``verify_checksums``, ``l0_compaction_trigger``,
     ``l0_slowdown_writes_trigger``, ``l0_stop_writes_trigger``, ``max_open_files``, …

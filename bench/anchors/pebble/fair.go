@@ -58,6 +58,7 @@ func tableParams(o *pebble.Options) map[string]any {
 		"l0_compaction_threshold": o.L0CompactionThreshold,
 		"file_write_buffer":       "1 MiB (bufio around the vfs file; Pebble's default is 4 KiB)",
 		"checksum":                "CRC32c (Pebble's default)",
+		"background_priority":     "the process's (goroutines: Go has no per-thread priority); WAL files recycled (its default)",
 		"pebble":                  pebbleVersion()}
 }
 

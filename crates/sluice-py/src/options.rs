@@ -53,6 +53,7 @@ pub fn apply_db_options(
             "target_file_size" => o.target_file_size = v.extract()?,
             "max_background_jobs" => o.max_background_jobs = v.extract()?,
             "max_subcompactions" => o.max_subcompactions = v.extract()?,
+            "background_nice" => o.background_nice = v.extract()?,
             "max_open_files" => o.max_open_files = v.extract()?,
             "block_cache_bytes" => o.block_cache_bytes = v.extract()?,
             "block_size" => o.block_size = v.extract()?,

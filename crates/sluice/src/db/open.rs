@@ -80,7 +80,10 @@ impl Db {
                 let inner = Arc::clone(&inner);
                 std::thread::Builder::new()
                     .name(format!("sluice-bg-{i}"))
-                    .spawn(move || inner.background_loop())
+                    .spawn(move || {
+                        lower_priority(inner.opts.background_nice);
+                        inner.background_loop()
+                    })
                     .expect("spawn background worker")
             })
             .collect();
@@ -342,7 +345,9 @@ impl Db {
         let wal_number = rec.next_file_number;
         rec.next_file_number += 1;
         let wal_path = wal_name(dir, wal_number);
-        let wal = LogWriter::new(fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?);
+        let mut wal_file = fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?;
+        wal_file.preallocate(super::write::wal_preallocation(opts));
+        let wal = LogWriter::new(wal_file);
         let added: Vec<(usize, FileMeta)> = recovered.into_iter().map(|f| (0, f)).collect();
         if !added.is_empty() {
             let edit = VersionEdit {
@@ -604,4 +609,21 @@ pub(super) fn set_current(fs: &dyn FileSystem, dir: &Path, manifest_number: u64)
     fs.rename(&tmp, &current)
         .map_err(|e| Error::io(&current, e))?;
     fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+}
+
+/// Lowers the calling thread's CPU priority to niceness `nice` (`Options::background_nice`);
+/// threads it starts inherit it. Best effort: a failure leaves the priority as it was.
+fn lower_priority(nice: i32) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // On Linux, PRIO_PROCESS with a thread id names that one thread. Only ever lowered: a
+        // Db opened by a process already nicer than `nice` keeps the process's niceness.
+        let me = Some(rustix::thread::gettid());
+        let now = rustix::process::getpriority_process(me).unwrap_or(0);
+        if nice > now {
+            let _ = rustix::process::setpriority_process(me, nice);
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = nice;
 }

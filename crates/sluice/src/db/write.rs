@@ -285,7 +285,8 @@ impl Inner {
             // Earlier WALs must be durable before later ones: a sync write in the new WAL
             // implies every write before it survives.
             wal.sync()?;
-            let f = self.fs.create(&path)?;
+            let mut f = self.fs.create(&path)?;
+            f.preallocate(wal_preallocation(&self.opts));
             self.fs.sync_dir(&self.dir)?;
             Ok(std::mem::replace(&mut *wal, LogWriter::new(f)))
         };
@@ -353,6 +354,14 @@ impl Inner {
         q.latches.retain(|(l, _, _)| *l != id);
         self.queue_cv.notify_all();
     }
+}
+
+/// Bytes reserved on disk for each new WAL: a memtable's worth and a tenth (RocksDB's
+/// preallocation of WALs), so that its appends allocate no blocks
+/// ([`WritableFile::preallocate`](crate::fs::WritableFile::preallocate)).
+pub(super) fn wal_preallocation(opts: &super::Options) -> u64 {
+    let b = opts.write_buffer_size as u64;
+    b + b / 10
 }
 
 /// Why writes stall, for a trace (the empty string when not tracing: nothing is computed).

@@ -31,6 +31,11 @@ pub trait WritableFile: Write + Send {
     fn sync_handle(&mut self) -> Option<SyncHandle> {
         None
     }
+    /// Reserves disk blocks for the first `len` bytes without changing the file's size
+    /// (`fallocate` with `FALLOC_FL_KEEP_SIZE` on Linux), so that appends into them need no
+    /// block allocation. Advice: where unsupported, or when it fails, nothing happens (the
+    /// writes then allocate as they go, and report any error themselves).
+    fn preallocate(&mut self, _len: u64) {}
 }
 
 /// A held lock on a database directory; released on drop.
@@ -249,6 +254,21 @@ impl Write for RealWritable {
 }
 
 impl WritableFile for RealWritable {
+    fn preallocate(&mut self, len: u64) {
+        // An appending write into blocks not yet allocated takes ext4's per-inode block-map
+        // lock, which writeback of the same file (the background sync every 8 MiB, or the
+        // kernel's flusher) holds while it allocates: a WAL write(2) sat 26 ms there behind
+        // a group of writers (bench/profiles/README.md). RocksDB preallocates WALs alike.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let _ = rustix::fs::fallocate(
+            self.file.file(),
+            rustix::fs::FallocateFlags::KEEP_SIZE,
+            0,
+            len,
+        );
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = len;
+    }
     fn sync(&mut self) -> io::Result<()> {
         self.flush()?;
         self.file.sync_data()
