@@ -622,3 +622,42 @@ fn failed_manifest_sync_in_flush_never_loses_synced_writes() {
         "a synced, acknowledged write is lost after a failed MANIFEST sync: {got:?}"
     );
 }
+
+/// A new WAL has a memtable's worth of blocks (and a tenth) reserved while its size stays what
+/// was written: appends then need no block allocation, and recovery reads no zeroes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_new_wal_has_its_blocks_reserved_and_keeps_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // Only where the file system supports it (tmpfs, ext4, xfs, btrfs do).
+    let probe = dir.path().join("probe");
+    let f = std::fs::File::create(&probe).unwrap();
+    if rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::KEEP_SIZE, 0, 1 << 20).is_err() {
+        panic!("the test directory's file system does not support fallocate");
+    }
+    let opts = Options {
+        write_buffer_size: 8 << 20,
+        ..Options::default()
+    };
+    let path = dir.path().join("db");
+    let db = Db::open(&path, opts).unwrap();
+    db.put(b"key", b"value").unwrap();
+    let wals: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    let m = std::fs::metadata(&wals[0]).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert!(m.len() < 4096, "size {} is what was written", m.len());
+    assert!(
+        m.blocks() * 512 >= (8 << 20) + (8 << 20) / 10,
+        "{} bytes reserved",
+        m.blocks() * 512
+    );
+    db.close().unwrap();
+    let db = Db::open(&path, Options::default()).unwrap();
+    assert_eq!(db.get(b"key").unwrap().as_deref(), Some(&b"value"[..]));
+    db.close().unwrap();
+}
