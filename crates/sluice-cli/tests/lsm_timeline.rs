@@ -33,7 +33,10 @@ fn tsv(prefix: &str, range: std::ops::Range<u32>) -> Vec<u8> {
 fn build_db(dir: &Path) {
     let d = dir.to_str().unwrap();
     common::import_penguins(d);
-    for (lo, hi) in [(0, 400), (100, 300), (200, 260), (500, 900)] {
+    // At most three L0 sublevels with the wide file below: the automatic compaction trigger
+    // (four) is never reached, so no background compaction races the manual one below (which
+    // of the two ran first, and so the edits' order, hung on thread timing).
+    for (lo, hi) in [(0, 400), (100, 300), (500, 900)] {
         sluice(&["load", "--db", d], &tsv("k", lo..hi));
         sluice(&["flush", "--db", d], b"");
     }
