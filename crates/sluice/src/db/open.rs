@@ -345,9 +345,9 @@ impl Db {
         let wal_number = rec.next_file_number;
         rec.next_file_number += 1;
         let wal_path = wal_name(dir, wal_number);
-        let mut wal_file = fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?;
-        wal_file.preallocate(super::write::wal_preallocation(opts));
-        let wal = LogWriter::new(wal_file);
+        let wal = LogWriter::new(
+            super::write::create_wal(fs, &wal_path, opts).map_err(|e| Error::io(&wal_path, e))?,
+        );
         let added: Vec<(usize, FileMeta)> = recovered.into_iter().map(|f| (0, f)).collect();
         if !added.is_empty() {
             let edit = VersionEdit {

@@ -285,8 +285,7 @@ impl Inner {
             // Earlier WALs must be durable before later ones: a sync write in the new WAL
             // implies every write before it survives.
             wal.sync()?;
-            let mut f = self.fs.create(&path)?;
-            f.preallocate(wal_preallocation(&self.opts));
+            let f = create_wal(&*self.fs, &path, &self.opts)?;
             self.fs.sync_dir(&self.dir)?;
             Ok(std::mem::replace(&mut *wal, LogWriter::new(f)))
         };
@@ -356,12 +355,18 @@ impl Inner {
     }
 }
 
-/// Bytes reserved on disk for each new WAL: a memtable's worth and a tenth (RocksDB's
+/// Creates a WAL file with a memtable's worth and a tenth reserved on disk (RocksDB's
 /// preallocation of WALs), so that its appends allocate no blocks
 /// ([`WritableFile::preallocate`](crate::fs::WritableFile::preallocate)).
-pub(super) fn wal_preallocation(opts: &super::Options) -> u64 {
+pub(super) fn create_wal(
+    fs: &dyn crate::fs::FileSystem,
+    path: &std::path::Path,
+    opts: &super::Options,
+) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
+    let mut f = fs.create(path)?;
     let b = opts.write_buffer_size as u64;
-    b + b / 10
+    f.preallocate(b + b / 10);
+    Ok(f)
 }
 
 /// Why writes stall, for a trace (the empty string when not tracing: nothing is computed).
