@@ -28,11 +28,16 @@ pub(super) struct FileBook {
     /// Tables removed from the current version that an older, still-read version may hold
     /// (invariant 3).
     obsolete: Vec<u64>,
-    /// Every version handed out; a table any of them holds stays on disk.
-    live_versions: Vec<Weak<Version>>,
+    /// Every version handed out, with its tables; a table any live one holds stays on disk.
+    /// Liveness is read from the weak count, never by upgrading: a reader dropping the last
+    /// reference purges if and only if it sees the count reach zero (`ReadPin`), which an
+    /// upgrade here would hide from it, leaving its tables undeleted until some later purge.
+    live_versions: Vec<(Weak<Version>, Vec<u64>)>,
     /// Every flushable ingest handed out (a snapshot's view may hold one after its tables were
     /// installed and compacted away): their tables stay on disk too.
     live_ingested: Vec<Weak<IngestedTables>>,
+    /// Tables taken by [`FileBook::take_dead`] whose files are not unlinked yet.
+    removing: usize,
 }
 
 impl FileBook {
@@ -43,8 +48,9 @@ impl FileBook {
             log_number,
             uninstalled: HashSet::new(),
             obsolete: Vec::new(),
-            live_versions: vec![Arc::downgrade(version)],
+            live_versions: vec![(Arc::downgrade(version), version.file_numbers().collect())],
             live_ingested: Vec::new(),
+            removing: 0,
         }
     }
 
@@ -87,8 +93,9 @@ impl FileBook {
 
     /// A version is handed out: its tables stay while it lives.
     pub(super) fn track_version(&mut self, v: &Arc<Version>) {
-        self.live_versions.retain(|w| w.strong_count() > 0);
-        self.live_versions.push(Arc::downgrade(v));
+        self.live_versions.retain(|(w, _)| w.strong_count() > 0);
+        self.live_versions
+            .push((Arc::downgrade(v), v.file_numbers().collect()));
     }
 
     /// A flushable ingest is queued: its tables stay while it lives.
@@ -118,7 +125,18 @@ impl FileBook {
         let (dead, still): (Vec<u64>, Vec<u64>) =
             self.obsolete.iter().partition(|n| !live.contains(n));
         self.obsolete = still;
+        self.removing += dead.len();
         dead
+    }
+
+    /// `n` tables [`FileBook::take_dead`] handed out are unlinked.
+    pub(super) fn removed(&mut self, n: usize) {
+        self.removing -= n;
+    }
+
+    /// Some table taken for deletion is not unlinked yet.
+    pub(super) fn removing(&self) -> bool {
+        self.removing > 0
     }
 
     /// Every table that must stay on disk: held by `current`, a live version or a live
@@ -131,11 +149,11 @@ impl FileBook {
 
     /// Every table `current`, a live version or a live flushable ingest holds.
     fn live_tables(&mut self, current: &Version) -> HashSet<u64> {
-        self.live_versions.retain(|w| w.strong_count() > 0);
+        self.live_versions.retain(|(w, _)| w.strong_count() > 0);
         self.live_ingested.retain(|w| w.strong_count() > 0);
         let mut live: HashSet<u64> = current.file_numbers().collect();
-        for v in self.live_versions.iter().filter_map(Weak::upgrade) {
-            live.extend(v.file_numbers());
+        for (_, numbers) in &self.live_versions {
+            live.extend(numbers.iter().copied());
         }
         for t in self.live_ingested.iter().filter_map(Weak::upgrade) {
             live.extend(t.files.iter().map(|f| f.number));

@@ -388,6 +388,7 @@ impl Db {
             let idle = !s.jobs.flush_running()
                 && s.imm.is_empty()
                 && s.jobs.compactions_running() == 0
+                && !s.files.removing()
                 && picker::pick_compaction(&s.version, &picker_opts, s.jobs.compacting_files())
                     .is_none();
             if idle {

@@ -72,9 +72,15 @@ impl Inner {
             }
             dead
         };
+        let taken = dead.len();
         for n in dead {
             self.table_cache.evict(n);
             self.remove_table(n, TableFileDeletion::Obsolete);
+        }
+        if taken > 0 {
+            // wait_for_background_work counts these as background work until now.
+            self.state.lock().files.removed(taken);
+            self.done_cv.notify_all();
         }
     }
 
