@@ -59,6 +59,7 @@ pub fn apply_db_options(
             "block_size" => o.block_size = v.extract()?,
             "block_restart_interval" => o.block_restart_interval = v.extract()?,
             "verify_checksums" => o.verify_checksums = v.extract()?,
+            "wal_mmap_writes" => o.wal_mmap_writes = v.extract()?,
             "max_manifest_file_size" => o.max_manifest_file_size = v.extract()?,
             "checksum" => o.checksum = checksum(py, &v)?,
             "compression" => o.compression_per_level = [compression(py, &v)?; _],

@@ -27,7 +27,7 @@ pub enum WalCommand {
 /// `sluice wal dump FILE`: one line per batch and entry.
 pub fn dump(file: PathBuf, enc: KvEnc) -> CmdResult {
     let data = read_file(&file)?;
-    let mut r = LogReader::new(&data, &file);
+    let mut r = LogReader::wal(&data, &file);
     let mut records = 0u64;
     let (k, v) = (enc.keys(), enc.values());
     let mut out = BufWriter::new(std::io::stdout().lock());

@@ -124,9 +124,9 @@ pub fn exercise_options(bytes: &[u8]) -> Result<Options> {
     Ok(loaded)
 }
 
-/// Every record of a log, as the readers of open see them: the count and how the log ended.
+/// Every record of a WAL, as the WAL reader of open sees them: the count and how the log ended.
 fn read_log(bytes: &[u8], path: &Path) -> Result<(u64, LogEnd)> {
-    let mut reader = LogReader::new(bytes, path);
+    let mut reader = LogReader::wal(bytes, path);
     let mut n = 0;
     while reader.next_record()?.is_some() {
         n += 1;

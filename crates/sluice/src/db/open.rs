@@ -238,7 +238,7 @@ impl Db {
             rec.next_file_number = rec.next_file_number.max(w + 1);
             let path = wal_name(dir, w);
             let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-            let mut reader = LogReader::new(&data, &path);
+            let mut reader = LogReader::wal(&data, &path);
             // Made at the first entry: a memtable costs about a megabyte before it holds one
             // (its skiplist's chunk table and first chunk), and a WAL may hold none.
             let mut mem: Option<Arc<MemTable>> = None;

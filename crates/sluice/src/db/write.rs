@@ -356,17 +356,16 @@ impl Inner {
 }
 
 /// Creates a WAL file with a memtable's worth and a tenth reserved on disk (RocksDB's
-/// preallocation of WALs), so that its appends allocate no blocks
-/// ([`WritableFile::preallocate`](crate::fs::WritableFile::preallocate)).
+/// preallocation of WALs), so that its appends allocate no blocks, written through a mapping
+/// of that space with [`Options::wal_mmap_writes`](super::Options::wal_mmap_writes)
+/// ([`FileSystem::create_log`](crate::fs::FileSystem::create_log)).
 pub(super) fn create_wal(
     fs: &dyn crate::fs::FileSystem,
     path: &std::path::Path,
     opts: &super::Options,
 ) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
-    let mut f = fs.create(path)?;
     let b = opts.write_buffer_size as u64;
-    f.preallocate(b + b / 10);
-    Ok(f)
+    fs.create_log(path, b + b / 10, opts.wal_mmap_writes)
 }
 
 /// Why writes stall, for a trace (the empty string when not tracing: nothing is computed).

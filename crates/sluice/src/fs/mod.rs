@@ -8,6 +8,8 @@
 
 pub mod failpoints;
 mod file;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod mapped;
 mod mem;
 
 use std::io::{self, Write};
@@ -17,6 +19,10 @@ use std::sync::Arc;
 pub use mem::{FaultConfig, MemFs};
 
 pub use file::{open_file, RandomAccessFile};
+
+/// A log written through a mapping ([`FileSystem::create_log`]) is a multiple of this long until
+/// it is closed: how its reader knows that zeros at its end may be reserved space.
+pub const MAPPED_LOG_ALIGN: u64 = 64 << 10;
 
 /// Makes durable what a file had handed to the OS when the handle was taken (or later).
 pub type SyncHandle = Box<dyn FnOnce() -> io::Result<()> + Send>;
@@ -46,6 +52,20 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Creates `path` for writing; fails with `AlreadyExists` if the name exists. Nothing in the
     /// engine ever truncates an existing file: the name may be a hard link to a user's file.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates a write-ahead log at `path` (which must not exist) with room reserved for its
+    /// first `reserve` bytes. With `mapped`, a file system may write it through a memory
+    /// mapping of the reserved space ([`RealFs`] does on Linux: an append is a copy into the
+    /// page cache, no system call; the file's tail is zeros until it is closed). The default
+    /// creates it with [`FileSystem::create`] and [`WritableFile::preallocate`]s it.
+    fn create_log(
+        &self,
+        path: &Path,
+        reserve: u64,
+        mapped: bool,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let _ = mapped;
+        create_preallocated(self, path, reserve)
+    }
     /// Opens `path` for positional reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.
@@ -73,6 +93,17 @@ pub trait FileSystem: Send + Sync + 'static {
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Takes an exclusive lock on `path` (the database's LOCK file).
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
+}
+
+/// Creates `path` with [`FileSystem::create`] and reserves `reserve` bytes for it.
+fn create_preallocated<F: FileSystem + ?Sized>(
+    fs: &F,
+    path: &Path,
+    reserve: u64,
+) -> io::Result<Box<dyn WritableFile>> {
+    let mut f = fs.create(path)?;
+    f.preallocate(reserve);
+    Ok(f)
 }
 
 /// Start background writeback after this many new bytes (RocksDB's `bytes_per_sync` idea):
@@ -300,6 +331,25 @@ struct RealLock(#[allow(dead_code)] std::fs::File);
 impl DirLock for RealLock {}
 
 impl FileSystem for RealFs {
+    fn create_log(
+        &self,
+        path: &Path,
+        reserve: u64,
+        mapped: bool,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if mapped {
+            match mapped::MappedLog::create(path, reserve) {
+                Ok(f) => return Ok(Box::new(f)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+                // No fallocate here (some file systems), no room for the reservation, no
+                // mapping: write the log through write(2), which reports its own errors.
+                Err(_) => {}
+            }
+        }
+        let _ = mapped;
+        create_preallocated(self, path, reserve)
+    }
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         Ok(Box::new(RealWritable {
             file: SyncingFile::new(

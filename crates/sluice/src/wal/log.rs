@@ -17,6 +17,15 @@
 //!
 //! Limit: corruption in the middle *and* a torn tail at the end at once is read as a torn tail
 //! at the first damage (as RocksDB's default point-in-time recovery would).
+//!
+//! Preallocated tails ([`LogReader::wal`], for WALs only): a WAL written through a mapping of
+//! preallocated space (`Options::wal_mmap_writes`) is longer than its records until it is
+//! closed (a multiple of [`MAPPED_LOG_ALIGN`](crate::fs::MAPPED_LOG_ALIGN) long), and its pages
+//! may reach the disk in any order before a sync. For a WAL of such a length:
+//! 3. A fragment header from which the rest of the file is zeros is the clean end of the log.
+//! 4. Damage whose stretch up to the next valid chain holds a whole 4 KiB page of zeros is a
+//!    torn tail, not corruption: a page written after the last sync that never reached the
+//!    disk reads as zeros, while later pages did. Other damage follows rules 1 and 2.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -29,6 +38,8 @@ use crate::fs::WritableFile;
 pub const BLOCK_SIZE: usize = 32 * 1024;
 /// Size of a fragment header.
 pub const HEADER_SIZE: usize = 7;
+/// The unit in which a preallocated WAL's unsynced pages reach the disk (rule 4).
+const PAGE: usize = 4096;
 
 const FULL: u8 = 1;
 const FIRST: u8 = 2;
@@ -147,6 +158,11 @@ pub struct LogReader<'a> {
     pos: usize,
     path: PathBuf,
     end: Option<LogEnd>,
+    /// A fragment header at or past this offset ends the log cleanly: `buf.len()`, or for a
+    /// WAL where the zeros of a preallocated tail begin (rule 3).
+    clean_end: usize,
+    /// Rules 3 and 4 apply.
+    preallocated: bool,
 }
 
 enum Frag<'a> {
@@ -183,15 +199,15 @@ impl std::fmt::Display for BadFrag {
 }
 
 /// The fragment at `*pos` of `buf` (stepping over a block tail too short for a header), and
-/// `*pos` past it when it is valid.
-fn fragment_at<'a>(buf: &'a [u8], pos: &mut usize) -> Frag<'a> {
+/// `*pos` past it when it is valid; a header at or past `clean_end` is the end.
+fn fragment_at<'a>(buf: &'a [u8], pos: &mut usize, clean_end: usize) -> Frag<'a> {
     loop {
         let in_block = *pos % BLOCK_SIZE;
         if BLOCK_SIZE - in_block < HEADER_SIZE {
             *pos += BLOCK_SIZE - in_block;
             continue;
         }
-        if *pos >= buf.len() {
+        if *pos >= buf.len() || *pos >= clean_end {
             return Frag::Eof;
         }
         let rest = &buf[*pos..];
@@ -232,6 +248,26 @@ impl<'a> LogReader<'a> {
             pos: 0,
             path: path.to_path_buf(),
             end: None,
+            clean_end: buf.len(),
+            preallocated: false,
+        }
+    }
+
+    /// A reader over a WAL, which may have been written into preallocated space: a zero tail
+    /// ends it cleanly, and damage spanning a zeroed page is a torn tail (rules 3 and 4).
+    /// Only a file of a preallocated length is read so: a WAL written through `write(2)` is
+    /// exactly its records, and a tear inside a record whose payload ends in zeros must stay a
+    /// tear (the zeros are no end of the log).
+    pub fn wal(buf: &'a [u8], path: &Path) -> Self {
+        let align = crate::fs::MAPPED_LOG_ALIGN as usize;
+        if buf.is_empty() || !buf.len().is_multiple_of(align) {
+            return Self::new(buf, path);
+        }
+        let zeros_from = buf.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        LogReader {
+            clean_end: zeros_from,
+            preallocated: true,
+            ..Self::new(buf, path)
         }
     }
 
@@ -241,7 +277,7 @@ impl<'a> LogReader<'a> {
     }
 
     fn read_fragment(&mut self) -> Frag<'a> {
-        fragment_at(self.buf, &mut self.pos)
+        fragment_at(self.buf, &mut self.pos, self.clean_end)
     }
 
     /// True if a chain of complete, valid records starts at `pos` and runs to the clean end of
@@ -258,7 +294,7 @@ impl<'a> LogReader<'a> {
         let mut records = 0usize;
         let mut orphans_allowed = skip_orphans;
         loop {
-            match fragment_at(self.buf, &mut pos) {
+            match fragment_at(self.buf, &mut pos, self.clean_end) {
                 Frag::Eof => return records > 0 && !in_record,
                 Frag::Bad(..) => return false,
                 Frag::Ok(ty, p) => match (ty, in_record) {
@@ -277,31 +313,43 @@ impl<'a> LogReader<'a> {
         }
     }
 
-    /// True if a chain of valid records running to the end of the file starts anywhere after
-    /// `from`: at any later byte of that block, or at any later block boundary (where a
+    /// Where a chain of valid records running to the end of the file starts after `from`, if
+    /// one does: at any later byte of that block, or at any later block boundary (where a
     /// fragment must begin).
-    fn valid_record_after(&self, from: usize) -> bool {
+    fn valid_record_after(&self, from: usize) -> Option<usize> {
         let from = from + 1;
         if from >= self.buf.len() {
-            return false;
+            return None;
         }
         let block_end = ((from / BLOCK_SIZE + 1) * BLOCK_SIZE).min(self.buf.len());
         let last_start = block_end.saturating_sub(HEADER_SIZE - 1);
         // A fragment starting there needs a known type in its header's last byte: test that
         // first (in this range the header fits the block and the file, so any other byte is
         // a bad fragment) and walk a chain only from the offsets that pass.
-        if (from..last_start)
+        if let Some(p) = (from..last_start)
             .filter(|&p| (FULL..=LAST).contains(&self.buf[p + HEADER_SIZE - 1]))
-            .any(|p| self.records_to_end_at(p, false))
+            .find(|&p| self.records_to_end_at(p, false))
         {
-            return true;
+            return Some(p);
         }
         let mut b = block_end;
         while b + HEADER_SIZE <= self.buf.len() {
             if self.records_to_end_at(b, true) {
-                return true;
+                return Some(b);
             }
             b += BLOCK_SIZE;
+        }
+        None
+    }
+
+    /// True if `[from, to)` holds a whole page of zeros (rule 4).
+    fn zero_page_between(&self, from: usize, to: usize) -> bool {
+        let mut p = from - from % PAGE;
+        while p + PAGE <= to.min(self.buf.len()) {
+            if self.buf[p..p + PAGE].iter().all(|&b| b == 0) {
+                return true;
+            }
+            p += PAGE;
         }
         false
     }
@@ -313,8 +361,10 @@ impl<'a> LogReader<'a> {
         at: usize,
         reason: String,
     ) -> Result<Option<(u64, Vec<u8>)>> {
-        if self.valid_record_after(at) {
-            return Err(Error::corruption(&self.path, record_start as u64, reason));
+        if let Some(chain) = self.valid_record_after(at) {
+            if !(self.preallocated && self.zero_page_between(record_start, chain)) {
+                return Err(Error::corruption(&self.path, record_start as u64, reason));
+            }
         }
         self.end = Some(LogEnd::TornTail(record_start as u64, reason));
         self.pos = self.buf.len();
@@ -386,7 +436,10 @@ mod tests {
     }
 
     fn read_all(buf: &[u8]) -> Result<(Vec<Vec<u8>>, LogEnd)> {
-        let mut r = LogReader::new(buf, Path::new("/log"));
+        read_with(LogReader::new(buf, Path::new("/log")))
+    }
+
+    fn read_with(mut r: LogReader<'_>) -> Result<(Vec<Vec<u8>>, LogEnd)> {
         let mut out = Vec::new();
         while let Some((_, rec)) = r.next_record()? {
             out.push(rec);
@@ -459,5 +512,88 @@ mod tests {
         let (got, end) = read_all(&buf).unwrap();
         assert_eq!(got.len(), recs.len() - 1);
         assert!(matches!(end, LogEnd::TornTail(..)));
+    }
+
+    fn read_wal(buf: &[u8]) -> Result<(Vec<Vec<u8>>, LogEnd)> {
+        read_with(LogReader::wal(buf, Path::new("/000004.log")))
+    }
+
+    /// Zeros up to the next multiple of the mapped-log alignment (and at least one page).
+    fn pad_to_reservation(buf: &mut Vec<u8>) {
+        let align = crate::fs::MAPPED_LOG_ALIGN as usize;
+        let len = (buf.len() + PAGE).next_multiple_of(align);
+        buf.resize(len, 0);
+    }
+
+    /// Small records (several per 4 KiB page), some ending in zero bytes.
+    fn small_records() -> Vec<Vec<u8>> {
+        (0..3000usize)
+            .map(|i| {
+                let mut v = vec![(i % 250 + 1) as u8; 20 + i % 90];
+                if i % 7 == 0 {
+                    v.extend_from_slice(&[0; 12]);
+                }
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_preallocated_zero_tail_ends_a_wal_cleanly() {
+        let recs = small_records();
+        let mut buf = write_log(&recs);
+        pad_to_reservation(&mut buf);
+        let (got, end) = read_wal(&buf).unwrap();
+        assert_eq!(got, recs, "records ending in zero bytes are read whole");
+        assert_eq!(end, LogEnd::Clean);
+        // Other logs (the MANIFEST) keep calling it a torn tail.
+        let (got, end) = read_all(&buf).unwrap();
+        assert_eq!(got, recs);
+        assert!(matches!(end, LogEnd::TornTail(..)), "{end:?}");
+        // Not of a preallocated length, the zero tail is a torn tail as in any log.
+        let (got, end) = read_wal(&buf[..buf.len() - 1]).unwrap();
+        assert_eq!(got, recs);
+        assert!(matches!(end, LogEnd::TornTail(..)), "{end:?}");
+        // A WAL's own truncations still keep a prefix.
+        for cut in (0..buf.len()).step_by(4099) {
+            let (got, _) = read_wal(&buf[..cut]).unwrap();
+            assert_eq!(&recs[..got.len()], &got[..], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_wal_page_that_never_reached_the_disk_is_a_torn_tail() {
+        let recs = small_records();
+        let clean = write_log(&recs);
+        let mut buf = clean.clone();
+        // Page 10 was not written back before the power loss; pages after it were.
+        buf[10 * PAGE..11 * PAGE].fill(0);
+        pad_to_reservation(&mut buf);
+        let (got, end) = read_wal(&buf).unwrap();
+        let LogEnd::TornTail(off, _) = end else {
+            panic!("expected a torn tail, got {end:?}");
+        };
+        assert!(
+            off <= (10 * PAGE) as u64 && off > (9 * PAGE) as u64,
+            "tail at {off}"
+        );
+        assert!(got.len() > 100 && got.len() < recs.len());
+        assert_eq!(&recs[..got.len()], &got[..]);
+        // The same zeroed page in a MANIFEST is corruption in the middle.
+        let mut manifest = clean.clone();
+        manifest[10 * PAGE..11 * PAGE].fill(0);
+        assert!(matches!(read_all(&manifest), Err(Error::Corruption { .. })));
+        // Damage that is not a zeroed page is corruption in a WAL too.
+        let mut garbage = clean.clone();
+        for b in &mut garbage[10 * PAGE..10 * PAGE + 64] {
+            *b ^= 0x5a;
+        }
+        pad_to_reservation(&mut garbage);
+        assert!(matches!(read_wal(&garbage), Err(Error::Corruption { .. })));
+        // So is a zeroed run shorter than a page.
+        let mut short = clean;
+        short[10 * PAGE + 100..11 * PAGE - 100].fill(0);
+        pad_to_reservation(&mut short);
+        assert!(matches!(read_wal(&short), Err(Error::Corruption { .. })));
     }
 }
