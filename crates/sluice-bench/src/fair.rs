@@ -66,7 +66,8 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Bytes of the regular files directly in `dir`.
+/// Bytes of the regular files directly in `dir` (their lengths: an open Sluice Db's WAL counts
+/// at its reserved length, `Options::wal_mmap_writes`).
 pub fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|rd| {

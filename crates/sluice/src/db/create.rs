@@ -19,7 +19,7 @@
 //! Invariants:
 //! 1. A directory holding `CURRENT` is a Db: nothing here deletes or rewrites anything in it.
 //! 2. A WAL gets records only after `CURRENT` exists (writes start once the open returns), so
-//!    without `CURRENT` an empty WAL is a leftover and a WAL with records is a Db that lost
+//!    without `CURRENT` an empty WAL (or a preallocated one, all zeros) is a leftover and a WAL with records is a Db that lost
 //!    its `CURRENT`: refused, never removed. Tables likewise.
 //! 3. Anything that is not a creation leftover (a table, a WAL with records, a user's file or
 //!    folder) makes an open refuse the directory and leaves it exactly as it was: the first
@@ -32,7 +32,7 @@
 use std::path::Path;
 
 use crate::base::error::{Error, Result};
-use crate::base::filenames::creation_leftover;
+use crate::base::filenames::{classify, creation_leftover, FileKind};
 use crate::fs::{DirLock, FileSystem};
 
 use super::Options;
@@ -61,6 +61,27 @@ pub enum DirContents {
 /// How many names [`DirContents::Foreign`] keeps (for messages).
 const SHOWN_NAMES: usize = 5;
 
+/// True if the `size` bytes of `path` are all zero and `size` is a preallocated log's length
+/// ([`MAPPED_LOG_ALIGN`](crate::fs::MAPPED_LOG_ALIGN)). Read a block at a time: bounded memory
+/// whatever the file.
+fn only_zeros(fs: &dyn FileSystem, path: &Path, size: u64) -> Result<bool> {
+    if !size.is_multiple_of(crate::fs::MAPPED_LOG_ALIGN) {
+        return Ok(false);
+    }
+    let f = fs.open(path).map_err(|e| Error::io(path, e))?;
+    let mut buf = vec![0u8; crate::fs::MAPPED_LOG_ALIGN as usize];
+    let mut at = 0;
+    while at < size {
+        f.read_exact_at(at, &mut buf)
+            .map_err(|e| Error::io(path, e))?;
+        if buf.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += buf.len() as u64;
+    }
+    Ok(true)
+}
+
 impl DirContents {
     /// Looks at `dir` without locking or changing anything. A verdict other than
     /// [`DirContents::Db`] is re-checked against `CURRENT` after the listing, so a creator that
@@ -84,7 +105,13 @@ impl DirContents {
         for name in names {
             let path = dir.join(&name);
             match fs.file_size(&path) {
-                Ok(size) => entries.push((name, size)),
+                Ok(size) => {
+                    // A WAL written through a mapping holds its reserved space from the start:
+                    // zeros until a record is written. Such a WAL holds no record.
+                    let wal = matches!(classify(&name), FileKind::Wal(_));
+                    let unwritten = wal && size > 0 && only_zeros(fs, &path, size)?;
+                    entries.push((name, if unwritten { 0 } else { size }))
+                }
                 // Gone since the listing (a creator's temporary name, renamed): not there.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io(&path, e)),
@@ -249,6 +276,36 @@ mod tests {
             DirContents::Foreign(names) => assert_eq!(names.len(), SHOWN_NAMES),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A first open killed after creating its WAL (written through a mapping: preallocated,
+    /// all zeros) left a creation leftover; one record in it makes a Db that lost `CURRENT`.
+    #[test]
+    fn a_preallocated_wal_without_records_is_a_leftover() {
+        use crate::fs::FileSystem as _;
+        let fs = crate::fs::MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let align = crate::fs::MAPPED_LOG_ALIGN as usize;
+        fs.write_raw(&dir.join("000002.log"), vec![0; 3 * align]);
+        fs.write_raw(&dir.join("MANIFEST-000003"), vec![1; 60]);
+        assert!(matches!(
+            DirContents::inspect(&fs, dir).unwrap(),
+            DirContents::Unfinished(_)
+        ));
+        let mut wal = vec![0; 3 * align];
+        wal[2 * align + 5] = 1;
+        fs.write_raw(&dir.join("000002.log"), wal);
+        assert!(matches!(
+            DirContents::inspect(&fs, dir).unwrap(),
+            DirContents::Foreign(_)
+        ));
+        // Zeros of another length are no preallocated WAL either.
+        fs.write_raw(&dir.join("000002.log"), vec![0; align + 1]);
+        assert!(matches!(
+            DirContents::inspect(&fs, dir).unwrap(),
+            DirContents::Foreign(_)
+        ));
     }
 
     #[test]
