@@ -161,7 +161,7 @@ fn base(workload: &str, n: u64, dir: &Path, db: &Db) -> Value {
         "workload": workload, "engine": "sluice",
         "params": fair::with(fair::table_params(), json!({"n": n, "wal": true, "sync": false,
             "wal_writes": if sluice::Options::default().wal_mmap_writes {
-                "one copy per batch into a shared mapping of the preallocated WAL (Options::wal_mmap_writes): no system call, and, like a write(2), it survives a process crash"
+                "one copy per batch into a shared mapping of the preallocated WAL (Options::wal_mmap_writes on): no system call, and, like a write(2), it survives a process crash"
             } else {
                 "one write(2) per batch (no user-space WAL buffer)"
             },
@@ -208,7 +208,12 @@ pub fn run(
                 }),
             );
             out["params"]["sync"] = true.into();
-            out["params"]["wal_writes"] = "one copy into the mapped WAL + fdatasync per put".into();
+            out["params"]["wal_writes"] = if sluice::Options::default().wal_mmap_writes {
+                "one copy into the mapped WAL + fdatasync per put"
+            } else {
+                "write(2) + fdatasync per put"
+            }
+            .into();
             merge(out, shape.json())
         }
         "fillseq" | "fillrandom" => {

@@ -231,8 +231,13 @@ fn sigkill_child_writer() {
         write_buffer_size: 64 << 10,
         ..Options::default()
     };
-    // Unsynced writes survive a process crash too: the page cache outlives the process.
+    // Unsynced writes survive a process crash too: the page cache outlives the process, written
+    // through write(2) or through a mapping.
     let sync = std::env::var("SLUICE_SIGKILL_SYNC").as_deref() != Ok("0");
+    let opts = Options {
+        wal_mmap_writes: std::env::var("SLUICE_SIGKILL_MMAP").as_deref() == Ok("1"),
+        ..opts
+    };
     let db = Db::open(&dir, opts).unwrap();
     let mut out = std::io::stdout().lock();
     for i in 0u64.. {
@@ -265,6 +270,7 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
     for round in 0..4 {
         let stop_after: u64 = rng.gen_range(50..1500);
         let sync = if round % 2 == 0 { "1" } else { "0" };
+        let mmap = if round / 2 == 0 { "0" } else { "1" };
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -275,6 +281,7 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
             ])
             .env("SLUICE_SIGKILL_CHILD_DIR", tmp.path())
             .env("SLUICE_SIGKILL_SYNC", sync)
+            .env("SLUICE_SIGKILL_MMAP", mmap)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -627,7 +634,7 @@ fn failed_manifest_sync_in_flush_never_loses_synced_writes() {
     );
 }
 
-/// Without `wal_mmap_writes`, a new WAL has a memtable's worth of blocks (and a tenth) reserved
+/// Without `wal_mmap_writes` (the default), a new WAL has a memtable's worth of blocks (and a tenth) reserved
 /// while its size stays what was written: appends then need no block allocation, and recovery
 /// reads no zeroes.
 #[cfg(target_os = "linux")]
@@ -642,7 +649,6 @@ fn a_new_wal_has_its_blocks_reserved_and_keeps_its_size() {
     }
     let opts = Options {
         write_buffer_size: 8 << 20,
-        wal_mmap_writes: false,
         ..Options::default()
     };
     let path = dir.path().join("db");
@@ -679,7 +685,7 @@ fn wal_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// With `wal_mmap_writes` (the default), the WAL is written through a mapping of its reserved
+/// With `wal_mmap_writes`, the WAL is written through a mapping of its reserved
 /// space: the file is that long while the Db runs, its tail zeros. A copy of the directory
 /// taken while the Db runs (what a process crash leaves: the page cache holds every acknowledged
 /// write) opens with every write, the zero tail read as the log's end. Writes that reach a
@@ -692,6 +698,7 @@ fn a_mapped_wal_survives_a_crash_copy_and_a_memtable_switch() {
     let path = dir.path().join("db");
     let opts = || Options {
         write_buffer_size: 1 << 20,
+        wal_mmap_writes: true,
         ..Options::default()
     };
     let db = Db::open(&path, opts()).unwrap();

@@ -88,11 +88,18 @@ pub struct Options {
     pub verify_checksums: bool,
     /// Write each WAL through a shared memory mapping of its preallocated space (Linux, on the
     /// real file system): an append is a copy into the page cache instead of a `write(2)`,
-    /// which was over half the CPU of a single writer's puts. A write survives a process crash
+    /// which is over half the CPU of a single writer's puts. A write survives a process crash
     /// either way (the page cache outlives the process) and a power loss once synced. The WAL
     /// file is a memtable and a tenth long while written, its tail zeros (recovery ends the
     /// log there); a clean switch or close truncates it. Where `fallocate` or the mapping
-    /// fails, the WAL is written through `write(2)`. Default `true`.
+    /// fails, the WAL is written through `write(2)`.
+    ///
+    /// The trade, measured (BENCHMARKS.md, "The WAL through a mapping"): single-writer put
+    /// throughput about doubles (fillseq, fillrandom), but a writer that touches a WAL page
+    /// the kernel is writing back, or faults while the process's address space is locked,
+    /// waits in the page fault while holding the WAL: with syncs and ingests running beside
+    /// the writers, their p99.9 went from about 3 ms to about 100 ms. For bulk loads through
+    /// the write path with nothing else to serve; off for serving. Default `false`.
     pub wal_mmap_writes: bool,
     /// An open for writing starts a new MANIFEST that carries the current one's history of
     /// edits forward (rewritten and synced whole, never appended to in place) while that is
@@ -143,7 +150,7 @@ impl Default for Options {
             compression_per_level: [CompressionType::None; NUM_LEVELS],
             bloom_bits_per_level: [Some(10.0); NUM_LEVELS],
             verify_checksums: true,
-            wal_mmap_writes: true,
+            wal_mmap_writes: false,
             max_manifest_file_size: 64 << 20,
             fs: Arc::new(RealFs),
             listeners: Vec::new(),
