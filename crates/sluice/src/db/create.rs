@@ -19,8 +19,9 @@
 //! Invariants:
 //! 1. A directory holding `CURRENT` is a Db: nothing here deletes or rewrites anything in it.
 //! 2. A WAL gets records only after `CURRENT` exists (writes start once the open returns), so
-//!    without `CURRENT` an empty WAL (or a preallocated one, all zeros) is a leftover and a WAL with records is a Db that lost
-//!    its `CURRENT`: refused, never removed. Tables likewise.
+//!    without `CURRENT` an empty WAL (or a preallocated one, all zeros) is a leftover and a
+//!    WAL with records is a Db that lost its `CURRENT`: refused, never removed. Tables
+//!    likewise.
 //! 3. Anything that is not a creation leftover (a table, a WAL with records, a user's file or
 //!    folder) makes an open refuse the directory and leaves it exactly as it was: the first
 //!    look, without the lock, refuses before even `LOCK` is created.
@@ -65,7 +66,7 @@ const SHOWN_NAMES: usize = 5;
 /// ([`MAPPED_LOG_ALIGN`](crate::fs::MAPPED_LOG_ALIGN)). Read a block at a time: bounded memory
 /// whatever the file.
 fn only_zeros(fs: &dyn FileSystem, path: &Path, size: u64) -> Result<bool> {
-    if !size.is_multiple_of(crate::fs::MAPPED_LOG_ALIGN) {
+    if !crate::fs::may_be_mapped_log(size) {
         return Ok(false);
     }
     let f = fs.open(path).map_err(|e| Error::io(path, e))?;
@@ -109,7 +110,7 @@ impl DirContents {
                     // A WAL written through a mapping holds its reserved space from the start:
                     // zeros until a record is written. Such a WAL holds no record.
                     let wal = matches!(classify(&name), FileKind::Wal(_));
-                    let unwritten = wal && size > 0 && only_zeros(fs, &path, size)?;
+                    let unwritten = wal && only_zeros(fs, &path, size)?;
                     entries.push((name, if unwritten { 0 } else { size }))
                 }
                 // Gone since the listing (a creator's temporary name, renamed): not there.

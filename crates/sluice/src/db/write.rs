@@ -290,7 +290,7 @@ impl Inner {
             Ok(std::mem::replace(&mut *wal, LogWriter::new(f)))
         };
         match switch() {
-            Ok(old) => retire_wal(old),
+            Ok(_old) => {}
             Err(e) => {
                 let msg = format!("cannot start WAL {}: {e}", path.display());
                 self.set_background_error(s, msg);
@@ -366,18 +366,6 @@ pub(super) fn create_wal(
 ) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
     let b = opts.write_buffer_size as u64;
     fs.create_log(path, b + b / 10, opts.wal_mmap_writes)
-}
-
-/// Closes a switched-out WAL off the write path: unmapping a mapped WAL (its page tables) and
-/// cutting its reserved tail take up to milliseconds, which must not be spent under `state`,
-/// where every writer and every new reader would wait for them. The WAL was synced before the
-/// switch; closing it only tidies the file (a WAL left long reads the same), so nothing waits
-/// for this.
-fn retire_wal(old: LogWriter) {
-    // Where no thread can be started, the closure and the writer are dropped here instead.
-    let _ = std::thread::Builder::new()
-        .name("sluice-wal-close".into())
-        .spawn(move || drop(old));
 }
 
 /// Why writes stall, for a trace (the empty string when not tracing: nothing is computed).

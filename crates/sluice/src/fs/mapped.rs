@@ -148,16 +148,41 @@ impl WritableFile for MappedLog {
 impl Drop for MappedLog {
     fn drop(&mut self) {
         // Unmap first, then cut the reserved tail so a closed log is exactly its records.
-        // Best effort: a log left long reads the same (its tail is zeros).
+        // Best effort: a log left long reads the same (its tail is zeros). Both take up to
+        // milliseconds (the mapping's page tables, the tail's blocks), and a WAL is dropped at
+        // a memtable switch under the Db's state lock, where every writer and new reader would
+        // wait: done on a thread of its own, or here where no thread can be started.
         let written = self.written();
-        drop(self.map.take());
-        let _ = self.file.set_len(written);
+        let map = self.map.take();
+        let Ok(file) = self.file.try_clone() else {
+            drop(map);
+            return;
+        };
+        let close = move || {
+            drop(map);
+            let _ = file.set_len(written);
+        };
+        // If no thread starts, the closure is dropped unrun: unmapped, the tail left.
+        let _ = std::thread::Builder::new()
+            .name("sluice-wal-close".into())
+            .spawn(close);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file's contents once the close thread has cut it to `len` bytes (bounded wait).
+    fn closed_contents(path: &Path, len: u64) -> Vec<u8> {
+        for _ in 0..1000 {
+            if std::fs::metadata(path).unwrap().len() == len {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::read(path).unwrap()
+    }
 
     /// Bytes that are never zero, so a zero shows an unwritten byte.
     fn data(n: usize) -> Vec<u8> {
@@ -196,7 +221,7 @@ mod tests {
         handle().unwrap();
         assert_eq!(log.written(), want.len() as u64);
         drop(log);
-        assert_eq!(std::fs::read(&path).unwrap(), want);
+        assert_eq!(closed_contents(&path, want.len() as u64), want);
     }
 
     #[test]
@@ -210,6 +235,6 @@ mod tests {
         log.write_all(&data(grow as usize + 5)).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 2 * grow);
         drop(log);
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), grow + 5);
+        assert_eq!(closed_contents(&path, grow + 5).len() as u64, grow + 5);
     }
 }

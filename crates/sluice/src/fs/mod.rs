@@ -24,6 +24,12 @@ pub use file::{open_file, RandomAccessFile};
 /// it is closed: how its reader knows that zeros at its end may be reserved space.
 pub const MAPPED_LOG_ALIGN: u64 = 64 << 10;
 
+/// True if a log `len` bytes long may be a mapped log still holding reserved space: a non-zero
+/// multiple of [`MAPPED_LOG_ALIGN`].
+pub fn may_be_mapped_log(len: u64) -> bool {
+    len > 0 && len.is_multiple_of(MAPPED_LOG_ALIGN)
+}
+
 /// Makes durable what a file had handed to the OS when the handle was taken (or later).
 pub type SyncHandle = Box<dyn FnOnce() -> io::Result<()> + Send>;
 

@@ -259,8 +259,7 @@ impl<'a> LogReader<'a> {
     /// exactly its records, and a tear inside a record whose payload ends in zeros must stay a
     /// tear (the zeros are no end of the log).
     pub fn wal(buf: &'a [u8], path: &Path) -> Self {
-        let align = crate::fs::MAPPED_LOG_ALIGN as usize;
-        if buf.is_empty() || !buf.len().is_multiple_of(align) {
+        if !crate::fs::may_be_mapped_log(buf.len() as u64) {
             return Self::new(buf, path);
         }
         let zeros_from = buf.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
