@@ -43,8 +43,10 @@ pub enum OnDuplicateArg {
 pub enum LayoutArg {
     /// One KV per row.
     Row,
-    /// One KV per cell: key = table, column, primary key.
+    /// Column chunks: each row group's values of a column in one compressed KV.
     Columnar,
+    /// One KV per cell: key = table, column, primary key.
+    Cells,
 }
 
 /// Output formats of table scans.
@@ -116,7 +118,8 @@ pub struct ImportArgs {
     #[arg(long)]
     rejects: Option<PathBuf>,
     /// Storage layout of a new table (default: the schema's `WITH (layout = ...)`, else row):
-    /// `row` (one KV per row) or `columnar` (one KV per cell).
+    /// `row` (one KV per row), `columnar` (column chunks of row groups) or `cells` (one KV
+    /// per cell).
     #[arg(long, value_enum)]
     layout: Option<LayoutArg>,
     /// Rows whose primary key is taken by an earlier row or an existing one.
@@ -237,6 +240,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
         layout: a.layout.map(|l| match l {
             LayoutArg::Row => Layout::Row,
             LayoutArg::Columnar => Layout::Columnar,
+            LayoutArg::Cells => Layout::Cells,
         }),
         progress: if a.quiet || a.json {
             ProgressMode::Off
@@ -414,6 +418,15 @@ pub struct TableScanArgs {
     /// always written `""`). Import the output with the same `--null` to read it back.
     #[arg(long, requires = "table")]
     pub null: Option<String>,
+    /// Only these columns, in this order (comma-separated). A columnar table then reads only
+    /// their chunks; without bounds or --index, in storage order (primary-key order within
+    /// each import).
+    #[arg(long, requires = "table", value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Print to stderr, as JSON, the bytes of index entries and chunks the scan read and the
+    /// table's approximate bytes on disk.
+    #[arg(long, requires = "table")]
+    pub read_stats: bool,
 }
 
 /// `sluice scan --table T`.
@@ -432,6 +445,7 @@ pub fn scan(
     if let Some(n) = &t.null {
         reader.set_csv_null(n)?;
     }
+    reader.set_columns(t.columns.as_deref())?;
     let fmt = match t.format.unwrap_or_default() {
         OutArg::Csv => OutputFormat::Csv,
         OutArg::Json => OutputFormat::Json,
@@ -459,6 +473,7 @@ pub fn scan(
             None => println!("{{\"rows\": {}}}", cs.rows),
             Some(sum) => println!("{{\"rows\": {}, \"sum\": {}}}", cs.rows, sum.to_json()),
         }
+        print_read_stats(&reader, t.read_stats)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
@@ -476,7 +491,21 @@ pub fn scan(
         },
     )?;
     out.flush()?;
+    print_read_stats(&reader, t.read_stats)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--read-stats`: what the scan read against the table's size, on stderr.
+fn print_read_stats(reader: &TableReader<'_>, on: bool) -> Result<(), Box<dyn std::error::Error>> {
+    if on {
+        let table = reader.table_bytes()?;
+        let read = reader.bytes_read();
+        eprintln!(
+            "{{\"bytes_read\": {read}, \"table_bytes\": {table}, \"fraction\": {:.4}}}",
+            read as f64 / table.max(1) as f64
+        );
+    }
+    Ok(())
 }
 
 /// `sluice get --table T --pk V,...`: the row as JSON; exit 1 when absent. `null`: what CSV

@@ -28,6 +28,7 @@
 
 pub mod arrow_io;
 pub mod catalog;
+pub mod chunk;
 pub mod distributed;
 pub(crate) mod durable;
 pub mod error;

@@ -18,7 +18,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u128) {
     out.push(v as u8);
 }
 
-fn get_varint(b: &mut &[u8]) -> Result<u128, MalformedKey> {
+pub(crate) fn get_varint(b: &mut &[u8]) -> Result<u128, MalformedKey> {
     let mut v: u128 = 0;
     for i in 0..19 {
         let (&c, rest) = b.split_first().ok_or(MalformedKey)?;
@@ -33,7 +33,7 @@ fn get_varint(b: &mut &[u8]) -> Result<u128, MalformedKey> {
 
 /// `put_varint` for values that fit 64 bits (the same bytes, without 128-bit arithmetic).
 #[inline]
-fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -139,7 +139,7 @@ fn varint_len(b: &[u8]) -> Result<usize, MalformedKey> {
 
 /// Length of the non-NULL value of type `ty` at the front of `b` (no allocation).
 #[inline]
-fn value_len(b: &[u8], ty: &ColumnType) -> Result<usize, MalformedKey> {
+pub(crate) fn value_len(b: &[u8], ty: &ColumnType) -> Result<usize, MalformedKey> {
     let n = match ty {
         ColumnType::Double => 8,
         ColumnType::Bool => 1,

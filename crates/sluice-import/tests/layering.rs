@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "error",
     "durable",
     "catalog",
+    "chunk",
     "arrow_io",
     "input",
     "parse",

@@ -148,7 +148,7 @@ fn resume_after_every_final_file_equals_an_uninterrupted_import_row() {
 #[test]
 fn resume_after_every_final_file_equals_an_uninterrupted_import_columnar() {
     with_layout(
-        sluice_import::Layout::Columnar,
+        sluice_import::Layout::Cells,
         resume_after_every_final_file_equals_an_uninterrupted_import,
     );
 }
@@ -315,7 +315,7 @@ fn resume_after_every_checkpoint_equals_an_uninterrupted_import_row() {
 #[test]
 fn resume_after_every_checkpoint_equals_an_uninterrupted_import_columnar() {
     with_layout(
-        sluice_import::Layout::Columnar,
+        sluice_import::Layout::Cells,
         resume_after_every_checkpoint_equals_an_uninterrupted_import,
     );
 }

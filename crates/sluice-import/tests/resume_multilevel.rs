@@ -37,7 +37,7 @@ fn resume_after_every_checkpoint_of_a_multi_level_merge() {
         ("ml-error", sluice_import::Layout::Row, OnDuplicate::Error),
         (
             "ml-last-col",
-            sluice_import::Layout::Columnar,
+            sluice_import::Layout::Cells,
             OnDuplicate::Last,
         ),
     ] {

@@ -320,9 +320,9 @@ fn duplicates_against_existing_rows_keep_indexes_consistent() {
                     vec!["3,blue", "2,green", "1,red", "4,red"]
                 );
             }
-            // Refused for columnar tables holding rows (see
+            // Refused for columnar and cells tables holding rows (see
             // `replacing_columnar_rows_is_refused_rather_than_resurrecting_cells`).
-            OnDuplicate::Last if layout() == Layout::Columnar => {
+            OnDuplicate::Last if layout().by_column() => {
                 let e = r.unwrap_err().to_string();
                 assert!(e.contains("not supported yet"), "{e}");
                 assert_eq!(dump(&db), before);
@@ -539,17 +539,17 @@ fn streaming_then_out_of_order_with_a_unique_index() {
 }
 
 #[test]
-fn columnar_layout_stores_one_kv_per_cell() {
+fn cells_layout_stores_one_kv_per_cell() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_db(dir.path().join("db"), true).unwrap();
     let schema =
-        "CREATE TABLE c (a INT, b TEXT, n INT, PRIMARY KEY (b, a)) WITH (layout = 'columnar');
+        "CREATE TABLE c (a INT, b TEXT, n INT, PRIMARY KEY (b, a)) WITH (layout = 'cells');
                   CREATE INDEX by_n ON c (n);";
     let f = write(dir.path(), "c.csv", b"2,x,10\n1,y,\n1,x,30\n");
     let s = import(&db, schema, vec![f], opts()).unwrap();
     assert_eq!(s.rows, 3);
     let t = &TableReader::open(&db, Some("c")).unwrap().table;
-    assert_eq!(t.layout, Layout::Columnar);
+    assert_eq!(t.layout, Layout::Cells);
     // Index ids under table c: 1 (primary: one marker a row), 2 (by_n), and only column n
     // (position 2) has cells: a and b are in the key, and row (1, y) has n NULL.
     let mut per_index: std::collections::BTreeMap<u32, usize> = Default::default();
@@ -587,9 +587,140 @@ fn columnar_layout_stores_one_kv_per_cell() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("layout: stored as columnar, schema says row"),
+        e.contains("layout: stored as cells, schema says row"),
         "{e}"
     );
+}
+
+#[test]
+fn columnar_layout_stores_one_chunk_per_column_and_row_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let schema =
+        "CREATE TABLE c (a INT, b TEXT, n INT, PRIMARY KEY (b, a)) WITH (layout = 'columnar');
+                  CREATE INDEX by_n ON c (n);";
+    let f = write(dir.path(), "c.csv", b"2,x,10\n1,y,\n1,x,30\n");
+    let s = import(&db, schema, vec![f], opts()).unwrap();
+    assert_eq!(s.rows, 3);
+    let t = TableReader::open(&db, Some("c")).unwrap().table;
+    assert_eq!(t.layout, Layout::Columnar);
+    // Index ids under table c: 1 (primary: one entry a row), 2 (by_n), and one chunk of each
+    // column (key columns too) for the one row group.
+    let per_index = |db: &sluice::Db| {
+        let mut m: std::collections::BTreeMap<u32, usize> = Default::default();
+        for (k, _) in dump(db) {
+            if u32::from_be_bytes(k[..4].try_into().unwrap()) == t.id {
+                *m.entry(u32::from_be_bytes(k[4..8].try_into().unwrap()))
+                    .or_default() += 1;
+            }
+        }
+        m
+    };
+    let base = sluice_import::schema::COLUMN_INDEX_BASE;
+    assert_eq!(
+        per_index(&db),
+        [(1, 3), (2, 3), (base, 1), (base + 1, 1), (base + 2, 1)]
+            .into_iter()
+            .collect()
+    );
+    assert_eq!(rows(&db, "c", None), vec!["1,x,30", "2,x,10", "1,y,"]);
+    assert_eq!(
+        rows(&db, "c", Some("by_n")),
+        vec!["1,y,", "2,x,10", "1,x,30"]
+    );
+    let r = TableReader::open(&db, Some("c")).unwrap();
+    let got = r.get(&["y".into(), "1".into()]).unwrap().unwrap();
+    assert_eq!(r.format_row(&got, sluice_import::OutputFormat::Csv), "1,y,");
+    assert!(r.get(&["y".into(), "2".into()]).unwrap().is_none());
+
+    // A second import adds a row group with a higher id; a primary-key scan interleaves the
+    // two imports' rows, a scan of chosen columns reads them import by import.
+    let f2 = write(dir.path(), "c2.csv", b"0,x,5\n3,y,7\n");
+    import(&db, schema, vec![f2], opts()).unwrap();
+    assert_eq!(
+        rows(&db, "c", None),
+        vec!["0,x,5", "1,x,30", "2,x,10", "1,y,", "3,y,7"]
+    );
+    assert_eq!(per_index(&db)[&(base + 2)], 2);
+    let mut r = TableReader::open(&db, Some("c")).unwrap();
+    r.set_columns(Some(&["n".into(), "a".into()])).unwrap();
+    let mut got = Vec::new();
+    let n = r
+        .scan(None, None, None, None, |row| {
+            got.push(r.format_row(row, sluice_import::OutputFormat::Csv));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(n, 5);
+    assert_eq!(got, vec!["30,1", "10,2", ",1", "5,0", "7,3"]);
+    // It read chunks of n and a only: the primary index and b's chunks stay unread.
+    assert!(r.bytes_read() > 0);
+    let cs = r.count_sum(None, None, None, None, Some(2)).unwrap();
+    assert_eq!(cs.rows, 5);
+    assert_eq!(cs.sum.unwrap().to_json(), "52");
+    // An unknown column is refused by name.
+    let e = r
+        .set_columns(Some(&["nope".into()]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no column nope"), "{e}");
+}
+
+#[test]
+fn columnar_row_groups_hold_at_most_group_rows() {
+    // Enough rows for several row groups; every read path agrees with the row layout.
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::new();
+    let n = 2 * sluice_import::chunk::GROUP_ROWS + 123;
+    for i in 0..n {
+        if i % 5 == 0 {
+            csv.push_str(&format!("{i},,{}\n", i % 3 == 0));
+        } else {
+            csv.push_str(&format!("{i},v{},{}\n", i * 7 % 1000, i % 3 == 0));
+        }
+    }
+    let f = write(dir.path(), "g.csv", csv.as_bytes());
+    let mut out = Vec::new();
+    for layout in ["row", "columnar"] {
+        let db = open_db(dir.path().join(layout), true).unwrap();
+        let schema = format!(
+            "CREATE TABLE g (id INT PRIMARY KEY, s TEXT, b BOOLEAN) WITH (layout = '{layout}');"
+        );
+        import(
+            &db,
+            &schema,
+            vec![f.clone()],
+            ImportOptions {
+                null: Some(String::new()),
+                ..opts()
+            },
+        )
+        .unwrap();
+        let r = TableReader::open(&db, Some("g")).unwrap();
+        let got = r.get(&[(n - 1).to_string()]).unwrap().unwrap();
+        out.push((
+            rows(&db, "g", None),
+            r.format_row(&got, sluice_import::OutputFormat::Json),
+            r.count_sum(None, None, None, None, Some(0))
+                .unwrap()
+                .sum
+                .unwrap()
+                .to_json(),
+        ));
+        if layout == "columnar" {
+            let t = &r.table;
+            let groups = dump(&db)
+                .iter()
+                .filter(|(k, _)| {
+                    k[..4] == t.id.to_be_bytes()[..]
+                        && k[4..8] == sluice_import::schema::COLUMN_INDEX_BASE.to_be_bytes()[..]
+                })
+                .count();
+            assert_eq!(groups, 3);
+        }
+    }
+    assert_eq!(out[0], out[1]);
+    assert_eq!(out[0].0.len(), n);
 }
 
 /// Field `n` (1-based, as proc(5) numbers them) of a `/proc/…/stat` line: fields 3 on follow

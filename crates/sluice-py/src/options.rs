@@ -194,10 +194,9 @@ pub fn import_options(
             "layout" if v.is_none() => o.layout = None,
             "layout" => {
                 let s: String = v.extract()?;
-                o.layout =
-                    Some(Layout::parse(&s).ok_or_else(|| {
-                        invalid(py, format!("layout: unknown {s:?} (row, columnar)"))
-                    })?)
+                o.layout = Some(Layout::parse(&s).ok_or_else(|| {
+                    invalid(py, format!("layout: unknown {s:?} (row, columnar, cells)"))
+                })?)
             }
             "resume" => o.resume = v.extract()?,
             "checkpoint_bytes" => o.checkpoint_bytes = size(py, "checkpoint_bytes", &v)?,

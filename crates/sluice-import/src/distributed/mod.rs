@@ -57,7 +57,7 @@ use crate::arrow_io::parquet::match_columns;
 use crate::catalog;
 use crate::input::Format;
 use crate::parse::{parse_chunk, ArrowBatch, Chunk, FieldMap, ParseConfig};
-use crate::schema::{parse_schema, Layout, TableDef};
+use crate::schema::{parse_schema, TableDef};
 use crate::{ImportError, OnDuplicate};
 
 pub use build::{attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest};
@@ -142,7 +142,7 @@ impl JobPlan {
                 table.name
             )));
         }
-        if table.layout == Layout::Columnar {
+        if table.layout.by_column() {
             return Err(ImportError::InvalidArgument(format!(
                 "table {}: the columnar layout is not supported by the distributed import yet",
                 table.name

@@ -1,14 +1,17 @@
-//! The columnar layout's cell writers: rows batched, regrouped by column and written to one
-//! [`FinalWriter`] per column on several threads.
+//! The column writers of the columnar and cells layouts: rows batched, regrouped by column and
+//! written to one [`FinalWriter`] per column on several threads. The columnar layout writes
+//! each row group's values of a column as one chunk ([`crate::chunk`]); the cells layout one KV
+//! per cell.
 
 use std::sync::Arc;
 
 use sluice::{SstFileInfo, TableOptions};
 
 use super::FinalWriter;
+use crate::chunk::{encode_chunk, encode_pk_value, GROUP_ROWS};
 use crate::keycode::encode_prefix;
 use crate::row::{default_cell, for_each_cell};
-use crate::schema::{TableDef, COLUMN_INDEX_BASE};
+use crate::schema::{Layout, TableDef, COLUMN_INDEX_BASE};
 use crate::types::ColumnType;
 
 /// Rows handed to the cell writers: `(key suffix, row value)` pairs back to back.
@@ -17,6 +20,25 @@ struct RowBatch {
     arena: Vec<u8>,
     /// `(offset, suffix length, value length)`.
     rows: Vec<(usize, u32, u32)>,
+    /// Columnar layout: the row groups of the batch, `(group id, index of its first row)`.
+    /// A group never spans two batches.
+    groups: Vec<(u64, u32)>,
+}
+
+/// Where the next row of a columnar table goes: group `next`, position `pos`.
+struct GroupCursor {
+    next: u64,
+    pos: u32,
+}
+
+impl GroupCursor {
+    /// Ends the open group (the next row starts a new one).
+    fn close(&mut self) {
+        if self.pos > 0 {
+            self.pos = 0;
+            self.next += 1;
+        }
+    }
 }
 
 /// Bytes of rows batched before the cell writers get them.
@@ -44,6 +66,10 @@ pub(super) struct ColumnSplit {
     pub(super) version: u8,
     batch: RowBatch,
     workers: Vec<CellWorker>,
+    /// Columnar layout: the group the next row goes to (`None`: cells layout).
+    groups: Option<GroupCursor>,
+    /// The primary-index value of the last row pushed.
+    pub(super) pk_value: Vec<u8>,
 }
 
 /// What a cell writer thread is handed: rows, or a request to finish its open files and
@@ -85,9 +111,11 @@ fn cell_writer(
     types: Vec<ColumnType>,
     defaults: Vec<Option<&'static [u8]>>,
     mut cols: CellWriters,
+    chunked: bool,
 ) -> sluice::Result<Vec<SstFileInfo>> {
     let owned: Vec<bool> = cols.iter().map(Option::is_some).collect();
     let mut by_col: Vec<ColumnCells> = (0..types.len()).map(|_| ColumnCells::default()).collect();
+    let (mut chunk, mut raw) = (Vec::new(), Vec::new());
     for msg in rx {
         let batch = match msg {
             CellMsg::Rows(b) => b,
@@ -132,6 +160,14 @@ fn cell_writer(
                 )));
             }
         }
+        if chunked {
+            for (slot, cc) in cols.iter_mut().zip(&by_col) {
+                if let Some((k, w)) = slot {
+                    write_chunks(&batch, cc, k, w, &mut chunk, &mut raw)?;
+                }
+            }
+            continue;
+        }
         for (slot, cc) in cols.iter_mut().zip(&by_col) {
             let Some((k, w)) = slot else {
                 continue;
@@ -153,6 +189,39 @@ fn cell_writer(
     Ok(files)
 }
 
+/// Writes one column's chunk of every row group in `batch`: `cc` holds the column's non-NULL
+/// cells of the batch, in row order.
+fn write_chunks(
+    batch: &RowBatch,
+    cc: &ColumnCells,
+    key: &mut Vec<u8>,
+    w: &mut FinalWriter,
+    chunk: &mut Vec<u8>,
+    raw: &mut Vec<u8>,
+) -> sluice::Result<()> {
+    let (mut next_cell, mut start) = (0usize, 0usize);
+    for (gi, &(group, first)) in batch.groups.iter().enumerate() {
+        let end = batch
+            .groups
+            .get(gi + 1)
+            .map_or(batch.rows.len(), |g| g.1 as usize);
+        let cells = (first as usize..end).map(|r| match cc.cells.get(next_cell) {
+            Some(&(cr, e)) if cr as usize == r => {
+                let cell = &cc.bytes[start..e as usize];
+                start = e as usize;
+                next_cell += 1;
+                Some(cell)
+            }
+            _ => None,
+        });
+        encode_chunk(chunk, raw, end - first as usize, cells);
+        key.truncate(8);
+        key.extend_from_slice(&group.to_be_bytes());
+        w.put(key, chunk)?;
+    }
+    Ok(())
+}
+
 impl ColumnSplit {
     /// Hands over the last batch and returns every cell file.
     pub(super) fn finish(&mut self) -> sluice::Result<Vec<SstFileInfo>> {
@@ -165,7 +234,8 @@ impl ColumnSplit {
     }
 
     /// Adds one row (`key` is its primary key: table and index prefix, then the key columns),
-    /// handing the batch to the writers once it is full.
+    /// handing the batch to the writers once it is full, and sets [`ColumnSplit::pk_value`]
+    /// to the row's primary-index value.
     pub(super) fn push(&mut self, key: &[u8], value: &[u8]) -> sluice::Result<()> {
         let suffix = key.get(8..).unwrap_or(&[]);
         let b = &mut self.batch;
@@ -173,7 +243,28 @@ impl ColumnSplit {
         b.arena.extend_from_slice(suffix);
         b.arena.extend_from_slice(value);
         b.rows.push((o, suffix.len() as u32, value.len() as u32));
-        if b.arena.len() >= ROW_BATCH_BYTES {
+        let full = match self.groups.as_mut() {
+            None => {
+                self.pk_value.clear();
+                self.pk_value.push(self.version);
+                b.arena.len() >= ROW_BATCH_BYTES
+            }
+            Some(g) => {
+                if g.pos == 0 {
+                    b.groups.push((g.next, b.rows.len() as u32 - 1));
+                }
+                encode_pk_value(&mut self.pk_value, self.version, g.next, g.pos);
+                g.pos += 1;
+                if g.pos as usize == GROUP_ROWS {
+                    g.close();
+                }
+                // A batch ends at a group's end, or early (ending its group) when rows are
+                // so wide that a whole group would hold several batches' bytes.
+                (g.pos == 0 && b.arena.len() >= ROW_BATCH_BYTES)
+                    || b.arena.len() >= 4 * ROW_BATCH_BYTES
+            }
+        };
+        if full {
             self.flush()?;
         }
         Ok(())
@@ -181,6 +272,9 @@ impl ColumnSplit {
 
     /// Hands the batch to every writer; a writer that stopped reports its error.
     fn flush(&mut self) -> sluice::Result<()> {
+        if let Some(g) = self.groups.as_mut() {
+            g.close();
+        }
         if self.batch.rows.is_empty() {
             return Ok(());
         }
@@ -247,31 +341,49 @@ impl Drop for ColumnSplit {
 }
 
 impl FinalWriter {
-    /// From now on each `put(primary key, row)` writes the columnar layout: `primary key →
-    /// version byte` here and each non-NULL, non-key cell to its column's files (same target
-    /// size and entry limit; `cell_opts`), all in the key order of the rows, on `threads`
-    /// writer threads. `restored`: cell files a checkpoint names, by column (a resumed merge
-    /// appends to them).
+    /// From now on each `put(primary key, row)` writes table `t`'s layout by column:
+    /// - cells: `primary key → version byte` here and each non-NULL, non-key cell to its
+    ///   column's files;
+    /// - columnar: `primary key → version ‖ group ‖ position` here and each row group's chunk
+    ///   of every column to the column's files, groups numbered from `next_group` (the first
+    ///   free id of the table, [`crate::chunk::next_group_id`]) or past the highest group of
+    ///   `restored`.
+    ///
+    /// Column files have the same target size and entry limit (`cell_opts`) and are written
+    /// in the key order of the rows, on `threads` writer threads. `restored`: column files a
+    /// checkpoint names, by column (a resumed merge appends to them).
     pub fn split_columns(
         &mut self,
         t: &TableDef,
         cell_opts: TableOptions,
         threads: usize,
         mut restored: CellFiles,
+        next_group: u64,
     ) {
+        let chunked = t.layout == Layout::Columnar;
         let threads = threads.clamp(1, t.columns.len().max(1));
         let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
         let defaults: Vec<Option<&'static [u8]>> = t
             .columns
             .iter()
-            .map(|c| c.not_null.then(|| default_cell(&c.ty)))
+            .map(|c| (c.not_null && !chunked).then(|| default_cell(&c.ty)))
             .collect();
+        let groups = chunked.then(|| GroupCursor {
+            // A resumed merge's groups go past those its restored files already hold.
+            next: restored
+                .iter()
+                .filter_map(|(_, f)| crate::chunk::chunk_group(&f.largest_key))
+                .map(|g| g + 1)
+                .fold(next_group, u64::max),
+            pos: 0,
+        });
         let mut per_thread: Vec<CellWriters> = (0..threads).map(|_| Vec::new()).collect();
         let mut n = 0;
         for c in 0..t.columns.len() {
+            let stored = chunked || !t.primary_key.contains(&c);
             for (i, cols) in per_thread.iter_mut().enumerate() {
                 cols.push(None);
-                if t.primary_key.contains(&c) || n % threads != i {
+                if !stored || n % threads != i {
                     continue;
                 }
                 let mut key = Vec::with_capacity(64);
@@ -294,7 +406,7 @@ impl FinalWriter {
                 w.writeback = self.writeback;
                 cols[c] = Some((key, w));
             }
-            if !t.primary_key.contains(&c) {
+            if stored {
                 n += 1;
             }
         }
@@ -304,7 +416,7 @@ impl FinalWriter {
                 let (tx, rx) = std::sync::mpsc::sync_channel(2);
                 let types = types.clone();
                 let defaults = defaults.clone();
-                let h = std::thread::spawn(move || cell_writer(rx, types, defaults, cols));
+                let h = std::thread::spawn(move || cell_writer(rx, types, defaults, cols, chunked));
                 (Some(tx), Some(h))
             })
             .collect();
@@ -312,6 +424,8 @@ impl FinalWriter {
             version: t.version,
             batch: RowBatch::default(),
             workers,
+            groups,
+            pk_value: Vec::new(),
         }));
     }
 }

@@ -140,8 +140,12 @@ impl FinalWriter {
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> sluice::Result<()> {
         if let Some(split) = self.split.as_mut() {
             split.push(key, value)?;
-            let v = [split.version];
-            self.writer()?.put(key, &v)?;
+            let v = std::mem::take(&mut split.pk_value);
+            let r = self.writer().and_then(|w| w.put(key, &v));
+            if let Some(split) = self.split.as_mut() {
+                split.pk_value = v;
+            }
+            r?;
             return self.maybe_cut();
         }
         self.writer()?.put(key, value)?;

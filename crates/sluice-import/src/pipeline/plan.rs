@@ -227,17 +227,21 @@ impl Import {
             (tmp, Some(ck), resume)
         };
         self.warn_if_short_of_space(&tmp.path, resume.is_some());
-        if existing_rows
-            && table.layout == Layout::Columnar
-            && self.opts.on_duplicate == OnDuplicate::Last
+        if existing_rows && table.layout.by_column() && self.opts.on_duplicate == OnDuplicate::Last
         {
-            // Replacing a stored columnar row would leave the old cells of the columns the new
-            // row has NULL (cells are written for non-NULL values only): refuse rather than
-            // bring old values back.
+            // Cells: replacing a stored row would leave the old cells of the columns the new
+            // row has NULL (cells are written for non-NULL values only). Columnar: the old row
+            // would stay in its row group's chunks, seen by scans that read chunks alone.
+            // Refuse rather than bring old values back.
+            let why = if table.layout == Layout::Cells {
+                "a replaced row's NULL columns would keep their old cells"
+            } else {
+                "a replaced row would stay in its old row group"
+            };
             return Err(ImportError::InvalidArgument(format!(
-                "--on-duplicate last is not supported yet for table {} (columnar layout) once it \
-                 holds rows: a replaced row's NULL columns would keep their old cells",
-                table.name
+                "--on-duplicate last is not supported yet for table {} ({} layout) once it \
+                 holds rows: {why}",
+                table.name, table.layout
             )));
         }
         // Each file's own format (from its extension) unless one is given for all.
@@ -270,7 +274,7 @@ impl Import {
         // encoded output (≈ 2.5× for narrow rows with one secondary index).
         let chunks_reserved = in_flight * chunk_size * 4 + (8 << 20);
         let mut reserved = chunks_reserved;
-        if table.layout == Layout::Columnar {
+        if table.layout.by_column() {
             // The merge's cell writers (their own buffers, beside the sort buffers it drains).
             reserved += crate::merge::cell_writers_memory(table.columns.len(), self.opts.threads);
         }

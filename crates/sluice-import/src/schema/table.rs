@@ -12,7 +12,7 @@ use super::index::{add_index, index_columns, refuse_using, resolve};
 use super::source::{err, ident_name, ident_pos, object_name, refuse, refuse_before, Pos, Source};
 use super::{ColumnDef, Layout, SchemaError, TableDef, ROWID_COLUMN};
 
-/// `WITH (layout = 'row' | 'columnar')`; any other table option is refused.
+/// `WITH (layout = 'row' | 'columnar' | 'cells')`; any other table option is refused.
 pub(super) fn table_layout(
     src: &Source,
     opts: &CreateTableOptions,
@@ -61,7 +61,10 @@ pub(super) fn table_layout(
                     other => other.to_string(),
                 };
                 layout = Layout::parse(&text).ok_or_else(|| {
-                    err(ident_pos(key), format!("layout {text:?}: row or columnar"))
+                    err(
+                        ident_pos(key),
+                        format!("layout {text:?}: row, columnar or cells"),
+                    )
                 })?;
             }
             SqlOption::KeyValue { key, .. } => {

@@ -23,7 +23,8 @@ pub fn layout() -> Layout {
     LAYOUT.with(|l| l.get()).unwrap_or(Layout::Row)
 }
 
-/// Defines `mod columnar` running each named test again with the columnar layout.
+/// Defines `mod columnar` and `mod cells` running each named test again with the columnar
+/// (chunks) and the cells layout.
 #[macro_export]
 macro_rules! columnar_too {
     ($($name:ident),* $(,)?) => {
@@ -32,6 +33,14 @@ macro_rules! columnar_too {
                 #[test]
                 fn $name() {
                     $crate::common::with_layout(sluice_import::Layout::Columnar, super::$name);
+                }
+            )*
+        }
+        mod cells {
+            $(
+                #[test]
+                fn $name() {
+                    $crate::common::with_layout(sluice_import::Layout::Cells, super::$name);
                 }
             )*
         }

@@ -36,7 +36,7 @@ impl Import {
         indexes: &mut [IndexState],
     ) -> Result<(), ImportError> {
         let file_counter = &plan.merge_files;
-        let columnar = plan.table.layout == Layout::Columnar;
+        let columnar = plan.table.layout.by_column();
         // Checkpoints between indexes and inside them once the parse took one (everything is
         // in runs then).
         let checkpoints = plan.ck.as_ref().is_some_and(|c| c.parse_taken());
@@ -223,7 +223,18 @@ impl Import {
         let mut w = self.final_writer(plan, slot, &plan.merge_files);
         w.files = part.finals;
         if let Some(cell_opts) = cell_opts {
-            w.split_columns(&plan.table, cell_opts, self.opts.threads, part.cells);
+            let next_group = if plan.table.layout == Layout::Columnar {
+                crate::chunk::next_group_id(ctx.db, &plan.table)?
+            } else {
+                0
+            };
+            w.split_columns(
+                &plan.table,
+                cell_opts,
+                self.opts.threads,
+                part.cells,
+                next_group,
+            );
         }
         let mut pace = CheckpointPace::new(self.opts.target_file_size, w.files.len());
         let mut on_file = |ctx: &mut EmitCtx<'a>, w: &mut FinalWriter, key: &[u8]| {

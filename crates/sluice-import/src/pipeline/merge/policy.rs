@@ -218,16 +218,17 @@ impl<'a> EmitCtx<'a> {
         let Some(v) = self.db.get(key)? else {
             return Ok(None);
         };
-        if self.table.layout != Layout::Columnar {
-            return Ok(Some(v));
-        }
         let ropts = ReadOptions {
             snapshot: None,
             lower_bound: None,
             upper_bound: None,
             ..Default::default()
         };
-        let vals = crate::query::columnar_row(self.db, self.table, key, &ropts)?;
+        let vals = match self.table.layout {
+            Layout::Row => return Ok(Some(v)),
+            Layout::Cells => crate::query::columnar_row(self.db, self.table, key, &ropts)?,
+            Layout::Columnar => crate::query::chunked_row(self.db, self.table, key, &v, &ropts)?,
+        };
         let mut out = Vec::new();
         crate::row::encode_row(&mut out, self.table.version, &vals);
         Ok(Some(out))

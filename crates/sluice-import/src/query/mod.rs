@@ -4,6 +4,13 @@
 //! A scan reads at one snapshot: index entries and the rows they point to are from the same
 //! state of the Db.
 //!
+//! Columns can be chosen ([`TableReader::set_columns`]). A columnar table then reads only
+//! their chunks: a scan of the whole table with chosen columns, and a count or sum over it,
+//! walks the chosen columns' chunks in storage order (primary-key order within each import,
+//! imports in the order they were made) and reads no primary index; a scan with bounds or
+//! over a secondary index reads the index and, per row group, the chosen columns' chunks.
+//! [`TableReader::bytes_read`] counts the bytes of index entries and chunks read.
+//!
 //! Output is made to be read back: CSV output imported again (same `--null`) gives the same
 //! rows — NULL is an unquoted empty field (or the `--null` string), the empty string is `""`,
 //! a text equal to the `--null` string is quoted, doubles print as text that reads back
@@ -19,6 +26,11 @@ use crate::row::{absent_cell, decode_row, decode_value, row_version};
 use crate::schema::{Layout, TableDef, COLUMN_INDEX_BASE, PRIMARY_INDEX_ID};
 use crate::types::{format_json, format_text, parse_value, ColumnType, Value};
 use crate::ImportError;
+
+mod chunks;
+
+pub use chunks::chunked_row;
+use chunks::ChunkCursors;
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -162,6 +174,10 @@ pub struct TableReader<'a> {
     csv_null: String,
     /// Where `get` and `scan` record their reads (see [`TableReader::set_trace`]).
     trace: Option<Trace>,
+    /// The columns read and printed (`None`: every visible column).
+    columns: Option<Vec<usize>>,
+    /// Bytes of index entries and column chunks read so far.
+    bytes_read: std::cell::Cell<u64>,
 }
 
 /// Splits `a,b,"c,d"` into values (CSV quoting).
@@ -188,7 +204,59 @@ impl<'a> TableReader<'a> {
             types,
             csv_null: String::new(),
             trace: None,
+            columns: None,
+            bytes_read: std::cell::Cell::new(0),
         })
+    }
+
+    /// Reads and prints only the columns named (in that order; `None`: every visible column).
+    /// A row handed to a scan's callback still has every column; those not chosen are NULL.
+    pub fn set_columns(&mut self, names: Option<&[String]>) -> Result<(), ImportError> {
+        self.columns = match names {
+            None => None,
+            Some(names) => Some(
+                names
+                    .iter()
+                    .map(|n| {
+                        self.table.column(n.trim()).ok_or_else(|| {
+                            ImportError::InvalidArgument(format!(
+                                "table {} has no column {}",
+                                self.table.name,
+                                n.trim()
+                            ))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        Ok(())
+    }
+
+    /// Bytes of primary and secondary index entries and of column chunks (keys and values)
+    /// read by this reader so far (cells and row layouts: index entries and cells).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.get()
+    }
+
+    /// Approximate bytes on disk of the table (every index and column), from the Db's table
+    /// indexes ([`Db::approximate_size`]).
+    pub fn table_bytes(&self) -> Result<u64, ImportError> {
+        let lo = prefix(self.table.id, 0);
+        let hi = prefix(self.table.id.saturating_add(1), 0);
+        Ok(self.db.approximate_size(Some(&lo), Some(&hi))?)
+    }
+
+    fn count_read(&self, k: &[u8], v: &[u8]) {
+        self.bytes_read
+            .set(self.bytes_read.get() + (k.len() + v.len()) as u64);
+    }
+
+    /// The columns read and printed, in order.
+    fn shown_columns(&self) -> Vec<usize> {
+        match &self.columns {
+            Some(c) => c.clone(),
+            None => self.table.visible_columns().map(|(i, _)| i).collect(),
+        }
     }
 
     /// Records the reads of `get` and `scan` (the primary or index entries; not the column
@@ -263,7 +331,10 @@ impl<'a> TableReader<'a> {
             trace: self.trace.as_ref(),
         };
         match self.db.get_opt(&key, &ropts)? {
-            Some(v) => Ok(Some(self.decode(&key, &v, &ropts)?)),
+            Some(v) => {
+                self.count_read(&key, &v);
+                Ok(Some(self.decode(&key, &v, &ropts)?))
+            }
             None => Ok(None),
         }
     }
@@ -276,22 +347,20 @@ impl<'a> TableReader<'a> {
         v: &[u8],
         ropts: &ReadOptions<'_>,
     ) -> Result<Vec<Value<'static>>, ImportError> {
-        if self.table.layout == Layout::Columnar && row_version(v) == Some(self.table.version) {
+        if self.table.layout == Layout::Cells && row_version(v) == Some(self.table.version) {
             return columnar_row(self.db, &self.table, key, ropts);
+        }
+        if self.table.layout == Layout::Columnar {
+            let mut cur = ChunkCursors::new(&self.table, self.columns.as_deref());
+            let row = cur.row(self.db, ropts, key, v)?;
+            self.bytes_read.set(self.bytes_read.get() + cur.bytes);
+            return Ok(row);
         }
         self.decode_row_value(key, v)
     }
 
     fn decode_row_value(&self, key: &[u8], v: &[u8]) -> Result<Vec<Value<'static>>, ImportError> {
-        if row_version(v) != Some(self.table.version) {
-            return Err(ImportError::Catalog(format!(
-                "row {} has schema version {:?}, table {} is at {}",
-                key.escape_ascii(),
-                row_version(v),
-                self.table.name,
-                self.table.version
-            )));
-        }
+        check_version(&self.table, key, v)?;
         decode_row(v, &self.types).map_err(|_| {
             ImportError::Catalog(format!("row {} does not decode", key.escape_ascii()))
         })
@@ -341,6 +410,15 @@ impl<'a> TableReader<'a> {
             }
             None => prefix_successor(&p),
         };
+        if index_id == PRIMARY_INDEX_ID
+            && self.table.layout == Layout::Columnar
+            && start.is_none()
+            && end.is_none()
+        {
+            if let Some(cols) = &self.columns {
+                return self.scan_chunks(cols, limit, f);
+            }
+        }
         let start_suffix = lower[8..].to_vec();
         let snap: Snapshot = self.db.snapshot();
         let mut it = self.db.iter(ReadOptions {
@@ -357,7 +435,9 @@ impl<'a> TableReader<'a> {
             upper_bound: None,
             trace: self.trace.as_ref(),
         };
-        let mut cells = if index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Columnar {
+        let mut chunks = (index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Columnar)
+            .then(|| ChunkCursors::new(&self.table, self.columns.as_deref()));
+        let mut cells = if index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Cells {
             Some(CellCursors::new(
                 self.db,
                 &self.table,
@@ -368,7 +448,10 @@ impl<'a> TableReader<'a> {
             None
         };
         while it.valid() && limit.is_none_or(|l| n < l) {
-            let row = if let Some(c) = cells.as_mut() {
+            self.count_read(it.key(), it.value());
+            let row = if let Some(c) = chunks.as_mut() {
+                c.row(self.db, &ropts, it.key(), it.value())?
+            } else if let Some(c) = cells.as_mut() {
                 c.row(it.key(), it.value())?
             } else if index_id == PRIMARY_INDEX_ID {
                 self.decode(it.key(), it.value(), &ropts)?
@@ -385,7 +468,10 @@ impl<'a> TableReader<'a> {
                 let mut pk = prefix(self.table.id, PRIMARY_INDEX_ID);
                 pk.extend_from_slice(k);
                 match self.db.get_opt(&pk, &ropts)? {
-                    Some(v) => self.decode(&pk, &v, &ropts)?,
+                    Some(v) => {
+                        self.count_read(&pk, &v);
+                        self.decode(&pk, &v, &ropts)?
+                    }
                     None => {
                         return Err(ImportError::Catalog(format!(
                             "index entry {} points to a missing row",
@@ -399,6 +485,9 @@ impl<'a> TableReader<'a> {
             it.next();
         }
         it.status()?;
+        if let Some(c) = chunks {
+            self.bytes_read.set(self.bytes_read.get() + c.bytes);
+        }
         Ok(n)
     }
 
@@ -432,12 +521,34 @@ impl<'a> TableReader<'a> {
                 Some((c, Summer::new(col.ty)))
             }
         };
-        let rows = self.scan(index, start, end, limit, |row| {
+        let pruned = self.table.layout == Layout::Columnar && self.columns.is_none();
+        let mut me = None;
+        let this = if pruned {
+            // A count or sum reads only the column it sums (or one column's row counts).
+            let mut r = TableReader {
+                db: self.db,
+                table: self.table.clone(),
+                types: self.types.clone(),
+                csv_null: String::new(),
+                trace: self.trace.clone(),
+                columns: Some(sum_col.into_iter().collect()),
+                bytes_read: std::cell::Cell::new(0),
+            };
+            r.csv_null.clone_from(&self.csv_null);
+            me.insert(r)
+        } else {
+            self
+        };
+        let rows = this.scan(index, start, end, limit, |row| {
             if let Some((c, s)) = summer.as_mut() {
                 s.add(&row[*c]);
             }
             Ok(())
         })?;
+        if let Some(r) = &me {
+            self.bytes_read
+                .set(self.bytes_read.get() + r.bytes_read.get());
+        }
         Ok(CountSum {
             rows,
             sum: summer.map(|(_, s)| s.sum()),
@@ -447,11 +558,11 @@ impl<'a> TableReader<'a> {
     /// The header line of CSV output.
     pub fn csv_header(&self) -> String {
         let mut out = String::new();
-        for (n, (_, c)) in self.table.visible_columns().enumerate() {
+        for (n, i) in self.shown_columns().into_iter().enumerate() {
             if n > 0 {
                 out.push(',');
             }
-            push_csv_field(&mut out, &c.name, false);
+            push_csv_field(&mut out, &self.table.columns[i].name, false);
         }
         out
     }
@@ -462,7 +573,8 @@ impl<'a> TableReader<'a> {
         match fmt {
             OutputFormat::Csv => {
                 let mut field = String::new();
-                for (n, (i, c)) in self.table.visible_columns().enumerate() {
+                for (n, i) in self.shown_columns().into_iter().enumerate() {
+                    let c = &self.table.columns[i];
                     if n > 0 {
                         s.push(',');
                     }
@@ -479,7 +591,8 @@ impl<'a> TableReader<'a> {
             }
             OutputFormat::Json => {
                 s.push('{');
-                for (n, (i, c)) in self.table.visible_columns().enumerate() {
+                for (n, i) in self.shown_columns().into_iter().enumerate() {
+                    let c = &self.table.columns[i];
                     if n > 0 {
                         s.push(',');
                     }
@@ -511,6 +624,20 @@ pub fn cell_key(t: &TableDef, c: usize, pk_key: &[u8], out: &mut Vec<u8>) {
     out.clear();
     encode_prefix(out, t.id, COLUMN_INDEX_BASE + c as u32);
     out.extend_from_slice(pk_key.get(8..).unwrap_or(&[]));
+}
+
+/// Refuses a row whose primary-index value `v` is of another schema version than table `t`.
+fn check_version(t: &TableDef, key: &[u8], v: &[u8]) -> Result<(), ImportError> {
+    if row_version(v) == Some(t.version) {
+        return Ok(());
+    }
+    Err(ImportError::Catalog(format!(
+        "row {} has schema version {:?}, table {} is at {}",
+        key.escape_ascii(),
+        row_version(v),
+        t.name,
+        t.version
+    )))
 }
 
 /// The primary key columns of a row, decoded from its primary key (prefix included), into
@@ -599,15 +726,7 @@ impl<'t> CellCursors<'t> {
     }
 
     fn row(&mut self, key: &[u8], v: &[u8]) -> Result<Vec<Value<'static>>, ImportError> {
-        if row_version(v) != Some(self.t.version) {
-            return Err(ImportError::Catalog(format!(
-                "row {} has schema version {:?}, table {} is at {}",
-                key.escape_ascii(),
-                row_version(v),
-                self.t.name,
-                self.t.version
-            )));
-        }
+        check_version(self.t, key, v)?;
         let mut row = absent_row(self.t);
         pk_values(self.t, key, &mut row)?;
         let suffix = key.get(8..).unwrap_or(&[]);

@@ -1,0 +1,346 @@
+//! Column chunks: the columnar layout's unit of storage.
+//!
+//! An import cuts the rows it writes, in primary-key order, into *row groups* of up to
+//! [`GROUP_ROWS`] rows. Each group gets a group id, unique in its table for the table's
+//! lifetime, and is stored as one KV per column:
+//!
+//! ```text
+//! table ‖ PRIMARY_INDEX ‖ pk            → version ‖ varint group ‖ varint position   (one per row)
+//! table ‖ COLUMN_INDEX_BASE + c ‖ group → chunk of column c over the group's rows   (one per group)
+//! ```
+//!
+//! Every column has a chunk in every group, primary key columns too (a scan of them then reads
+//! no primary index). A chunk is
+//!
+//! ```text
+//! chunk = format (1) ‖ varint rows ‖ varint raw length ‖ codec (0 none, 1 zstd) ‖ payload
+//! raw   = flags (bit 0: some value is NULL) ‖ [NULL bitmap, rows bits, 1 = NULL]
+//!         ‖ the non-NULL values, each in its row-value encoding ([`crate::row::decode_value`])
+//! ```
+//!
+//! Invariants:
+//! 1. A group's chunks all hold the same rows in the same order: position `i` of every chunk
+//!    of group `g` is one row, the row whose primary-index value names `(g, i)`.
+//! 2. Group ids only grow: a later import's groups have higher ids than every group already
+//!    stored or written by an earlier attempt of the same import ([`next_group_id`]).
+//! 3. Decoding checks every length against the bytes it has and bounds what it allocates:
+//!    corrupt chunk bytes are an error naming the chunk, never a panic (the engine has already
+//!    checked the block's checksum; this guards against a chunk written wrong).
+
+use sluice::{Db, ReadOptions};
+
+use crate::keycode::{prefix, prefix_successor, MalformedKey};
+use crate::row::{decode_value, get_varint, put_varint64, value_len};
+use crate::schema::{TableDef, COLUMN_INDEX_BASE};
+use crate::types::{ColumnType, Value};
+
+/// Rows in a row group (at most; a group also ends where the writer's batch ends).
+pub const GROUP_ROWS: usize = 4096;
+
+/// Most rows a chunk may claim when decoded.
+const MAX_CHUNK_ROWS: u64 = 1 << 20;
+
+/// Most raw bytes a chunk may claim when decoded.
+const MAX_RAW_BYTES: u64 = 1 << 30;
+
+/// Chunk format byte.
+const FORMAT: u8 = 1;
+
+/// zstd level of chunk payloads: level 1 keeps the import CPU-cheap and still finds the
+/// repetition inside one column's values.
+const ZSTD_LEVEL: i32 = 1;
+
+/// Encodes the chunk of `rows` values given by `cells` (`None`: NULL) into `out`, using
+/// `raw` as scratch.
+pub fn encode_chunk<'a>(
+    out: &mut Vec<u8>,
+    raw: &mut Vec<u8>,
+    rows: usize,
+    cells: impl Iterator<Item = Option<&'a [u8]>>,
+) {
+    raw.clear();
+    raw.push(0);
+    let nb = rows.div_ceil(8);
+    raw.resize(1 + nb, 0);
+    let mut any_null = false;
+    for (i, c) in cells.enumerate() {
+        match c {
+            Some(b) => raw.extend_from_slice(b),
+            None => {
+                raw[1 + i / 8] |= 1 << (i % 8);
+                any_null = true;
+            }
+        }
+    }
+    if !any_null {
+        raw.drain(1..1 + nb);
+    } else {
+        raw[0] = 1;
+    }
+    out.clear();
+    out.push(FORMAT);
+    put_varint64(out, rows as u64);
+    put_varint64(out, raw.len() as u64);
+    let start = out.len();
+    out.push(1);
+    let bound = zstd::zstd_safe::compress_bound(raw.len());
+    out.reserve(bound);
+    let at = out.len();
+    out.resize(at + bound, 0);
+    match zstd::bulk::compress_to_buffer(raw, &mut out[at..], ZSTD_LEVEL) {
+        Ok(n) if n < raw.len() => out.truncate(at + n),
+        _ => {
+            out.truncate(start);
+            out.push(0);
+            out.extend_from_slice(raw);
+        }
+    }
+}
+
+/// A decoded chunk: its raw bytes and where each row's value starts.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    raw: Vec<u8>,
+    /// Row `i`'s value is `raw[bounds[i]..bounds[i + 1]]` (empty for NULL).
+    bounds: Vec<u32>,
+    /// Row `i` is NULL.
+    nulls: Vec<bool>,
+}
+
+impl Chunk {
+    /// Rows in the chunk.
+    pub fn rows(&self) -> usize {
+        self.nulls.len()
+    }
+
+    /// Row `i`'s value encoding (`None`: NULL or out of range).
+    pub fn cell(&self, i: usize) -> Option<&[u8]> {
+        if *self.nulls.get(i)? {
+            return None;
+        }
+        self.raw
+            .get(self.bounds[i] as usize..self.bounds[i + 1] as usize)
+    }
+
+    /// Row `i`'s value (NULL for a NULL row).
+    pub fn value(&self, i: usize, ty: &ColumnType) -> Result<Value<'static>, MalformedKey> {
+        match self.cell(i) {
+            None => Ok(Value::Null),
+            Some(mut b) => decode_value(&mut b, ty),
+        }
+    }
+
+    /// Decodes `chunk`, a column of type `ty`. Errors say what is wrong, for the caller to
+    /// name the chunk.
+    pub fn decode(chunk: &[u8], ty: &ColumnType) -> Result<Chunk, String> {
+        let mut b = chunk;
+        match b.split_first() {
+            Some((&FORMAT, rest)) => b = rest,
+            Some((f, _)) => return Err(format!("unknown chunk format {f}")),
+            None => return Err("empty chunk".into()),
+        }
+        let rows = get_varint(&mut b).map_err(|_| "bad row count")?;
+        let raw_len = get_varint(&mut b).map_err(|_| "bad raw length")?;
+        if rows > u128::from(MAX_CHUNK_ROWS) || raw_len > u128::from(MAX_RAW_BYTES) {
+            return Err(format!("claims {rows} rows, {raw_len} bytes"));
+        }
+        let (rows, raw_len) = (rows as usize, raw_len as usize);
+        let (&codec, payload) = b.split_first().ok_or("no codec byte")?;
+        let raw = match codec {
+            0 => payload.to_vec(),
+            1 => {
+                // A raw length far beyond what the payload could expand to is corrupt.
+                if raw_len / 64 > payload.len() + 1024 {
+                    return Err(format!(
+                        "claims {raw_len} raw bytes from {} compressed",
+                        payload.len()
+                    ));
+                }
+                zstd::bulk::decompress(payload, raw_len).map_err(|e| format!("zstd: {e}"))?
+            }
+            c => return Err(format!("unknown codec {c}")),
+        };
+        if raw.len() != raw_len {
+            return Err(format!("{} raw bytes, header says {raw_len}", raw.len()));
+        }
+        let (&flags, mut body) = raw.split_first().ok_or("no flags byte")?;
+        let nulls = if flags & 1 != 0 {
+            let nb = rows.div_ceil(8);
+            if body.len() < nb {
+                return Err("short NULL bitmap".into());
+            }
+            let (bm, rest) = body.split_at(nb);
+            body = rest;
+            Some(bm)
+        } else {
+            None
+        };
+        let base = raw.len() - body.len();
+        if u32::try_from(raw.len()).is_err() {
+            return Err("chunk too large".into());
+        }
+        let mut bounds = Vec::with_capacity(rows + 1);
+        let mut is_null = Vec::with_capacity(rows);
+        let mut at = 0usize;
+        for i in 0..rows {
+            bounds.push((base + at) as u32);
+            let null = nulls.is_some_and(|bm| bm[i / 8] & (1 << (i % 8)) != 0);
+            is_null.push(null);
+            if !null {
+                at += value_len(&body[at..], ty).map_err(|_| format!("row {i} does not decode"))?;
+            }
+        }
+        bounds.push((base + at) as u32);
+        if at != body.len() {
+            return Err(format!("{} bytes after the last value", body.len() - at));
+        }
+        Ok(Chunk {
+            raw,
+            bounds,
+            nulls: is_null,
+        })
+    }
+}
+
+/// The primary-index value of a row stored at position `pos` of group `group`.
+pub fn encode_pk_value(out: &mut Vec<u8>, version: u8, group: u64, pos: u32) {
+    out.clear();
+    out.push(version);
+    put_varint64(out, group);
+    put_varint64(out, u64::from(pos));
+}
+
+/// The group and position a primary-index value names.
+pub fn decode_pk_value(v: &[u8]) -> Option<(u64, usize)> {
+    let mut b = v.get(1..)?;
+    let g = u64::try_from(get_varint(&mut b).ok()?).ok()?;
+    let p = usize::try_from(get_varint(&mut b).ok()?).ok()?;
+    b.is_empty().then_some((g, p))
+}
+
+/// The key of column `c`'s chunk of group `group`.
+pub fn chunk_key(t: &TableDef, c: usize, group: u64, out: &mut Vec<u8>) {
+    out.clear();
+    crate::keycode::encode_prefix(out, t.id, COLUMN_INDEX_BASE + c as u32);
+    out.extend_from_slice(&group.to_be_bytes());
+}
+
+/// The group id of a chunk key (`None`: not one).
+pub fn chunk_group(key: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = key.get(8..16)?.try_into().ok()?;
+    (key.len() == 16).then(|| u64::from_be_bytes(b))
+}
+
+/// The first group id free in table `t` (one past the highest stored). Every group has a
+/// chunk of column 0, so the last key of column 0's range names the highest group.
+pub fn next_group_id(db: &Db, t: &TableDef) -> Result<u64, sluice::Error> {
+    let p = prefix(t.id, COLUMN_INDEX_BASE);
+    let mut it = db.iter(ReadOptions {
+        lower_bound: Some(p.clone()),
+        upper_bound: prefix_successor(&p),
+        ..Default::default()
+    })?;
+    it.seek_to_last();
+    let next = if it.valid() {
+        chunk_group(it.key()).map_or(0, |g| g + 1)
+    } else {
+        0
+    };
+    it.status()?;
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::encode_row;
+
+    /// The chunk of `vals`.
+    fn encoded(vals: &[Value<'_>]) -> Vec<u8> {
+        let cells = cells_of(vals);
+        let (mut out, mut raw) = (Vec::new(), Vec::new());
+        encode_chunk(
+            &mut out,
+            &mut raw,
+            cells.len(),
+            cells.iter().map(|c| c.as_deref()),
+        );
+        out
+    }
+
+    fn cells_of(vals: &[Value<'_>]) -> Vec<Option<Vec<u8>>> {
+        vals.iter()
+            .map(|v| {
+                if matches!(v, Value::Null) {
+                    return None;
+                }
+                let mut row = Vec::new();
+                encode_row(&mut row, 1, std::slice::from_ref(v));
+                Some(row[2..].to_vec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunk_round_trips_values_and_nulls() {
+        let vals: Vec<Value<'_>> = (0..1000)
+            .map(|i| {
+                if i % 7 == 0 {
+                    Value::Null
+                } else {
+                    Value::Int(i * 1_000_003 - 500_000_000)
+                }
+            })
+            .collect();
+        let out = encoded(&vals);
+        let ch = Chunk::decode(&out, &ColumnType::BigInt).unwrap();
+        assert_eq!(ch.rows(), 1000);
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(&ch.value(i, &ColumnType::BigInt).unwrap(), v, "row {i}");
+        }
+        // Without NULLs the bitmap is left out.
+        let out = encoded(&[Value::Int(1), Value::Int(2)]);
+        let ch = Chunk::decode(&out, &ColumnType::BigInt).unwrap();
+        assert_eq!(ch.value(1, &ColumnType::BigInt).unwrap(), Value::Int(2));
+        assert_eq!(ch.value(2, &ColumnType::BigInt).unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn corrupt_chunks_are_errors_not_panics() {
+        let vals: Vec<Value<'_>> = (0..300).map(|i| Value::Int(i % 5)).collect();
+        let out = encoded(&vals);
+        assert!(Chunk::decode(&out, &ColumnType::Int).is_ok());
+        // Every truncation and every single-byte change either fails or decodes to a chunk
+        // whose values all decode; none panics.
+        for n in 0..out.len() {
+            let _ = Chunk::decode(&out[..n], &ColumnType::Int);
+        }
+        for i in 0..out.len() {
+            for x in [0x01u8, 0x80, 0xff] {
+                let mut bad = out.clone();
+                bad[i] ^= x;
+                if let Ok(ch) = Chunk::decode(&bad, &ColumnType::Int) {
+                    for r in 0..ch.rows() {
+                        let _ = ch.value(r, &ColumnType::Int);
+                    }
+                }
+            }
+        }
+        // A claimed size beyond the bounds is refused before allocating.
+        let mut huge = vec![FORMAT];
+        put_varint64(&mut huge, 10);
+        put_varint64(&mut huge, 1 << 40);
+        huge.push(0);
+        assert!(Chunk::decode(&huge, &ColumnType::Int).is_err());
+    }
+
+    #[test]
+    fn pk_values_round_trip() {
+        let mut v = Vec::new();
+        encode_pk_value(&mut v, 3, 1 << 40, 4095);
+        assert_eq!(v[0], 3);
+        assert_eq!(decode_pk_value(&v), Some((1 << 40, 4095)));
+        assert_eq!(decode_pk_value(&v[..v.len() - 1]), None);
+        assert_eq!(decode_pk_value(&[3]), None);
+    }
+}
