@@ -225,7 +225,8 @@ def workload_specs(w, args):
         rows = args.rows or (200_000 if args.quick else 1_000_000)
         f = cached(f"hits-{rows}.tsv", lambda p: gen_hits(p, rows))
         return dict(files=[f], rows=rows, table="hits", schema=hits_schema(), index_sql="",
-                    fmt="tsv", sum_col="CounterID", layouts=args.layouts, orders=["as generated"])
+                    fmt="tsv", sum_col="CounterID", layouts=args.layouts, orders=["as generated"],
+                    scans=HITS_SCANS)
     if w == "import-tpcc-stock":
         wh = args.warehouses or (2 if args.quick else 10)
         f = cached(f"stock-w{wh}.csv", lambda p: gen_stock(p, wh))
@@ -308,6 +309,26 @@ con.execute("CHECKPOINT")
 con.close()
 """
 
+# Scans timed after an import-hits load, warm (each run once untimed first): a one-column
+# count and sum, and two columns of every row printed as CSV.
+HITS_SCANS = {"sum-1-column": {"sum": "CounterID"}, "scan-2-columns": {"columns": ["URL", "EventTime"]}}
+
+DUCK_SCAN = r"""
+import json, sys, time, duckdb
+a = json.loads(sys.argv[1])
+t = time.monotonic()
+con = duckdb.connect(a["db"], read_only=True)
+con.execute(f"SET threads = {a['threads']}")
+if a.get("sum"):
+    r = con.execute(f"SELECT count(*), sum({a['sum']}) FROM {a['table']}").fetchone()
+    print(json.dumps({"rows": r[0], "sum": int(r[1])}))
+else:
+    cols = ", ".join(a["columns"])
+    con.execute(f"COPY (SELECT {cols} FROM {a['table']}) TO '/dev/stdout' (HEADER, DELIMITER ',')")
+sys.stdout.flush()
+print(json.dumps({"query_secs": time.monotonic() - t}), file=sys.stderr)
+"""
+
 DUCK_CHECK = r"""
 import json, sys, duckdb
 a = json.loads(sys.argv[1])
@@ -375,7 +396,36 @@ def run_variant(v, spec, args, py, workdir):
         r = subprocess.run([str(py), "-c", DUCK_CHECK, json.dumps(a)], capture_output=True, text=True)
         check = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()}
     res["check"] = check
+    if spec.get("scans"):
+        res["scans"] = {name: run_scan(v, spec, q, py, target, args)
+                        for name, q in spec["scans"].items()}
     return res
+
+
+def run_scan(v, spec, q, py, target, args):
+    """One scan of a loaded table, warm: run once untimed, then timed. Sluice: the `sluice scan`
+    process (--read-stats on stderr); DuckDB: the Python child, and the query alone (connect
+    + query) as timed inside it."""
+    if v["engine"] == "sluice":
+        cmd = [str(sluice_bin()), "scan", "--db", str(target), "--table", spec["table"],
+               "--read-stats"]
+        cmd += ["--count", "--sum", q["sum"]] if q.get("sum") else ["--columns", ",".join(q["columns"])]
+    else:
+        a = {"db": str(target), "table": spec["table"], "threads": v["threads"], **q}
+        cmd = [str(py), "-c", DUCK_SCAN, json.dumps(a)]
+    measure(cmd, args.timeout)
+    wall, rc, out, err, rss = measure(cmd, args.timeout)
+    if rc != 0:
+        return {"error": (err.strip().splitlines() or ["(no output)"])[-1]}
+    r = {"seconds": wall, "peak_rss": rss, "output_bytes": len(out)}
+    for line in err.splitlines():
+        if line.startswith("{"):
+            r.update(json.loads(line))
+    if q.get("sum"):
+        r["result"] = json.loads(out.strip().splitlines()[-1])
+    else:
+        r["lines"] = out.count("\n")
+    return r
 
 
 def clear_dir(d):
@@ -463,7 +513,37 @@ def report(results, args, settings):
                 f"({fmt(min(secs))}–{fmt(max(secs))}) | {fmt(med('mb_per_s'), 1)} | {fmt(med('rows_per_s'))} | "
                 f"{fmt(med('peak_rss') / 2**20)} | {fmt(med('disk_bytes') / 1e6)} | {chk.get('rows', chk.get('error'))} | {chk.get('sum')} |")
         lines.append("")
+        lines += scan_lines(w, groups)
     return "\n".join(lines)
+
+
+def scan_lines(w, groups):
+    """The scans table of workload w (if it has scans): per variant and scan, the medians."""
+    rows = []
+    for key, rs in groups.items():
+        ok = [r for r in rs if key[0] == w and "scans" in r]
+        for name in (ok[0]["scans"] if ok else {}):
+            runs = [r["scans"][name] for r in ok if "error" not in r["scans"].get(name, {"error": 1})]
+            if not runs:
+                rows.append(f"| {name} | {key[1]} | {key[3]} | {key[2]} | 0 | n/a ||||")
+                continue
+            med = lambda f: (statistics.median(x[f] for x in runs) if all(f in x for x in runs) else None)
+            secs = [x["seconds"] for x in runs]
+            frac = med("fraction")
+            last = runs[-1]
+            out = last.get("result") or f"{last.get('lines')} lines"
+            rows.append(f"| {name} | {key[1]} | {key[3]} | {key[2]} | {len(runs)} | {fmt(med('seconds'))} "
+                        f"({fmt(min(secs))}–{fmt(max(secs))}) | {fmt(med('query_secs'))} | "
+                        f"{fmt(med('bytes_read') / 1e6 if med('bytes_read') is not None else None)} | "
+                        f"{'—' if frac is None else f'{frac:.2%}'} | {out} |")
+    if not rows:
+        return []
+    return [f"### {w}: scans after the load (warm)", "",
+            "Sluice: the `sluice scan` process; DuckDB: the Python child's wall time, and the query "
+            "alone (connect + query, timed inside it). Bytes read: index entries and chunks (Sluice), "
+            "against the table's bytes on disk.", "",
+            "| scan | engine | layout | threads | runs | seconds (median, min–max) | DuckDB query s | MB read | fraction of table | result |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---|"] + sorted(rows) + [""]
 
 
 def main():

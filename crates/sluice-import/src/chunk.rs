@@ -13,10 +13,14 @@
 //! no primary index). A chunk is
 //!
 //! ```text
-//! chunk = format (1) ‖ varint rows ‖ varint raw length ‖ codec (0 none, 1 zstd) ‖ payload
-//! raw   = flags (bit 0: some value is NULL) ‖ [NULL bitmap, rows bits, 1 = NULL]
-//!         ‖ the non-NULL values, each in its row-value encoding ([`crate::row::decode_value`])
+//! chunk  = format (1) ‖ varint rows ‖ flags (bit 0: some value is NULL)
+//!          ‖ [NULL bitmap: rows bits, 1 = NULL] ‖ varint values length ‖ codec (0 none, 1 zstd)
+//!          ‖ payload: the values, compressed by the codec
+//! values = the non-NULL values, each in its row-value encoding ([`crate::row::decode_value`])
 //! ```
+//!
+//! The values are compressed as they lie in the writer's column buffer, without a copy; the
+//! bitmap (absent when no value is NULL) stays outside.
 //!
 //! Invariants:
 //! 1. A group's chunks all hold the same rows in the same order: position `i` of every chunk
@@ -50,49 +54,44 @@ const FORMAT: u8 = 1;
 /// repetition inside one column's values.
 const ZSTD_LEVEL: i32 = 1;
 
-/// Encodes the chunk of `rows` values given by `cells` (`None`: NULL) into `out`, using
-/// `raw` as scratch.
-pub fn encode_chunk<'a>(
+/// A chunk compressor (one per encoding thread: a context is costly to make).
+pub fn compressor() -> sluice::Result<zstd::bulk::Compressor<'static>> {
+    zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|e| sluice::Error::Io {
+        path: None,
+        source: e,
+    })
+}
+
+/// Appends the chunk of `rows` values to `out`: `nulls` is the NULL bitmap (`None`: no NULL),
+/// `values` the non-NULL values' encodings back to back, in row order.
+pub fn encode_chunk(
     out: &mut Vec<u8>,
-    raw: &mut Vec<u8>,
+    zstd: &mut zstd::bulk::Compressor<'static>,
     rows: usize,
-    cells: impl Iterator<Item = Option<&'a [u8]>>,
+    nulls: Option<&[u8]>,
+    values: &[u8],
 ) {
-    raw.clear();
-    raw.push(0);
-    let nb = rows.div_ceil(8);
-    raw.resize(1 + nb, 0);
-    let mut any_null = false;
-    for (i, c) in cells.enumerate() {
-        match c {
-            Some(b) => raw.extend_from_slice(b),
-            None => {
-                raw[1 + i / 8] |= 1 << (i % 8);
-                any_null = true;
-            }
-        }
-    }
-    if !any_null {
-        raw.drain(1..1 + nb);
-    } else {
-        raw[0] = 1;
-    }
-    out.clear();
     out.push(FORMAT);
     put_varint64(out, rows as u64);
-    put_varint64(out, raw.len() as u64);
-    let start = out.len();
+    match nulls {
+        Some(bm) => {
+            out.push(1);
+            out.extend_from_slice(bm);
+        }
+        None => out.push(0),
+    }
+    put_varint64(out, values.len() as u64);
+    let codec = out.len();
     out.push(1);
-    let bound = zstd::zstd_safe::compress_bound(raw.len());
-    out.reserve(bound);
+    let bound = zstd::zstd_safe::compress_bound(values.len());
     let at = out.len();
     out.resize(at + bound, 0);
-    match zstd::bulk::compress_to_buffer(raw, &mut out[at..], ZSTD_LEVEL) {
-        Ok(n) if n < raw.len() => out.truncate(at + n),
+    match zstd.compress_to_buffer(values, &mut out[at..]) {
+        Ok(n) if n < values.len() => out.truncate(at + n),
         _ => {
-            out.truncate(start);
+            out.truncate(codec);
             out.push(0);
-            out.extend_from_slice(raw);
+            out.extend_from_slice(values);
         }
     }
 }
@@ -140,42 +139,46 @@ impl Chunk {
             None => return Err("empty chunk".into()),
         }
         let rows = get_varint(&mut b).map_err(|_| "bad row count")?;
-        let raw_len = get_varint(&mut b).map_err(|_| "bad raw length")?;
-        if rows > u128::from(MAX_CHUNK_ROWS) || raw_len > u128::from(MAX_RAW_BYTES) {
-            return Err(format!("claims {rows} rows, {raw_len} bytes"));
+        if rows > u128::from(MAX_CHUNK_ROWS) {
+            return Err(format!("claims {rows} rows"));
         }
-        let (rows, raw_len) = (rows as usize, raw_len as usize);
-        let (&codec, payload) = b.split_first().ok_or("no codec byte")?;
-        let raw = match codec {
-            0 => payload.to_vec(),
-            1 => {
-                // A raw length far beyond what the payload could expand to is corrupt.
-                if raw_len / 64 > payload.len() + 1024 {
-                    return Err(format!(
-                        "claims {raw_len} raw bytes from {} compressed",
-                        payload.len()
-                    ));
-                }
-                zstd::bulk::decompress(payload, raw_len).map_err(|e| format!("zstd: {e}"))?
-            }
-            c => return Err(format!("unknown codec {c}")),
-        };
-        if raw.len() != raw_len {
-            return Err(format!("{} raw bytes, header says {raw_len}", raw.len()));
-        }
-        let (&flags, mut body) = raw.split_first().ok_or("no flags byte")?;
+        let rows = rows as usize;
+        let (&flags, rest) = b.split_first().ok_or("no flags byte")?;
+        b = rest;
         let nulls = if flags & 1 != 0 {
             let nb = rows.div_ceil(8);
-            if body.len() < nb {
+            if b.len() < nb {
                 return Err("short NULL bitmap".into());
             }
-            let (bm, rest) = body.split_at(nb);
-            body = rest;
+            let (bm, rest) = b.split_at(nb);
+            b = rest;
             Some(bm)
         } else {
             None
         };
-        let base = raw.len() - body.len();
+        let len = get_varint(&mut b).map_err(|_| "bad values length")?;
+        if len > u128::from(MAX_RAW_BYTES) {
+            return Err(format!("claims {len} bytes of values"));
+        }
+        let len = len as usize;
+        let (&codec, payload) = b.split_first().ok_or("no codec byte")?;
+        let raw = match codec {
+            0 => payload.to_vec(),
+            1 => {
+                // A length far beyond what the payload could expand to is corrupt.
+                if len / 64 > payload.len() + 1024 {
+                    return Err(format!(
+                        "claims {len} bytes of values from {} compressed",
+                        payload.len()
+                    ));
+                }
+                zstd::bulk::decompress(payload, len).map_err(|e| format!("zstd: {e}"))?
+            }
+            c => return Err(format!("unknown codec {c}")),
+        };
+        if raw.len() != len {
+            return Err(format!("{} bytes of values, header says {len}", raw.len()));
+        }
         if u32::try_from(raw.len()).is_err() {
             return Err("chunk too large".into());
         }
@@ -183,16 +186,16 @@ impl Chunk {
         let mut is_null = Vec::with_capacity(rows);
         let mut at = 0usize;
         for i in 0..rows {
-            bounds.push((base + at) as u32);
+            bounds.push(at as u32);
             let null = nulls.is_some_and(|bm| bm[i / 8] & (1 << (i % 8)) != 0);
             is_null.push(null);
             if !null {
-                at += value_len(&body[at..], ty).map_err(|_| format!("row {i} does not decode"))?;
+                at += value_len(&raw[at..], ty).map_err(|_| format!("row {i} does not decode"))?;
             }
         }
-        bounds.push((base + at) as u32);
-        if at != body.len() {
-            return Err(format!("{} bytes after the last value", body.len() - at));
+        bounds.push(at as u32);
+        if at != raw.len() {
+            return Err(format!("{} bytes after the last value", raw.len() - at));
         }
         Ok(Chunk {
             raw,
@@ -258,12 +261,22 @@ mod tests {
     /// The chunk of `vals`.
     fn encoded(vals: &[Value<'_>]) -> Vec<u8> {
         let cells = cells_of(vals);
-        let (mut out, mut raw) = (Vec::new(), Vec::new());
+        let mut bm = vec![0u8; cells.len().div_ceil(8)];
+        let mut values = Vec::new();
+        for (i, c) in cells.iter().enumerate() {
+            match c {
+                Some(b) => values.extend_from_slice(b),
+                None => bm[i / 8] |= 1 << (i % 8),
+            }
+        }
+        let nulls = cells.iter().any(Option::is_none).then_some(&bm[..]);
+        let mut out = Vec::new();
         encode_chunk(
             &mut out,
-            &mut raw,
+            &mut compressor().unwrap(),
             cells.len(),
-            cells.iter().map(|c| c.as_deref()),
+            nulls,
+            &values,
         );
         out
     }
@@ -329,8 +342,9 @@ mod tests {
         // A claimed size beyond the bounds is refused before allocating.
         let mut huge = vec![FORMAT];
         put_varint64(&mut huge, 10);
-        put_varint64(&mut huge, 1 << 40);
         huge.push(0);
+        put_varint64(&mut huge, 1 << 40);
+        huge.push(1);
         assert!(Chunk::decode(&huge, &ColumnType::Int).is_err());
     }
 

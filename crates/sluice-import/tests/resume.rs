@@ -148,6 +148,14 @@ fn resume_after_every_final_file_equals_an_uninterrupted_import_row() {
 #[test]
 fn resume_after_every_final_file_equals_an_uninterrupted_import_columnar() {
     with_layout(
+        sluice_import::Layout::Columnar,
+        resume_after_every_final_file_equals_an_uninterrupted_import,
+    );
+}
+
+#[test]
+fn resume_after_every_final_file_equals_an_uninterrupted_import_cells() {
+    with_layout(
         sluice_import::Layout::Cells,
         resume_after_every_final_file_equals_an_uninterrupted_import,
     );
@@ -314,6 +322,14 @@ fn resume_after_every_checkpoint_equals_an_uninterrupted_import_row() {
 
 #[test]
 fn resume_after_every_checkpoint_equals_an_uninterrupted_import_columnar() {
+    with_layout(
+        sluice_import::Layout::Columnar,
+        resume_after_every_checkpoint_equals_an_uninterrupted_import,
+    );
+}
+
+#[test]
+fn resume_after_every_checkpoint_equals_an_uninterrupted_import_cells() {
     with_layout(
         sluice_import::Layout::Cells,
         resume_after_every_checkpoint_equals_an_uninterrupted_import,

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use sluice::{SstFileInfo, TableOptions};
 
+use super::chunks::{chunk_encoder, chunk_writer};
 use super::FinalWriter;
-use crate::chunk::{encode_chunk, encode_pk_value, GROUP_ROWS};
+use crate::chunk::{encode_pk_value, GROUP_ROWS};
 use crate::keycode::encode_prefix;
 use crate::row::{default_cell, for_each_cell};
 use crate::schema::{Layout, TableDef, COLUMN_INDEX_BASE};
@@ -16,13 +17,13 @@ use crate::types::ColumnType;
 
 /// Rows handed to the cell writers: `(key suffix, row value)` pairs back to back.
 #[derive(Default)]
-struct RowBatch {
-    arena: Vec<u8>,
+pub(super) struct RowBatch {
+    pub(super) arena: Vec<u8>,
     /// `(offset, suffix length, value length)`.
-    rows: Vec<(usize, u32, u32)>,
+    pub(super) rows: Vec<(usize, u32, u32)>,
     /// Columnar layout: the row groups of the batch, `(group id, index of its first row)`.
     /// A group never spans two batches.
-    groups: Vec<(u64, u32)>,
+    pub(super) groups: Vec<(u64, u32)>,
 }
 
 /// Where the next row of a columnar table goes: group `next`, position `pos`.
@@ -65,16 +66,22 @@ pub fn cell_writers_memory(columns: usize, threads: usize) -> usize {
 pub(super) struct ColumnSplit {
     pub(super) version: u8,
     batch: RowBatch,
+    /// Cells: one writer thread per share of the columns, each handed every batch.
+    /// Columnar: the chunk encoders, each handed every `n`-th batch ([`super::chunks`]).
     workers: Vec<CellWorker>,
     /// Columnar layout: the group the next row goes to (`None`: cells layout).
     groups: Option<GroupCursor>,
+    /// Columnar layout: the chunk writer thread.
+    chunk_writer: Option<std::thread::JoinHandle<sluice::Result<Vec<SstFileInfo>>>>,
+    /// Columnar layout: batches and cuts handed to the encoders so far.
+    turn: usize,
     /// The primary-index value of the last row pushed.
     pub(super) pk_value: Vec<u8>,
 }
 
 /// What a cell writer thread is handed: rows, or a request to finish its open files and
 /// report every file finished so far by column (a checkpoint of the merge).
-enum CellMsg {
+pub(super) enum CellMsg {
     Rows(Arc<RowBatch>),
     Cut(std::sync::mpsc::SyncSender<sluice::Result<CellFiles>>),
 }
@@ -95,9 +102,9 @@ type CellWriters = Vec<Option<(Vec<u8>, FinalWriter)>>;
 /// One batch's cells of one column, regrouped so the column's writer runs over them in one
 /// go: `cells[i] = (row index in the batch, end of the cell in bytes)`.
 #[derive(Default)]
-struct ColumnCells {
-    bytes: Vec<u8>,
-    cells: Vec<(u32, u32)>,
+pub(super) struct ColumnCells {
+    pub(super) bytes: Vec<u8>,
+    pub(super) cells: Vec<(u32, u32)>,
 }
 
 /// A cell writer thread: every batch, the cells of the columns it owns. The batch is first
@@ -111,63 +118,22 @@ fn cell_writer(
     types: Vec<ColumnType>,
     defaults: Vec<Option<&'static [u8]>>,
     mut cols: CellWriters,
-    chunked: bool,
 ) -> sluice::Result<Vec<SstFileInfo>> {
     let owned: Vec<bool> = cols.iter().map(Option::is_some).collect();
     let mut by_col: Vec<ColumnCells> = (0..types.len()).map(|_| ColumnCells::default()).collect();
-    let (mut chunk, mut raw) = (Vec::new(), Vec::new());
     for msg in rx {
         let batch = match msg {
             CellMsg::Rows(b) => b,
             CellMsg::Cut(reply) => {
-                let mut files = Vec::new();
-                let mut r = Ok(());
-                for (c, slot) in cols.iter_mut().enumerate() {
-                    if let Some((_, w)) = slot {
-                        r = r.and_then(|_| w.finish_current());
-                        files.extend(w.files.iter().map(|f| (c, f.clone())));
-                    }
-                }
-                let failed = r.is_err();
-                let _ = reply.send(r.map(|_| files));
-                if failed {
-                    return Err(sluice::Error::InvalidArgument(
-                        "a cell writer failed to finish its files".into(),
-                    ));
-                }
+                let writers = cols.iter_mut().enumerate();
+                answer_cut(
+                    writers.filter_map(|(c, s)| Some((c, &mut s.as_mut()?.1))),
+                    reply,
+                )?;
                 continue;
             }
         };
-        for cc in &mut by_col {
-            cc.bytes.clear();
-            cc.cells.clear();
-        }
-        for (r, &(o, kl, vl)) in batch.rows.iter().enumerate() {
-            let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
-            let res = for_each_cell(value, &types, |c, cell| {
-                if !owned[c] || defaults[c] == Some(cell) {
-                    return Ok(());
-                }
-                let cc = &mut by_col[c];
-                cc.bytes.extend_from_slice(cell);
-                cc.cells.push((r as u32, cc.bytes.len() as u32));
-                Ok(())
-            });
-            if res.is_err() {
-                return Err(sluice::Error::InvalidArgument(format!(
-                    "row {} does not decode",
-                    batch.arena[o..o + kl as usize].escape_ascii()
-                )));
-            }
-        }
-        if chunked {
-            for (slot, cc) in cols.iter_mut().zip(&by_col) {
-                if let Some((k, w)) = slot {
-                    write_chunks(&batch, cc, k, w, &mut chunk, &mut raw)?;
-                }
-            }
-            continue;
-        }
+        regroup(&batch, &types, &owned, &defaults, &mut by_col)?;
         for (slot, cc) in cols.iter_mut().zip(&by_col) {
             let Some((k, w)) = slot else {
                 continue;
@@ -189,35 +155,58 @@ fn cell_writer(
     Ok(files)
 }
 
-/// Writes one column's chunk of every row group in `batch`: `cc` holds the column's non-NULL
-/// cells of the batch, in row order.
-fn write_chunks(
-    batch: &RowBatch,
-    cc: &ColumnCells,
-    key: &mut Vec<u8>,
-    w: &mut FinalWriter,
-    chunk: &mut Vec<u8>,
-    raw: &mut Vec<u8>,
+/// A checkpoint cut: finishes each column writer's open file and replies with every file
+/// finished so far, by column. A writer that failed to finish stops its thread.
+pub(super) fn answer_cut<'a>(
+    writers: impl Iterator<Item = (usize, &'a mut FinalWriter)>,
+    reply: std::sync::mpsc::SyncSender<sluice::Result<CellFiles>>,
 ) -> sluice::Result<()> {
-    let (mut next_cell, mut start) = (0usize, 0usize);
-    for (gi, &(group, first)) in batch.groups.iter().enumerate() {
-        let end = batch
-            .groups
-            .get(gi + 1)
-            .map_or(batch.rows.len(), |g| g.1 as usize);
-        let cells = (first as usize..end).map(|r| match cc.cells.get(next_cell) {
-            Some(&(cr, e)) if cr as usize == r => {
-                let cell = &cc.bytes[start..e as usize];
-                start = e as usize;
-                next_cell += 1;
-                Some(cell)
+    let mut files = Vec::new();
+    let mut r = Ok(());
+    for (c, w) in writers {
+        r = r.and_then(|_| w.finish_current());
+        files.extend(w.files.iter().map(|f| (c, f.clone())));
+    }
+    let failed = r.is_err();
+    let _ = reply.send(r.map(|_| files));
+    if failed {
+        return Err(sluice::Error::InvalidArgument(
+            "a column writer failed to finish its files".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Regroups `batch` by column into `by_col`: the non-NULL cells of each `owned` column, in row
+/// order, leaving out a cell equal to its column's `defaults` entry.
+pub(super) fn regroup(
+    batch: &RowBatch,
+    types: &[ColumnType],
+    owned: &[bool],
+    defaults: &[Option<&'static [u8]>],
+    by_col: &mut [ColumnCells],
+) -> sluice::Result<()> {
+    for cc in by_col.iter_mut() {
+        cc.bytes.clear();
+        cc.cells.clear();
+    }
+    for (r, &(o, kl, vl)) in batch.rows.iter().enumerate() {
+        let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
+        let res = for_each_cell(value, types, |c, cell| {
+            if !owned[c] || defaults[c] == Some(cell) {
+                return Ok(());
             }
-            _ => None,
+            let cc = &mut by_col[c];
+            cc.bytes.extend_from_slice(cell);
+            cc.cells.push((r as u32, cc.bytes.len() as u32));
+            Ok(())
         });
-        encode_chunk(chunk, raw, end - first as usize, cells);
-        key.truncate(8);
-        key.extend_from_slice(&group.to_be_bytes());
-        w.put(key, chunk)?;
+        if res.is_err() {
+            return Err(sluice::Error::InvalidArgument(format!(
+                "row {} does not decode",
+                batch.arena[o..o + kl as usize].escape_ascii()
+            )));
+        }
     }
     Ok(())
 }
@@ -230,6 +219,7 @@ impl ColumnSplit {
         for i in 0..self.workers.len() {
             files.extend(self.join(i)?);
         }
+        files.extend(self.join_chunk_writer()?);
         Ok(files)
     }
 
@@ -279,19 +269,52 @@ impl ColumnSplit {
             return Ok(());
         }
         let b = Arc::new(std::mem::take(&mut self.batch));
-        for i in 0..self.workers.len() {
+        for i in self.receivers() {
             let sent = match &self.workers[i].0 {
                 Some(tx) => tx.send(CellMsg::Rows(Arc::clone(&b))).is_ok(),
                 None => false,
             };
             if !sent {
-                return Err(self.join(i).err().unwrap_or_else(|| {
-                    sluice::Error::InvalidArgument("a cell writer stopped".into())
-                }));
+                return Err(self.stopped(i));
             }
         }
         self.batch.arena.reserve(ROW_BATCH_BYTES + (64 << 10));
         Ok(())
+    }
+
+    /// The workers the next batch or cut goes to: every cell writer, or the encoder whose
+    /// turn it is.
+    fn receivers(&mut self) -> std::ops::Range<usize> {
+        if self.groups.is_none() {
+            return 0..self.workers.len();
+        }
+        let i = self.turn % self.workers.len();
+        self.turn += 1;
+        i..i + 1
+    }
+
+    /// The error of a worker (`i`) that stopped taking batches, or of the chunk writer.
+    fn stopped(&mut self, i: usize) -> sluice::Error {
+        let worker = self.join(i).err();
+        let writer = self.join_chunk_writer().err();
+        writer
+            .or(worker)
+            .unwrap_or_else(|| sluice::Error::InvalidArgument("a column writer stopped".into()))
+    }
+
+    /// Columnar: closes the encoders' queues and waits for the chunk writer's files.
+    fn join_chunk_writer(&mut self) -> sluice::Result<Vec<SstFileInfo>> {
+        let Some(h) = self.chunk_writer.take() else {
+            return Ok(Vec::new());
+        };
+        for i in 0..self.workers.len() {
+            let _ = self.join(i);
+        }
+        h.join().unwrap_or_else(|_| {
+            Err(sluice::Error::InvalidArgument(
+                "the chunk writer panicked".into(),
+            ))
+        })
     }
 
     /// Every row pushed so far written, each column's open file finished: the cell files
@@ -299,7 +322,7 @@ impl ColumnSplit {
     pub(super) fn cut(&mut self) -> sluice::Result<CellFiles> {
         self.flush()?;
         let mut files = Vec::new();
-        for i in 0..self.workers.len() {
+        for i in self.receivers() {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
             let sent = match &self.workers[i].0 {
                 Some(q) => q.send(CellMsg::Cut(tx)).is_ok(),
@@ -308,11 +331,7 @@ impl ColumnSplit {
             let got = if sent { rx.recv().ok() } else { None };
             match got {
                 Some(r) => files.extend(r?),
-                None => {
-                    return Err(self.join(i).err().unwrap_or_else(|| {
-                        sluice::Error::InvalidArgument("a cell writer stopped".into())
-                    }))
-                }
+                None => return Err(self.stopped(i)),
             }
         }
         files.sort_by_key(|f| f.0);
@@ -337,6 +356,7 @@ impl Drop for ColumnSplit {
         for i in 0..self.workers.len() {
             let _ = self.join(i);
         }
+        let _ = self.join_chunk_writer();
     }
 }
 
@@ -377,54 +397,79 @@ impl FinalWriter {
                 .fold(next_group, u64::max),
             pos: 0,
         });
-        let mut per_thread: Vec<CellWriters> = (0..threads).map(|_| Vec::new()).collect();
-        let mut n = 0;
-        for c in 0..t.columns.len() {
-            let stored = chunked || !t.primary_key.contains(&c);
-            for (i, cols) in per_thread.iter_mut().enumerate() {
-                cols.push(None);
-                if !stored || n % threads != i {
-                    continue;
+        let column_writer = |c: usize, restored: &mut CellFiles| {
+            let mut key = Vec::with_capacity(64);
+            encode_prefix(&mut key, t.id, COLUMN_INDEX_BASE + c as u32);
+            let mut w = FinalWriter::new(
+                &self.dir,
+                format!("{}-c{c}", self.name),
+                self.target,
+                cell_opts.clone(),
+                Arc::clone(&self.counter),
+            );
+            w.max_entries = self.max_entries;
+            w.files = restored
+                .iter()
+                .filter(|f| f.0 == c)
+                .map(|f| f.1.clone())
+                .collect();
+            restored.retain(|f| f.0 != c);
+            w.write_buffer = CELL_WRITE_BUFFER;
+            w.writeback = self.writeback;
+            (key, w)
+        };
+        let (workers, chunk_writer) = if chunked {
+            // Encoders on every thread, one writer of every column's files.
+            let cols: Vec<_> = (0..t.columns.len())
+                .map(|c| column_writer(c, &mut restored))
+                .collect();
+            let mut outputs = Vec::new();
+            let workers = (0..threads)
+                .map(|_| {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                    let (out_tx, out_rx) = std::sync::mpsc::sync_channel(2);
+                    outputs.push(out_rx);
+                    let types = types.clone();
+                    let h = std::thread::spawn(move || chunk_encoder(rx, out_tx, types));
+                    (Some(tx), Some(h))
+                })
+                .collect();
+            let w = std::thread::spawn(move || chunk_writer(outputs, cols));
+            (workers, Some(w))
+        } else {
+            let mut per_thread: Vec<CellWriters> = (0..threads).map(|_| Vec::new()).collect();
+            let mut n = 0;
+            for c in 0..t.columns.len() {
+                let stored = !t.primary_key.contains(&c);
+                for (i, cols) in per_thread.iter_mut().enumerate() {
+                    cols.push(None);
+                    if stored && n % threads == i {
+                        cols[c] = Some(column_writer(c, &mut restored));
+                    }
                 }
-                let mut key = Vec::with_capacity(64);
-                encode_prefix(&mut key, t.id, COLUMN_INDEX_BASE + c as u32);
-                let mut w = FinalWriter::new(
-                    &self.dir,
-                    format!("{}-c{c}", self.name),
-                    self.target,
-                    cell_opts.clone(),
-                    Arc::clone(&self.counter),
-                );
-                w.max_entries = self.max_entries;
-                w.files = restored
-                    .iter()
-                    .filter(|f| f.0 == c)
-                    .map(|f| f.1.clone())
-                    .collect();
-                restored.retain(|f| f.0 != c);
-                w.write_buffer = CELL_WRITE_BUFFER;
-                w.writeback = self.writeback;
-                cols[c] = Some((key, w));
+                if stored {
+                    n += 1;
+                }
             }
-            if stored {
-                n += 1;
-            }
-        }
-        let workers = per_thread
-            .into_iter()
-            .map(|cols| {
-                let (tx, rx) = std::sync::mpsc::sync_channel(2);
-                let types = types.clone();
-                let defaults = defaults.clone();
-                let h = std::thread::spawn(move || cell_writer(rx, types, defaults, cols, chunked));
-                (Some(tx), Some(h))
-            })
-            .collect();
+            let workers = per_thread
+                .into_iter()
+                .map(|cols| {
+                    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                    let types = types.clone();
+                    let defaults = defaults.clone();
+                    let h = std::thread::spawn(move || cell_writer(rx, types, defaults, cols));
+                    (Some(tx), Some(h))
+                })
+                .collect();
+            (workers, None)
+        };
         self.split = Some(Box::new(ColumnSplit {
             version: t.version,
             batch: RowBatch::default(),
             workers,
             groups,
+            chunk_writer,
+            turn: 0,
             pk_value: Vec::new(),
         }));
     }

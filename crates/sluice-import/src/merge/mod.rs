@@ -11,6 +11,7 @@
 //! fan-in), `final_writer` (final SSTs cut at a target size) and `columnar` (the cell
 //! writers of the columnar layout).
 
+mod chunks;
 mod columnar;
 mod final_writer;
 mod runs;

@@ -176,6 +176,8 @@ pub struct TableReader<'a> {
     trace: Option<Trace>,
     /// The columns read and printed (`None`: every visible column).
     columns: Option<Vec<usize>>,
+    /// The columns printed, in order (the chosen ones, or every visible column).
+    shown: Vec<usize>,
     /// Bytes of index entries and column chunks read so far.
     bytes_read: std::cell::Cell<u64>,
 }
@@ -198,6 +200,7 @@ impl<'a> TableReader<'a> {
         let tables = catalog::load(db)?;
         let table = catalog::choose(&tables, name)?;
         let types = table.columns.iter().map(|c| c.ty).collect();
+        let shown = table.visible_columns().map(|(i, _)| i).collect();
         Ok(TableReader {
             db,
             table,
@@ -205,6 +208,7 @@ impl<'a> TableReader<'a> {
             csv_null: String::new(),
             trace: None,
             columns: None,
+            shown,
             bytes_read: std::cell::Cell::new(0),
         })
     }
@@ -229,6 +233,10 @@ impl<'a> TableReader<'a> {
                     .collect::<Result<_, _>>()?,
             ),
         };
+        self.shown = match &self.columns {
+            Some(c) => c.clone(),
+            None => self.table.visible_columns().map(|(i, _)| i).collect(),
+        };
         Ok(())
     }
 
@@ -249,14 +257,6 @@ impl<'a> TableReader<'a> {
     fn count_read(&self, k: &[u8], v: &[u8]) {
         self.bytes_read
             .set(self.bytes_read.get() + (k.len() + v.len()) as u64);
-    }
-
-    /// The columns read and printed, in order.
-    fn shown_columns(&self) -> Vec<usize> {
-        match &self.columns {
-            Some(c) => c.clone(),
-            None => self.table.visible_columns().map(|(i, _)| i).collect(),
-        }
     }
 
     /// Records the reads of `get` and `scan` (the primary or index entries; not the column
@@ -532,6 +532,7 @@ impl<'a> TableReader<'a> {
                 csv_null: String::new(),
                 trace: self.trace.clone(),
                 columns: Some(sum_col.into_iter().collect()),
+                shown: Vec::new(),
                 bytes_read: std::cell::Cell::new(0),
             };
             r.csv_null.clone_from(&self.csv_null);
@@ -558,7 +559,7 @@ impl<'a> TableReader<'a> {
     /// The header line of CSV output.
     pub fn csv_header(&self) -> String {
         let mut out = String::new();
-        for (n, i) in self.shown_columns().into_iter().enumerate() {
+        for (n, i) in self.shown.iter().copied().enumerate() {
             if n > 0 {
                 out.push(',');
             }
@@ -573,7 +574,7 @@ impl<'a> TableReader<'a> {
         match fmt {
             OutputFormat::Csv => {
                 let mut field = String::new();
-                for (n, i) in self.shown_columns().into_iter().enumerate() {
+                for (n, i) in self.shown.iter().copied().enumerate() {
                     let c = &self.table.columns[i];
                     if n > 0 {
                         s.push(',');
@@ -591,7 +592,7 @@ impl<'a> TableReader<'a> {
             }
             OutputFormat::Json => {
                 s.push('{');
-                for (n, i) in self.shown_columns().into_iter().enumerate() {
+                for (n, i) in self.shown.iter().copied().enumerate() {
                     let c = &self.table.columns[i];
                     if n > 0 {
                         s.push(',');

@@ -1,0 +1,148 @@
+//! The columnar layout's threads: *encoders* each take whole row batches (every column of
+//! their row groups, each row decoded once) and turn them into compressed chunks; one *chunk
+//! writer* takes the encoders' output back in batch order and writes each column's chunks to
+//! its files. Encoding (the regrouping and zstd) is the costly part and runs on every thread;
+//! writing a few large values per group is cheap and needs one owner per column file.
+//!
+//! Order: the producer hands batch `k` (or a checkpoint cut, which takes a turn like a batch)
+//! to encoder `k mod n`, and the writer reads encoder `k mod n`'s output for turn `k`, so
+//! chunks reach each column's files in group order. No turn waits on a later one, so the
+//! bounded queues cannot deadlock.
+
+use sluice::SstFileInfo;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use super::columnar::{answer_cut, regroup, CellFiles, CellMsg, ColumnCells, RowBatch};
+use super::FinalWriter;
+use crate::chunk::encode_chunk;
+use crate::types::ColumnType;
+
+/// One encoder's output for its turn.
+pub(super) enum Encoded {
+    /// A batch's chunks.
+    Chunks(ChunkBatch),
+    /// A checkpoint: finish the open files and reply with every file finished so far.
+    Cut(SyncSender<sluice::Result<CellFiles>>),
+}
+
+/// A batch's chunks, column by column and group by group: `(column, group, end in bytes)`.
+#[derive(Default)]
+pub(super) struct ChunkBatch {
+    bytes: Vec<u8>,
+    chunks: Vec<(u32, u64, u32)>,
+}
+
+/// An encoder thread: each batch regrouped by column and every column's chunk of each of its
+/// row groups encoded, handed to the chunk writer.
+pub(super) fn chunk_encoder(
+    rx: Receiver<CellMsg>,
+    tx: SyncSender<Encoded>,
+    types: Vec<ColumnType>,
+) -> sluice::Result<Vec<SstFileInfo>> {
+    let stopped = || sluice::Error::InvalidArgument("the chunk writer stopped".into());
+    let owned = vec![true; types.len()];
+    let defaults = vec![None; types.len()];
+    let mut by_col: Vec<ColumnCells> = (0..types.len()).map(|_| ColumnCells::default()).collect();
+    let mut bitmap = Vec::new();
+    let mut zstd = crate::chunk::compressor()?;
+    for msg in rx {
+        let batch = match msg {
+            CellMsg::Rows(b) => b,
+            CellMsg::Cut(reply) => {
+                tx.send(Encoded::Cut(reply)).map_err(|_| stopped())?;
+                continue;
+            }
+        };
+        regroup(&batch, &types, &owned, &defaults, &mut by_col)?;
+        let mut out = ChunkBatch::default();
+        for (c, cc) in by_col.iter().enumerate() {
+            encode_column(&batch, c, cc, &mut zstd, &mut bitmap, &mut out);
+        }
+        tx.send(Encoded::Chunks(out)).map_err(|_| stopped())?;
+    }
+    Ok(Vec::new())
+}
+
+/// Appends one column's chunk of every row group in `batch` to `out` (`cc`: the column's
+/// non-NULL cells of the batch, in row order), recording each as column `c`'s.
+fn encode_column(
+    batch: &RowBatch,
+    c: usize,
+    cc: &ColumnCells,
+    zstd: &mut zstd::bulk::Compressor<'static>,
+    bitmap: &mut Vec<u8>,
+    out: &mut ChunkBatch,
+) {
+    let (mut next_cell, mut start) = (0usize, 0usize);
+    for (gi, &(group, first)) in batch.groups.iter().enumerate() {
+        let first = first as usize;
+        let end = batch
+            .groups
+            .get(gi + 1)
+            .map_or(batch.rows.len(), |g| g.1 as usize);
+        // The group's cells: those of rows first..end, a run of `cc.cells`.
+        let from = next_cell;
+        while cc
+            .cells
+            .get(next_cell)
+            .is_some_and(|&(r, _)| (r as usize) < end)
+        {
+            next_cell += 1;
+        }
+        let stop = if next_cell > from {
+            cc.cells[next_cell - 1].1 as usize
+        } else {
+            start
+        };
+        let nulls = (next_cell - from < end - first).then(|| {
+            bitmap.clear();
+            bitmap.resize((end - first).div_ceil(8), 0xff);
+            for &(r, _) in &cc.cells[from..next_cell] {
+                let i = r as usize - first;
+                bitmap[i / 8] &= !(1 << (i % 8));
+            }
+            &bitmap[..]
+        });
+        encode_chunk(
+            &mut out.bytes,
+            zstd,
+            end - first,
+            nulls,
+            &cc.bytes[start..stop],
+        );
+        out.chunks.push((c as u32, group, out.bytes.len() as u32));
+        start = stop;
+    }
+}
+
+/// The chunk writer: encoder `k mod n`'s output for turn `k`, each chunk to its column's files
+/// (`cols[c]`: the key buffer holding column `c`'s prefix, and its writer).
+pub(super) fn chunk_writer(
+    rxs: Vec<Receiver<Encoded>>,
+    mut cols: Vec<(Vec<u8>, FinalWriter)>,
+) -> sluice::Result<Vec<SstFileInfo>> {
+    let mut turn = 0;
+    while let Ok(msg) = rxs[turn % rxs.len()].recv() {
+        turn += 1;
+        match msg {
+            Encoded::Chunks(b) => {
+                let mut start = 0;
+                for &(c, group, end) in &b.chunks {
+                    let (k, w) = &mut cols[c as usize];
+                    k.truncate(8);
+                    k.extend_from_slice(&group.to_be_bytes());
+                    w.put(k, &b.bytes[start..end as usize])?;
+                    start = end as usize;
+                }
+            }
+            Encoded::Cut(reply) => {
+                answer_cut(cols.iter_mut().map(|(_, w)| w).enumerate(), reply)?;
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for (_, w) in cols {
+        files.extend(w.finish()?);
+    }
+    Ok(files)
+}
