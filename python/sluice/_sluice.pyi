@@ -83,6 +83,7 @@ def table_scan(
     columns: Optional[List[str]] = None,
     index: Optional[str] = None,
     batch_rows: int = 65536,
+    ordered: bool = True,
 ) -> Any: ...
 def parquet_schema_sql(path: str, primary_key: List[str], table: Optional[str] = None) -> str: ...
 def plan_job(

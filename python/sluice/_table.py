@@ -85,6 +85,7 @@ class Table:
         columns: Optional[Sequence[str]] = None,
         index: Optional[str] = None,
         batch_rows: int = 65536,
+        ordered: bool = True,
     ) -> "TableScan":
         """Rows from ``start`` (inclusive) to ``end`` (exclusive) — each a sequence of values
         of the first columns of ``index`` (default: the primary key) — in that index's
@@ -92,6 +93,11 @@ class Table:
         all) with the schema's types: SMALLINT int16, INT int32, BIGINT int64, DOUBLE float64,
         DECIMAL(p,s) decimal128(p,s), BOOLEAN bool, TEXT string, BYTES binary, DATE date32,
         TIMESTAMP timestamp[us, tz=UTC]; NULL as null.
+
+        A columnar table reads only the chunks of ``columns`` (and the index that orders the
+        scan). With ``ordered=False`` a scan of the whole table gives rows in storage order
+        (primary-key order within each import, imports in the order they were made) and
+        reads no primary index: the fast way to aggregate a few columns.
 
         The stream exports ``__arrow_c_stream__``: ``pyarrow.table(s)``,
         ``polars.DataFrame(s)`` or DuckDB (``duckdb.sql("SELECT ... FROM s")``) take it
@@ -105,6 +111,7 @@ class Table:
             None if columns is None else list(columns),
             index,
             batch_rows,
+            ordered,
         )
         return TableScan(stream)
 

@@ -202,3 +202,19 @@ def test_scan_of_a_closed_db_and_an_unknown_column(tmp_path):
         t = db.table("t")
     with pytest.raises(sluice.ClosedError):
         t.scan()
+
+
+@pytest.mark.parametrize("layout", ["columnar", "cells"])
+def test_every_type_round_trips_through_the_column_layouts(db, layout):
+    src = every_type_table()
+    report = db.import_arrow(SCHEMA, src.to_batches(max_chunksize=97), layout=layout)
+    assert report.rows == 1000
+    assert sorted_rows(db.table("t").to_arrow()) == sorted_rows(src)
+    # Chosen columns, in key order and in any order: the same rows.
+    want = [(r["id"], r["txt"]) for r in sorted_rows(src)]
+    ordered = pa.table(db.table("t").scan(columns=["txt", "id"]))
+    assert ordered.column_names == ["txt", "id"]
+    assert list(zip(ordered.column("id").to_pylist(), ordered.column("txt").to_pylist())) == want
+    anyorder = pa.table(db.table("t").scan(columns=["id", "txt"], ordered=False))
+    assert sorted(zip(anyorder.column("id").to_pylist(), anyorder.column("txt").to_pylist())) == want
+    assert db.table("t").get(want[5][0])["txt"] == want[5][1]

@@ -419,10 +419,14 @@ pub struct TableScanArgs {
     #[arg(long, requires = "table")]
     pub null: Option<String>,
     /// Only these columns, in this order (comma-separated). A columnar table then reads only
-    /// their chunks; without bounds or --index, in storage order (primary-key order within
-    /// each import).
+    /// their chunks (and the index that orders the scan).
     #[arg(long, requires = "table", value_delimiter = ',')]
     pub columns: Option<Vec<String>>,
+    /// Rows in any order: a scan of a whole columnar table then reads only the chosen
+    /// columns' chunks, in storage order (primary-key order within each import, imports in
+    /// the order they were made), and no primary index. --count always may.
+    #[arg(long, requires = "table")]
+    pub any_order: bool,
     /// Print to stderr, as JSON, the bytes of index entries and chunks the scan read and the
     /// table's approximate bytes on disk.
     #[arg(long, requires = "table")]
@@ -446,6 +450,7 @@ pub fn scan(
         reader.set_csv_null(n)?;
     }
     reader.set_columns(t.columns.as_deref())?;
+    reader.set_any_order(t.any_order);
     let fmt = match t.format.unwrap_or_default() {
         OutArg::Csv => OutputFormat::Csv,
         OutArg::Json => OutputFormat::Json,

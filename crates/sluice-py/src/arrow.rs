@@ -74,10 +74,11 @@ pub fn parquet_schema_sql(
 }
 
 /// Rows of `table` from `start` to `end` (prefixes of the index's columns, as text) in the
-/// order of `index` (`None`: the primary key), `columns` only (`None`: all), as a stream of
-/// record batches of at most `batch_rows` rows.
+/// order of `index` (`None`: the primary key), or in storage order when `ordered` is false
+/// (see `TableReader::set_any_order`), `columns` only (`None`: all; a columnar table reads
+/// only their chunks), as a stream of record batches of at most `batch_rows` rows.
 #[pyfunction]
-#[pyo3(signature = (db, table, start=None, end=None, columns=None, index=None, batch_rows=65536))]
+#[pyo3(signature = (db, table, start=None, end=None, columns=None, index=None, batch_rows=65536, ordered=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn table_scan(
     py: Python<'_>,
@@ -88,6 +89,7 @@ pub fn table_scan(
     columns: Option<Vec<String>>,
     index: Option<String>,
     batch_rows: usize,
+    ordered: bool,
 ) -> PyResult<PyRecordBatchReader> {
     let handle = db.handle().map_err(|e| e.into_pyerr(py))?;
     // The table and the columns are checked here, so that a bad name raises at the call.
@@ -113,15 +115,20 @@ pub fn table_scan(
         };
         Ok((reader.table.clone(), cols))
     })?;
+
+    let (tx, rx) = mpsc::sync_channel(2);
+    let names: Option<Vec<String>> =
+        columns.map(|_| cols.iter().map(|&i| def.columns[i].name.clone()).collect());
     let builder = BatchBuilder::new(&def, cols);
     let schema = builder.schema();
-    let (tx, rx) = mpsc::sync_channel(2);
     let scan = Scan {
         db: handle,
         table,
         index,
         start,
         end,
+        columns: names,
+        ordered,
         batch_rows: batch_rows.max(1),
     };
     std::thread::Builder::new()
@@ -141,6 +148,9 @@ struct Scan {
     index: Option<String>,
     start: Option<Vec<String>>,
     end: Option<Vec<String>>,
+    /// The columns read (`None`: all).
+    columns: Option<Vec<String>>,
+    ordered: bool,
     batch_rows: usize,
 }
 
@@ -149,7 +159,9 @@ type Sent = Result<RecordBatch, ArrowError>;
 impl Scan {
     fn run(self, mut b: BatchBuilder, tx: &mpsc::SyncSender<Sent>) {
         let result = (|| -> Result<(), ImportError> {
-            let reader = TableReader::open(&self.db, Some(&self.table))?;
+            let mut reader = TableReader::open(&self.db, Some(&self.table))?;
+            reader.set_columns(self.columns.as_deref())?;
+            reader.set_any_order(!self.ordered);
             reader.scan(
                 self.index.as_deref(),
                 self.start.as_deref(),

@@ -5,10 +5,10 @@
 //! state of the Db.
 //!
 //! Columns can be chosen ([`TableReader::set_columns`]). A columnar table then reads only
-//! their chunks: a scan of the whole table with chosen columns, and a count or sum over it,
-//! walks the chosen columns' chunks in storage order (primary-key order within each import,
-//! imports in the order they were made) and reads no primary index; a scan with bounds or
-//! over a secondary index reads the index and, per row group, the chosen columns' chunks.
+//! their chunks, per row group, beside the index that orders the scan. A scan of the whole
+//! table that may give rows in any order ([`TableReader::set_any_order`]), and every count or
+//! sum, walks the chosen columns' chunks in storage order (primary-key order within each
+//! import, imports in the order they were made) and reads no primary index.
 //! [`TableReader::bytes_read`] counts the bytes of index entries and chunks read.
 //!
 //! Output is made to be read back: CSV output imported again (same `--null`) gives the same
@@ -178,6 +178,8 @@ pub struct TableReader<'a> {
     columns: Option<Vec<usize>>,
     /// The columns printed, in order (the chosen ones, or every visible column).
     shown: Vec<usize>,
+    /// A scan may give rows in storage order rather than the index's.
+    any_order: bool,
     /// Bytes of index entries and column chunks read so far.
     bytes_read: std::cell::Cell<u64>,
 }
@@ -209,6 +211,7 @@ impl<'a> TableReader<'a> {
             trace: None,
             columns: None,
             shown,
+            any_order: false,
             bytes_read: std::cell::Cell::new(0),
         })
     }
@@ -238,6 +241,14 @@ impl<'a> TableReader<'a> {
             None => self.table.visible_columns().map(|(i, _)| i).collect(),
         };
         Ok(())
+    }
+
+    /// Lets a scan of a whole columnar table give rows in storage order (primary-key order
+    /// within each import, imports in the order they were made) so that it reads only the
+    /// chosen columns' chunks and no primary index. Other layouts and bounded or index scans
+    /// keep their index's order.
+    pub fn set_any_order(&mut self, any: bool) {
+        self.any_order = any;
     }
 
     /// Bytes of primary and secondary index entries and of column chunks (keys and values)
@@ -414,6 +425,7 @@ impl<'a> TableReader<'a> {
             && self.table.layout == Layout::Columnar
             && start.is_none()
             && end.is_none()
+            && self.any_order
         {
             if let Some(cols) = &self.columns {
                 return self.scan_chunks(cols, limit, f);
@@ -521,10 +533,11 @@ impl<'a> TableReader<'a> {
                 Some((c, Summer::new(col.ty)))
             }
         };
-        let pruned = self.table.layout == Layout::Columnar && self.columns.is_none();
+        // A columnar table's count or sum reads only the column it sums (or one column's row
+        // counts), whatever columns this reader prints.
+        let pruned = self.table.layout == Layout::Columnar;
         let mut me = None;
         let this = if pruned {
-            // A count or sum reads only the column it sums (or one column's row counts).
             let mut r = TableReader {
                 db: self.db,
                 table: self.table.clone(),
@@ -533,6 +546,7 @@ impl<'a> TableReader<'a> {
                 trace: self.trace.clone(),
                 columns: Some(sum_col.into_iter().collect()),
                 shown: Vec::new(),
+                any_order: true,
                 bytes_read: std::cell::Cell::new(0),
             };
             r.csv_null.clone_from(&self.csv_null);
