@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use sluice_import::{ImportOptions, OnDuplicate, ProgressMode};
 
 /// The tables imports load, by index: a name and its schema. The same columns in the row and
-/// the columnar layout, a secondary and a unique index on each, and a composite key.
-pub const TABLES: [(&str, &str); 3] = [
+/// the columnar (chunks) and cells layouts, secondary and unique indexes, and a composite key.
+pub const TABLES: [(&str, &str); 4] = [
     (
         "imp_row",
         "CREATE TABLE imp_row (id BIGINT PRIMARY KEY, grp INT, name TEXT NOT NULL, \
@@ -25,6 +25,12 @@ pub const TABLES: [(&str, &str); 3] = [
          amount DECIMAL(12,2), day DATE, note TEXT) WITH (layout = 'columnar'); \
          CREATE INDEX imp_col_grp ON imp_col (grp); \
          CREATE UNIQUE INDEX imp_col_name ON imp_col (name);",
+    ),
+    (
+        "imp_cells",
+        "CREATE TABLE imp_cells (id BIGINT PRIMARY KEY, grp INT, name TEXT NOT NULL, \
+         amount DECIMAL(12,2), day DATE, note TEXT) WITH (layout = 'cells'); \
+         CREATE INDEX imp_cells_grp ON imp_cells (grp);",
     ),
     (
         "imp_pair",
