@@ -78,6 +78,12 @@ class Table:
             return None
         return {name: _typed(tag, scale, raw) for name, tag, scale, raw in row}
 
+    def delete(self, *pk: Any, sync: bool = False) -> bool:
+        """Deletes the row whose primary key is ``pk`` (one value per key column), with its
+        index entries, in one atomic write (``sync``: fsync the WAL first). Returns whether
+        there was such a row."""
+        return bool(self._db._raw().table_delete(self.name, [_key_text(v) for v in pk], sync))
+
     def scan(
         self,
         start: Optional[Sequence[Any]] = None,

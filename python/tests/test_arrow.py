@@ -218,3 +218,21 @@ def test_every_type_round_trips_through_the_column_layouts(db, layout):
     anyorder = pa.table(db.table("t").scan(columns=["id", "txt"], ordered=False))
     assert sorted(zip(anyorder.column("id").to_pylist(), anyorder.column("txt").to_pylist())) == want
     assert db.table("t").get(want[5][0])["txt"] == want[5][1]
+
+
+@pytest.mark.parametrize("layout", ["row", "columnar", "cells"])
+def test_delete_a_row_in_every_layout(db, layout):
+    src = every_type_table(200)
+    db.import_arrow(SCHEMA, src.to_batches(), layout=layout)
+    t = db.table("t")
+    victim = sorted_rows(src)[7]
+    assert t.delete(victim["id"]) is True
+    assert t.get(victim["id"]) is None
+    assert t.delete(victim["id"]) is False
+    left = [r for r in sorted_rows(src) if r["id"] != victim["id"]]
+    assert sorted_rows(t.to_arrow()) == left
+    # Neither the index nor a scan in any order sees it.
+    by_txt = pa.table(t.scan(index="by_txt", columns=["id"])).column("id").to_pylist()
+    assert sorted(by_txt) == [r["id"] for r in left]
+    anyorder = pa.table(t.scan(columns=["id"], ordered=False)).column("id").to_pylist()
+    assert sorted(anyorder) == [r["id"] for r in left]

@@ -2,6 +2,8 @@
 import gzip
 import json
 
+import pytest
+
 from conftest import ROOT
 
 PENGUINS = ROOT / "examples" / "penguins.csv"
@@ -270,3 +272,34 @@ def test_parquet_import_with_a_schema_and_from_the_files_columns(sluice, tmp):
     csv.write_text("id\n1\n")
     r = sluice("import", "--db", db, "--primary-key", "id", csv, check=False)
     assert r.returncode != 0 and "give --schema for CSV" in r.stderr.decode()
+
+
+@pytest.mark.parametrize("layout", ["row", "columnar", "cells"])
+def test_chosen_columns_read_stats_and_row_delete(sluice, tmp, layout):
+    db = tmp / layout
+    import_penguins(sluice, db, "--layout", layout)
+    full = sluice("scan", "--db", db, "--table", "penguins").stdout.decode().splitlines()
+    header = full[0].split(",")
+    pick = [header.index("species"), header.index("body_mass_g")]
+    want = [",".join(l.split(",")[i] for i in pick) for l in full[1:]]
+    got = sluice("scan", "--db", db, "--table", "penguins", "--columns", "species,body_mass_g").stdout
+    assert got.decode().splitlines() == ["species,body_mass_g"] + want
+    r = sluice("scan", "--db", db, "--table", "penguins", "--columns", "species,body_mass_g",
+               "--any-order", "--read-stats")
+    assert sorted(r.stdout.decode().splitlines()[1:]) == sorted(want)
+    stats = json.loads(r.stderr.decode().strip().splitlines()[-1])
+    assert stats["bytes_read"] > 0 and stats["table_bytes"] > 0
+    if layout == "columnar":
+        # Two of nine columns' chunks, no primary index.
+        assert stats["fraction"] < 0.5, stats
+    # A row deleted by primary key is gone from gets, scans, indexes and counts.
+    assert sluice("delete", "--db", db, "--table", "penguins", "--pk", "4").returncode == 0
+    assert sluice("get", "--db", db, "--pk", "4", check=False).returncode == 1
+    assert sluice("delete", "--db", db, "--pk", "4", check=False).returncode == 1
+    count = json.loads(sluice("scan", "--db", db, "--table", "penguins", "--count").stdout)
+    assert count == {"rows": 343}
+    by_index = sluice("scan", "--db", db, "--table", "penguins", "--index", "by_species_island",
+                      "--count").stdout
+    assert json.loads(by_index) == {"rows": 343}
+    ids = sluice("scan", "--db", db, "--table", "penguins", "--columns", "id", "--any-order").stdout
+    assert "4" not in ids.decode().splitlines()[1:] and len(ids.decode().splitlines()) == 344

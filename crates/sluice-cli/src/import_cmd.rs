@@ -500,6 +500,22 @@ pub fn scan(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sluice delete --pk`: deletes one row of a table (synced); exit 1 when absent.
+pub fn delete_row(db: PathBuf, table: Option<String>, pk: String) -> CmdResult {
+    let db = crate::db_dir::open_writable(&db, false)?;
+    let reader = TableReader::open(&db, table.as_deref())?;
+    let pk = sluice_import::query::split_values(&pk);
+    let found = reader.delete(&pk, true)?;
+    drop(reader);
+    db.close()?;
+    if found {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("not found");
+        Ok(ExitCode::from(1))
+    }
+}
+
 /// `--read-stats`: what the scan read against the table's size, on stderr.
 fn print_read_stats(reader: &TableReader<'_>, on: bool) -> Result<(), Box<dyn std::error::Error>> {
     if on {

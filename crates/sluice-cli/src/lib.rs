@@ -105,15 +105,22 @@ enum Command {
         #[command(flatten)]
         trace: TraceArg,
     },
-    /// Delete a key (synced).
+    /// Delete a key, or a table row with --pk (synced).
     Delete {
         #[command(flatten)]
         db: DbArg,
         #[command(flatten)]
         enc: KvEnc,
-        /// The key.
-        #[arg(allow_hyphen_values = true)]
-        key: String,
+        /// The key (raw mode).
+        #[arg(required_unless_present = "pk", allow_hyphen_values = true)]
+        key: Option<String>,
+        /// Table of the row.
+        #[arg(long, requires = "pk")]
+        table: Option<String>,
+        /// Primary key values `V[,V...]` of the row to delete, with its index entries (a table
+        /// row; --table may be left out with one table). Exit 1 when there is no such row.
+        #[arg(long, allow_hyphen_values = true, conflicts_with = "key")]
+        pk: Option<String>,
     },
     /// Delete every key in [--start, --end) with one range tombstone (synced).
     DeleteRange {
@@ -326,7 +333,20 @@ fn run(command: Command) -> args::CmdResult {
             print_trace(t);
             r
         }
-        Command::Delete { db, enc, key } => kv_cmd::delete(db, enc, key),
+        Command::Delete {
+            db,
+            enc,
+            key,
+            table,
+            pk,
+        } => match (pk, key) {
+            (Some(pk), _) => {
+                db_dir::check_db_dir(&db.db, false)?;
+                import_cmd::delete_row(db.db, table, pk)
+            }
+            (None, Some(key)) => kv_cmd::delete(db, enc, key),
+            (None, None) => Err("give a KEY, or --pk for a table row".into()),
+        },
         Command::DeleteRange {
             db,
             enc,

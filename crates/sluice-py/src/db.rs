@@ -395,6 +395,23 @@ impl PyDb {
             Some((t, row)) => Ok(Some(crate::table::row_list(py, &t, &row)?)),
         }
     }
+
+    /// Deletes the row of `table` whose primary key columns are `pk` (as text), with its
+    /// index entries, in one write (`sync`: fsync the WAL first); whether it was there.
+    #[pyo3(signature = (table, pk, sync=false))]
+    fn table_delete(
+        &self,
+        py: Python<'_>,
+        table: String,
+        pk: Vec<String>,
+        sync: bool,
+    ) -> PyResult<bool> {
+        let db = self.handle().map_err(|e| e.into_pyerr(py))?;
+        detached(py, || {
+            let reader = sluice_import::TableReader::open(&db, Some(&table))?;
+            Ok(reader.delete(&pk, sync)?)
+        })
+    }
 }
 
 /// A point-in-time view (`db.snapshot()`); released by `release()` or when collected.

@@ -3,6 +3,7 @@
 
 use sluice::{Db, ReadOptions, Snapshot};
 
+use super::delete::DeadMarks;
 use super::{check_version, pk_values, TableReader};
 use crate::chunk::{chunk_key, decode_pk_value, Chunk};
 use crate::keycode::{prefix, prefix_successor};
@@ -13,7 +14,8 @@ use crate::ImportError;
 impl TableReader<'_> {
     /// A columnar table's rows, columns `cols` only, in storage order: one iterator per
     /// column over its chunks, in step (every row group has a chunk of every column,
-    /// [`crate::chunk`] invariant 1). Reads no primary index.
+    /// [`crate::chunk`] invariant 1), and one over the deletion marks, whose rows are
+    /// skipped. Reads no primary index.
     pub(super) fn scan_chunks(
         &self,
         cols: &[usize],
@@ -40,6 +42,7 @@ impl TableReader<'_> {
             it.seek_to_first();
             its.push(it);
         }
+        let mut dead = DeadMarks::new(self.db, &self.table, &snap)?;
         let mut row = vec![Value::Null; self.table.columns.len()];
         let mut chunks: Vec<Chunk> = Vec::with_capacity(read.len());
         let mut n = 0u64;
@@ -70,9 +73,13 @@ impl TableReader<'_> {
                 chunks.push(ch);
                 it.next();
             }
+            let g = group.ok_or_else(|| self.chunk_error(read[0], None, "key names no group"))?;
             for r in 0..chunks[0].rows() {
                 if limit.is_some_and(|l| n >= l) {
                     break 'groups;
+                }
+                if dead.is_dead(g, r as u32)? {
+                    continue;
                 }
                 for (i, &c) in read.iter().enumerate() {
                     row[c] = chunks[i].value(r, &self.types[c]).map_err(|_| {

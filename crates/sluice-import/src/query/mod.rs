@@ -28,9 +28,11 @@ use crate::types::{format_json, format_text, parse_value, ColumnType, Value};
 use crate::ImportError;
 
 mod chunks;
+mod delete;
 
 pub use chunks::chunked_row;
 use chunks::ChunkCursors;
+pub use delete::{dead_key, index_keys, DEAD_INDEX_ID};
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -325,16 +327,7 @@ impl<'a> TableReader<'a> {
 
     /// The row with primary key `pk` (its columns in order), if any.
     pub fn get(&self, pk: &[String]) -> Result<Option<Vec<Value<'static>>>, ImportError> {
-        if pk.len() != self.table.primary_key.len() {
-            return Err(ImportError::InvalidArgument(format!(
-                "the primary key of {} has {} columns, {} given",
-                self.table.name,
-                self.table.primary_key.len(),
-                pk.len()
-            )));
-        }
-        let mut key = prefix(self.table.id, PRIMARY_INDEX_ID);
-        self.encode_values(&self.table.primary_key, pk, &mut key)?;
+        let key = self.primary_key(pk)?;
         let ropts = ReadOptions {
             snapshot: None,
             lower_bound: None,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use sluice::{Db, ReadOptions};
 
 use crate::error::{OtherRow, RowPlace};
-use crate::keycode::{encode_prefix, encode_value, prefix_successor};
+use crate::keycode::prefix_successor;
 use crate::merge::FinalWriter;
 use crate::parse::LINE_BITS;
 use crate::pipeline::checkpoint::{load_policy, State};
@@ -517,23 +517,10 @@ pub(crate) fn row_record(table: &TableDef, value: &[u8]) -> Vec<u8> {
 
 /// The secondary keys of a stored row (by index, in schema order), given its primary key.
 pub(crate) fn secondary_keys(table: &TableDef, pk_key: &[u8], value: &[u8]) -> Vec<Vec<u8>> {
-    let Ok(vals) = decode_row(value, &column_types(table)) else {
-        return Vec::new();
-    };
-    let pk_suffix = pk_key.get(8..).unwrap_or(&[]);
-    table
-        .indexes
-        .iter()
-        .map(|idx| {
-            let mut k = Vec::new();
-            encode_prefix(&mut k, table.id, idx.id);
-            for &i in &idx.columns {
-                encode_value(&mut k, &vals[i]);
-            }
-            k.extend_from_slice(pk_suffix);
-            k
-        })
-        .collect()
+    match decode_row(value, &column_types(table)) {
+        Ok(vals) => crate::query::index_keys(table, pk_key, &vals),
+        Err(_) => Vec::new(),
+    }
 }
 
 fn column_types(table: &TableDef) -> Vec<ColumnType> {
