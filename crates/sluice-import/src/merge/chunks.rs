@@ -12,9 +12,11 @@
 use sluice::SstFileInfo;
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use super::columnar::{answer_cut, regroup, CellFiles, CellMsg, ColumnCells, RowBatch};
+use super::columnar::{answer_cut, CellFiles, CellMsg, RowBatch};
 use super::FinalWriter;
 use crate::chunk::encode_chunk;
+use crate::keycode::MalformedKey;
+use crate::row::value_len;
 use crate::types::ColumnType;
 
 /// One encoder's output for its turn.
@@ -40,9 +42,7 @@ pub(super) fn chunk_encoder(
     types: Vec<ColumnType>,
 ) -> sluice::Result<Vec<SstFileInfo>> {
     let stopped = || sluice::Error::InvalidArgument("the chunk writer stopped".into());
-    let owned = vec![true; types.len()];
-    let defaults = vec![None; types.len()];
-    let mut by_col: Vec<ColumnCells> = (0..types.len()).map(|_| ColumnCells::default()).collect();
+    let mut by_col: Vec<ChunkColumn> = (0..types.len()).map(|_| ChunkColumn::default()).collect();
     let mut bitmap = Vec::new();
     let mut zstd = crate::chunk::compressor()?;
     for msg in rx {
@@ -53,7 +53,7 @@ pub(super) fn chunk_encoder(
                 continue;
             }
         };
-        regroup(&batch, &types, &owned, &defaults, &mut by_col)?;
+        regroup(&batch, &types, &mut by_col)?;
         let mut out = ChunkBatch::default();
         for (c, cc) in by_col.iter().enumerate() {
             encode_column(&batch, c, cc, &mut zstd, &mut bitmap, &mut out);
@@ -63,53 +63,110 @@ pub(super) fn chunk_encoder(
     Ok(Vec::new())
 }
 
-/// Appends one column's chunk of every row group in `batch` to `out` (`cc`: the column's
-/// non-NULL cells of the batch, in row order), recording each as column `c`'s.
+/// One column of a batch, regrouped: its non-NULL values back to back in row order, where
+/// each row group's values end, and the batch rows where it is NULL.
+#[derive(Default)]
+struct ChunkColumn {
+    bytes: Vec<u8>,
+    group_ends: Vec<u32>,
+    nulls: Vec<u32>,
+}
+
+/// Splits every row of `batch` into `cols`, one pass over each row. (The cells layout's
+/// regrouping records every cell's row; a chunk needs only each group's end and the NULLs,
+/// which halves the encoders' time in it on `hits`.)
+fn regroup(batch: &RowBatch, types: &[ColumnType], cols: &mut [ChunkColumn]) -> sluice::Result<()> {
+    for c in cols.iter_mut() {
+        c.bytes.clear();
+        c.group_ends.clear();
+        c.nulls.clear();
+    }
+    for (gi, &(_, first)) in batch.groups.iter().enumerate() {
+        let end = batch
+            .groups
+            .get(gi + 1)
+            .map_or(batch.rows.len(), |g| g.1 as usize);
+        for r in first as usize..end {
+            let (o, kl, vl) = batch.rows[r];
+            let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
+            split_row(value, types, r as u32, cols).map_err(|_| {
+                sluice::Error::InvalidArgument(format!(
+                    "row {} does not decode",
+                    batch.arena[o..o + kl as usize].escape_ascii()
+                ))
+            })?;
+        }
+        for c in cols.iter_mut() {
+            c.group_ends.push(c.bytes.len() as u32);
+        }
+    }
+    Ok(())
+}
+
+/// Appends each column's value of row `r` (a row value, [`crate::row`]) to its column.
+#[inline]
+fn split_row(
+    value: &[u8],
+    types: &[ColumnType],
+    r: u32,
+    cols: &mut [ChunkColumn],
+) -> Result<(), MalformedKey> {
+    let b = value.get(1..).ok_or(MalformedKey)?;
+    let nb = types.len().div_ceil(8);
+    if b.len() < nb {
+        return Err(MalformedKey);
+    }
+    let (bitmap, mut rest) = b.split_at(nb);
+    for (c, (ty, col)) in types.iter().zip(cols.iter_mut()).enumerate() {
+        if bitmap[c / 8] & (1 << (c % 8)) != 0 {
+            col.nulls.push(r);
+            continue;
+        }
+        let n = value_len(rest, ty)?;
+        let (cell, t) = rest.split_at(n);
+        col.bytes.extend_from_slice(cell);
+        rest = t;
+    }
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(MalformedKey)
+    }
+}
+
+/// Appends one column's chunk of every row group in `batch` to `out`, recording each as
+/// column `c`'s.
 fn encode_column(
     batch: &RowBatch,
     c: usize,
-    cc: &ColumnCells,
+    col: &ChunkColumn,
     zstd: &mut zstd::bulk::Compressor<'static>,
     bitmap: &mut Vec<u8>,
     out: &mut ChunkBatch,
 ) {
-    let (mut next_cell, mut start) = (0usize, 0usize);
+    let (mut start, mut next_null) = (0usize, 0usize);
     for (gi, &(group, first)) in batch.groups.iter().enumerate() {
         let first = first as usize;
         let end = batch
             .groups
             .get(gi + 1)
             .map_or(batch.rows.len(), |g| g.1 as usize);
-        // The group's cells: those of rows first..end, a run of `cc.cells`.
-        let from = next_cell;
-        while cc
-            .cells
-            .get(next_cell)
-            .is_some_and(|&(r, _)| (r as usize) < end)
-        {
-            next_cell += 1;
+        let stop = col.group_ends[gi] as usize;
+        // The group's NULL rows: a run of `col.nulls`.
+        let from = next_null;
+        while col.nulls.get(next_null).is_some_and(|&r| (r as usize) < end) {
+            next_null += 1;
         }
-        let stop = if next_cell > from {
-            cc.cells[next_cell - 1].1 as usize
-        } else {
-            start
-        };
-        let nulls = (next_cell - from < end - first).then(|| {
+        let nulls = (next_null > from).then(|| {
             bitmap.clear();
-            bitmap.resize((end - first).div_ceil(8), 0xff);
-            for &(r, _) in &cc.cells[from..next_cell] {
+            bitmap.resize((end - first).div_ceil(8), 0);
+            for &r in &col.nulls[from..next_null] {
                 let i = r as usize - first;
-                bitmap[i / 8] &= !(1 << (i % 8));
+                bitmap[i / 8] |= 1 << (i % 8);
             }
             &bitmap[..]
         });
-        encode_chunk(
-            &mut out.bytes,
-            zstd,
-            end - first,
-            nulls,
-            &cc.bytes[start..stop],
-        );
+        encode_chunk(&mut out.bytes, zstd, end - first, nulls, &col.bytes[start..stop]);
         out.chunks.push((c as u32, group, out.bytes.len() as u32));
         start = stop;
     }
