@@ -337,7 +337,24 @@ fn resume_after_every_checkpoint_equals_an_uninterrupted_import_cells() {
 }
 
 /// A `--on-duplicate last` import into a table with rows (replaced rows' secondary entries
-/// become deletions, carried across the checkpoints); row layout only (columnar refuses it).
+/// become deletions, carried across the checkpoints); row and columnar layouts (a columnar
+/// table's replaced rows get deletion marks, carried the same way; cells refuses it).
+#[test]
+fn resume_of_a_replacing_import_into_an_existing_table_columnar() {
+    with_layout(
+        sluice_import::Layout::Columnar,
+        resume_of_a_replacing_import_into_an_existing_table,
+    );
+}
+
+#[test]
+fn resume_after_every_final_file_of_a_replacing_import_columnar() {
+    with_layout(
+        sluice_import::Layout::Columnar,
+        resume_after_every_final_file_of_a_replacing_import,
+    );
+}
+
 #[test]
 fn resume_of_a_replacing_import_into_an_existing_table() {
     let dir = tempfile::tempdir().unwrap();

@@ -320,9 +320,9 @@ fn duplicates_against_existing_rows_keep_indexes_consistent() {
                     vec!["3,blue", "2,green", "1,red", "4,red"]
                 );
             }
-            // Refused for columnar and cells tables holding rows (see
-            // `replacing_columnar_rows_is_refused_rather_than_resurrecting_cells`).
-            OnDuplicate::Last if layout().by_column() => {
+            // Refused for cells tables holding rows (see
+            // `replacing_cells_rows_is_refused_rather_than_resurrecting_cells`).
+            OnDuplicate::Last if layout() == Layout::Cells => {
                 let e = r.unwrap_err().to_string();
                 assert!(e.contains("not supported yet"), "{e}");
                 assert_eq!(dump(&db), before);
@@ -343,13 +343,12 @@ fn duplicates_against_existing_rows_keep_indexes_consistent() {
 }
 
 #[test]
-fn replacing_columnar_rows_is_refused_rather_than_resurrecting_cells() {
+fn replacing_cells_rows_is_refused_rather_than_resurrecting_cells() {
     // A replaced row's NULL columns would keep their old cells (cells are stored for non-NULL
-    // values only): `--on-duplicate last` into a columnar table holding rows is refused and
+    // values only): `--on-duplicate last` into a cells table holding rows is refused and
     // changes nothing.
     let dir = tempfile::tempdir().unwrap();
-    let schema =
-        "CREATE TABLE p (id INT PRIMARY KEY, color TEXT, n INT) WITH (layout = 'columnar');";
+    let schema = "CREATE TABLE p (id INT PRIMARY KEY, color TEXT, n INT) WITH (layout = 'cells');";
     let first = write(dir.path(), "1.csv", b"1,red,10\n2,green,20\n");
     let second = write(dir.path(), "2.csv", b"2,,\n");
     let db = open_db(dir.path().join("db"), true).unwrap();

@@ -154,7 +154,11 @@ fn encode_column(
         let stop = col.group_ends[gi] as usize;
         // The group's NULL rows: a run of `col.nulls`.
         let from = next_null;
-        while col.nulls.get(next_null).is_some_and(|&r| (r as usize) < end) {
+        while col
+            .nulls
+            .get(next_null)
+            .is_some_and(|&r| (r as usize) < end)
+        {
             next_null += 1;
         }
         let nulls = (next_null > from).then(|| {
@@ -166,7 +170,13 @@ fn encode_column(
             }
             &bitmap[..]
         });
-        encode_chunk(&mut out.bytes, zstd, end - first, nulls, &col.bytes[start..stop]);
+        encode_chunk(
+            &mut out.bytes,
+            zstd,
+            end - first,
+            nulls,
+            &col.bytes[start..stop],
+        );
         out.chunks.push((c as u32, group, out.bytes.len() as u32));
         start = stop;
     }

@@ -227,21 +227,18 @@ impl Import {
             (tmp, Some(ck), resume)
         };
         self.warn_if_short_of_space(&tmp.path, resume.is_some());
-        if existing_rows && table.layout.by_column() && self.opts.on_duplicate == OnDuplicate::Last
+        if existing_rows
+            && table.layout == Layout::Cells
+            && self.opts.on_duplicate == OnDuplicate::Last
         {
-            // Cells: replacing a stored row would leave the old cells of the columns the new
-            // row has NULL (cells are written for non-NULL values only). Columnar: the old row
-            // would stay in its row group's chunks, seen by scans that read chunks alone.
-            // Refuse rather than bring old values back.
-            let why = if table.layout == Layout::Cells {
-                "a replaced row's NULL columns would keep their old cells"
-            } else {
-                "a replaced row would stay in its old row group"
-            };
+            // Replacing a stored row would leave the old cells of the columns the new row has
+            // NULL (cells are written for non-NULL values only): refuse rather than bring old
+            // values back. (The columnar layout marks the replaced row's position deleted.)
             return Err(ImportError::InvalidArgument(format!(
-                "--on-duplicate last is not supported yet for table {} ({} layout) once it \
-                 holds rows: {why}",
-                table.name, table.layout
+                "--on-duplicate last is not supported yet for table {} (cells layout) once it \
+                 holds rows: a replaced row's NULL columns would keep their old cells; the \
+                 columnar layout supports it",
+                table.name
             )));
         }
         // Each file's own format (from its extension) unless one is given for all.

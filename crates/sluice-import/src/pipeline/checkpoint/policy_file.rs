@@ -11,7 +11,9 @@ use sluice::coding::{put_varint64, Reader};
 use crate::pipeline::merge::policy::EmitCtx;
 use crate::ImportError;
 
-/// The policy's suppressions and deletions, per slot, as one file.
+/// The policy's suppressions and deletions, per slot, as one file; then the deletion lists
+/// past the slots (a columnar table's deletion marks), if any, as a trailer: their count and
+/// each list.
 pub(crate) fn encode_policy(
     suppress: &[HashMap<Vec<u8>, u32>],
     deletions: &[Vec<Vec<u8>>],
@@ -27,13 +29,33 @@ pub(crate) fn encode_policy(
             out.extend_from_slice(k);
             put_varint64(&mut out, u64::from(*n));
         }
-        put_varint64(&mut out, del.len() as u64);
-        for k in del {
-            put_varint64(&mut out, k.len() as u64);
-            out.extend_from_slice(k);
+        put_key_list(&mut out, del);
+    }
+    let extra = deletions.get(suppress.len()..).unwrap_or(&[]);
+    if !extra.is_empty() {
+        put_varint64(&mut out, extra.len() as u64);
+        for del in extra {
+            put_key_list(&mut out, del);
         }
     }
     out
+}
+
+fn put_key_list(out: &mut Vec<u8>, keys: &[Vec<u8>]) {
+    put_varint64(out, keys.len() as u64);
+    for k in keys {
+        put_varint64(out, k.len() as u64);
+        out.extend_from_slice(k);
+    }
+}
+
+fn key_list(d: &mut Reader<'_>) -> Option<Vec<Vec<u8>>> {
+    let mut v = Vec::new();
+    for _ in 0..d.varint64()? {
+        let len = d.varint64()? as usize;
+        v.push(d.bytes(len)?.to_vec());
+    }
+    Some(v)
 }
 
 /// The inverse of [`encode_policy`]; `None` if the bytes do not decode.
@@ -51,13 +73,13 @@ pub(crate) fn decode_policy(
             let k = d.bytes(len)?.to_vec();
             m.insert(k, u32::try_from(d.varint64()?).ok()?);
         }
-        let mut v = Vec::new();
-        for _ in 0..d.varint64()? {
-            let len = d.varint64()? as usize;
-            v.push(d.bytes(len)?.to_vec());
-        }
         sup.push(m);
-        del.push(v);
+        del.push(key_list(&mut d)?);
+    }
+    if !d.remaining().is_empty() {
+        for _ in 0..d.varint64()? {
+            del.push(key_list(&mut d)?);
+        }
     }
     d.remaining().is_empty().then_some((sup, del))
 }

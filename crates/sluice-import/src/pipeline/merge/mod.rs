@@ -121,12 +121,15 @@ impl Import {
             ctx.merging_deletions = Arc::new(DeletionSource::sorted(std::mem::take(
                 &mut ctx.deletions[slot],
             )));
-            let finals = if parallel {
+            let mut finals = if parallel {
                 let threads = resumed.as_ref().map_or(merge_threads, |r| r.parts.len());
                 self.merge_parallel(plan, counters, ctx, indexes, slot, threads, resumed)?
             } else {
                 self.merge_one(plan, counters, ctx, indexes, slot, cell_opts, resumed)?
             };
+            if slot == 0 && plan.table.layout == Layout::Columnar {
+                finals.extend(self.write_dead_marks(plan, ctx)?);
+            }
             let st = &mut indexes[slot];
             st.finals = finals;
             let done: Vec<PathBuf> = st.runs.drain(..).map(|(p, _)| p).collect();
@@ -159,6 +162,42 @@ impl Import {
             catalog: None,
         };
         self.checkpoint(plan, ctx, indexes, at, counters)
+    }
+
+    /// The deletion marks of the columnar rows this import replaced (kept by the policy as the
+    /// last entry of `ctx.deletions`), sorted, in a file of their own: their key range
+    /// (`table ‖ 2^30 − 1`) overlaps no other file of the import. Written once the primary
+    /// index's merge is done, then dropped from the policy's state, so a checkpoint after it
+    /// names the file and carries no mark twice.
+    fn write_dead_marks(
+        &self,
+        plan: &Plan,
+        ctx: &mut EmitCtx<'_>,
+    ) -> Result<Vec<SstFileInfo>, ImportError> {
+        let Some(marks) = ctx.deletions.last_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut marks = std::mem::take(marks);
+        if marks.is_empty() {
+            return Ok(Vec::new());
+        }
+        marks.sort_unstable();
+        marks.dedup();
+        let mut w = FinalWriter::new(
+            &plan.tmp.path,
+            "final-dead".into(),
+            self.opts.target_file_size,
+            TableOptions {
+                bloom_bits_per_key: None,
+                ..self.final_options()
+            },
+            Arc::clone(&plan.merge_files),
+        );
+        w.writeback = self.writeback();
+        for k in &marks {
+            w.put(k, &[])?;
+        }
+        Ok(w.finish()?)
     }
 
     /// A checkpoint inside the merge of index `slot`, at `progress`: the index's deletions

@@ -31,7 +31,10 @@ pub(crate) struct EmitCtx<'a> {
     pub(crate) existing_rows: bool,
     /// Per secondary slot: keys to drop (count), from rows the primary index dropped.
     pub(crate) suppress: Vec<HashMap<Vec<u8>, u32>>,
-    /// Per secondary slot: keys of replaced existing rows to delete.
+    /// Per secondary slot: keys of replaced existing rows to delete. One entry more than the
+    /// slots, last: the deletion marks of a columnar table's replaced rows (puts, not
+    /// deletions; the merge writes them after the primary index, `Import::write_dead_marks`).
+    /// Kept here, they are carried across checkpoints with the policy's other state.
     pub(crate) deletions: Vec<Vec<Vec<u8>>>,
     /// The deletions (sorted) of the secondary index being merged (taken out of `deletions`).
     pub(crate) merging_deletions: Arc<Vec<Vec<u8>>>,
@@ -129,7 +132,7 @@ impl<'a> EmitCtx<'a> {
             files: &plan.file_names,
             existing_rows: plan.existing_rows,
             suppress: vec![HashMap::new(); n],
-            deletions: vec![Vec::new(); n],
+            deletions: vec![Vec::new(); n + 1],
             merging_deletions: Arc::default(),
             rejects,
             reject_log: None,
@@ -174,7 +177,11 @@ impl<'a> EmitCtx<'a> {
             }
         }
         if let Some(p) = &r.policy {
-            let (sup, del) = load_policy(dir, p)?;
+            let (sup, mut del) = load_policy(dir, p)?;
+            if del.len() == sup.len() {
+                // Written before deletion marks were kept beside the slots.
+                del.push(Vec::new());
+            }
             if sup.len() != self.suppress.len() || del.len() != self.deletions.len() {
                 return Err(ImportError::CannotResume {
                     dir: dir.to_path_buf(),
@@ -201,7 +208,7 @@ impl<'a> EmitCtx<'a> {
             files: self.files,
             existing_rows: self.existing_rows,
             suppress: sup,
-            deletions: vec![Vec::new(); n],
+            deletions: vec![Vec::new(); n + 1],
             merging_deletions: Arc::clone(&self.merging_deletions),
             rejects: None,
             reject_log: Some(Vec::new()),
@@ -232,6 +239,23 @@ impl<'a> EmitCtx<'a> {
         let mut out = Vec::new();
         crate::row::encode_row(&mut out, self.table.version, &vals);
         Ok(Some(out))
+    }
+
+    /// A columnar table's stored row `key` is being replaced: its position in its row group
+    /// gets a deletion mark, written with the import (the last entry of `deletions`).
+    fn mark_replaced(&mut self, key: &[u8]) -> Result<(), ImportError> {
+        let Some(v) = self.db.get(key)? else {
+            return Ok(());
+        };
+        let (group, pos) = crate::chunk::decode_pk_value(&v).ok_or_else(|| {
+            ImportError::Catalog(format!("row {} names no row group", key.escape_ascii()))
+        })?;
+        let mut k = Vec::new();
+        crate::query::dead_key(self.table, group, pos as u32, &mut k);
+        if let Some(marks) = self.deletions.last_mut() {
+            marks.push(k);
+        }
+        Ok(())
     }
 
     /// Counts a bad row (`error`: a data error) and writes it to the rejects file; fails once
@@ -377,6 +401,9 @@ impl<'a> EmitCtx<'a> {
                         return Ok(());
                     }
                     OnDuplicate::Last => {
+                        if self.table.layout == Layout::Columnar {
+                            self.mark_replaced(key)?;
+                        }
                         let new_keys = self.secondary_keys(key, value);
                         for (n, k) in self.secondary_keys(key, &old).into_iter().enumerate() {
                             if new_keys.get(n) != Some(&k) {

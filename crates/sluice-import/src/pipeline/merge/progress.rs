@@ -169,7 +169,10 @@ impl EmitCtx<'_> {
     pub(crate) fn worker_at(&self, slot: usize, part: &PartProgress) -> Option<Self> {
         let mut w = self.worker(slot, HashMap::new());
         let mut d = Reader::new(&part.state);
-        let (sup, del) = decode_policy(get_bytes(&mut d)?)?;
+        let (sup, mut del) = decode_policy(get_bytes(&mut d)?)?;
+        if del.len() == sup.len() {
+            del.push(Vec::new());
+        }
         if sup.len() != w.suppress.len() || del.len() != w.deletions.len() {
             return None;
         }
