@@ -25,8 +25,10 @@
 //! Invariants:
 //! 1. A group's chunks all hold the same rows in the same order: position `i` of every chunk
 //!    of group `g` is one row, the row whose primary-index value names `(g, i)`.
-//! 2. Group ids only grow: a later import's groups have higher ids than every group already
-//!    stored or written by an earlier attempt of the same import ([`next_group_id`]).
+//! 2. Group ids are never shared: an import holds a block of [`IDS_PER_IMPORT`] ids, above
+//!    every group stored, every block another running import of the table holds (imports may
+//!    run at once; a Db is open in one process only) and the groups an earlier attempt of the
+//!    same import wrote ([`reserve_group_ids`]), until its ingest is done.
 //! 3. Decoding checks every length against the bytes it has and bounds what it allocates:
 //!    corrupt chunk bytes are an error naming the chunk, never a panic (the engine has already
 //!    checked the block's checksum; this guards against a chunk written wrong).
@@ -165,14 +167,16 @@ impl Chunk {
         let raw = match codec {
             0 => payload.to_vec(),
             1 => {
-                // A length far beyond what the payload could expand to is corrupt.
-                if len / 64 > payload.len() + 1024 {
-                    return Err(format!(
-                        "claims {len} bytes of values from {} compressed",
-                        payload.len()
-                    ));
-                }
-                zstd::bulk::decompress(payload, len).map_err(|e| format!("zstd: {e}"))?
+                // Streamed into a buffer that grows with what really decompresses (capped at
+                // the claimed length plus one): a corrupt length allocates nothing up front.
+                use std::io::Read as _;
+                let mut out = Vec::with_capacity(len.min(payload.len().saturating_mul(8)));
+                zstd::stream::read::Decoder::new(payload)
+                    .map_err(|e| format!("zstd: {e}"))?
+                    .take(len as u64 + 1)
+                    .read_to_end(&mut out)
+                    .map_err(|e| format!("zstd: {e}"))?;
+                out
             }
             c => return Err(format!("unknown codec {c}")),
         };
@@ -232,6 +236,54 @@ pub fn chunk_key(t: &TableDef, c: usize, group: u64, out: &mut Vec<u8>) {
 pub fn chunk_group(key: &[u8]) -> Option<u64> {
     let b: [u8; 8] = key.get(8..16)?.try_into().ok()?;
     (key.len() == 16).then(|| u64::from_be_bytes(b))
+}
+
+/// Group ids one import may use.
+pub const IDS_PER_IMPORT: u64 = 1 << 40;
+
+/// Blocks of group ids held by imports running in this process: per Db directory and table,
+/// the first id of each.
+type Held = std::collections::BTreeMap<(std::path::PathBuf, u32), Vec<u64>>;
+static HELD: std::sync::Mutex<Held> = std::sync::Mutex::new(Held::new());
+
+/// A block of [`IDS_PER_IMPORT`] group ids held by one import until it is dropped (after the
+/// import's ingest, or its failure).
+#[derive(Debug)]
+pub struct GroupIds {
+    key: (std::path::PathBuf, u32),
+    /// The block's first id.
+    pub start: u64,
+}
+
+impl Drop for GroupIds {
+    fn drop(&mut self) {
+        let mut m = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = m.get_mut(&self.key) {
+            v.retain(|&s| s != self.start);
+            if v.is_empty() {
+                m.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Reserves a block of group ids of table `t` for one import: above every stored group, every
+/// block another import of the table in this process holds, and `at_least` (past the groups
+/// an earlier attempt's checkpointed files hold). Imports one after another get the same ids
+/// as before; imports at once, disjoint ones.
+pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupIds, sluice::Error> {
+    let stored = next_group_id(db, t)?;
+    let key = (db.path().to_path_buf(), t.id);
+    let mut m = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    let held = m.entry(key.clone()).or_default();
+    let past_held = held
+        .iter()
+        .map(|&s| s.saturating_add(IDS_PER_IMPORT))
+        .max()
+        .unwrap_or(0);
+    let start = stored.max(at_least).max(past_held);
+    held.push(start);
+    Ok(GroupIds { key, start })
 }
 
 /// The first group id free in table `t` (one past the highest stored). Every group has a

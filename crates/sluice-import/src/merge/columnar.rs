@@ -60,6 +60,16 @@ pub fn cell_writers_memory(columns: usize, threads: usize) -> usize {
         + threads * 9 * ROW_BATCH_BYTES
 }
 
+/// Memory of the columnar layout's column writers: each column's write buffer, data block
+/// and index block; the batch filling (at most twice [`ROW_BATCH_BYTES`], cut at a group's
+/// end or early, its arena's capacity up to twice that); per encoder thread a batch queued, one
+/// being encoded, its regrouped copy, its chunks and the chunks queued for the writer (each at
+/// most a batch's bytes).
+pub fn chunk_writers_memory(columns: usize, threads: usize) -> usize {
+    let batch = 2 * ROW_BATCH_BYTES;
+    columns * (CELL_WRITE_BUFFER + (64 << 10)) + 2 * batch + threads.max(1) * 5 * batch
+}
+
 /// The cell writers of a columnar table: `threads` writer threads, each owning the
 /// [`FinalWriter`]s of every `threads`-th non-key column (disjoint key ranges), each writer
 /// with its column's key prefix built once. Rows go to them in batches.
@@ -216,11 +226,22 @@ impl ColumnSplit {
     pub(super) fn finish(&mut self) -> sluice::Result<Vec<SstFileInfo>> {
         self.flush()?;
         let mut files = Vec::new();
+        let mut failed = None;
         for i in 0..self.workers.len() {
-            files.extend(self.join(i)?);
+            match self.join(i) {
+                Ok(f) => files.extend(f),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
+        // The chunk writer's error first: an encoder that could not hand it a batch only
+        // reports that it stopped.
         files.extend(self.join_chunk_writer()?);
-        Ok(files)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(files),
+        }
     }
 
     /// Adds one row (`key` is its primary key: table and index prefix, then the key columns),
@@ -251,7 +272,7 @@ impl ColumnSplit {
                 // A batch ends at a group's end, or early (ending its group) when rows are
                 // so wide that a whole group would hold several batches' bytes.
                 (g.pos == 0 && b.arena.len() >= ROW_BATCH_BYTES)
-                    || b.arena.len() >= 4 * ROW_BATCH_BYTES
+                    || b.arena.len() >= 2 * ROW_BATCH_BYTES
             }
         };
         if full {
@@ -426,8 +447,8 @@ impl FinalWriter {
             let mut outputs = Vec::new();
             let workers = (0..threads)
                 .map(|_| {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(2);
-                    let (out_tx, out_rx) = std::sync::mpsc::sync_channel(2);
+                    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                    let (out_tx, out_rx) = std::sync::mpsc::sync_channel(1);
                     outputs.push(out_rx);
                     let types = types.clone();
                     let h = std::thread::spawn(move || chunk_encoder(rx, out_tx, types));

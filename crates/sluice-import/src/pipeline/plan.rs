@@ -25,6 +25,9 @@ use crate::ImportError;
 /// Per-run state shared by the steps.
 pub(crate) struct Plan {
     pub(crate) table: TableDef,
+    /// Columnar: the row group ids the merge holds (released when the plan is dropped, after
+    /// the ingest).
+    pub(crate) group_ids: std::sync::Mutex<Option<crate::chunk::GroupIds>>,
     pub(crate) created: bool,
     pub(crate) tmp: TmpDir,
     pub(crate) existing_rows: bool,
@@ -273,7 +276,11 @@ impl Import {
         let mut reserved = chunks_reserved;
         if table.layout.by_column() {
             // The merge's cell writers (their own buffers, beside the sort buffers it drains).
-            reserved += crate::merge::cell_writers_memory(table.columns.len(), self.opts.threads);
+            reserved += if table.layout == Layout::Columnar {
+                crate::merge::chunk_writers_memory(table.columns.len(), self.opts.threads)
+            } else {
+                crate::merge::cell_writers_memory(table.columns.len(), self.opts.threads)
+            };
         }
         // Sort buffers are freed and allocated again by several threads: the allocator keeps
         // some of what they free (per-thread arenas, fragmentation). A 4 GB import under
@@ -284,6 +291,7 @@ impl Import {
         // holds the merge's read blocks (see `merge::reduce_runs`).
         let merge_memory = chunks_reserved;
         Ok(Plan {
+            group_ids: std::sync::Mutex::new(None),
             table,
             created,
             tmp,

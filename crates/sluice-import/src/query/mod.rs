@@ -440,7 +440,9 @@ impl<'a> TableReader<'a> {
             upper_bound: None,
             trace: self.trace.as_ref(),
         };
-        let mut chunks = (index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Columnar)
+        // A columnar table's chunk cache, for the primary index and every secondary one (rows
+        // of one group met in a run decode its chunks once).
+        let mut chunks = (self.table.layout == Layout::Columnar)
             .then(|| ChunkCursors::new(&self.table, self.columns.as_deref()));
         let mut cells = if index_id == PRIMARY_INDEX_ID && self.table.layout == Layout::Cells {
             Some(CellCursors::new(
@@ -454,7 +456,7 @@ impl<'a> TableReader<'a> {
         };
         while it.valid() && limit.is_none_or(|l| n < l) {
             self.count_read(it.key(), it.value());
-            let row = if let Some(c) = chunks.as_mut() {
+            let row = if let (Some(c), PRIMARY_INDEX_ID) = (chunks.as_mut(), index_id) {
                 c.row(self.db, &ropts, it.key(), it.value())?
             } else if let Some(c) = cells.as_mut() {
                 c.row(it.key(), it.value())?
@@ -475,7 +477,10 @@ impl<'a> TableReader<'a> {
                 match self.db.get_opt(&pk, &ropts)? {
                     Some(v) => {
                         self.count_read(&pk, &v);
-                        self.decode(&pk, &v, &ropts)?
+                        match chunks.as_mut() {
+                            Some(c) => c.row(self.db, &ropts, &pk, &v)?,
+                            None => self.decode(&pk, &v, &ropts)?,
+                        }
                     }
                     None => {
                         return Err(ImportError::Catalog(format!(
@@ -527,7 +532,8 @@ impl<'a> TableReader<'a> {
             }
         };
         // A columnar table's count or sum reads only the column it sums (or one column's row
-        // counts), whatever columns this reader prints.
+        // counts), whatever columns this reader prints; in storage order unless a limit makes
+        // the order matter.
         let pruned = self.table.layout == Layout::Columnar;
         let mut me = None;
         let this = if pruned {
@@ -539,7 +545,7 @@ impl<'a> TableReader<'a> {
                 trace: self.trace.clone(),
                 columns: Some(sum_col.into_iter().collect()),
                 shown: Vec::new(),
-                any_order: true,
+                any_order: limit.is_none(),
                 bytes_read: std::cell::Cell::new(0),
             };
             r.csv_null.clone_from(&self.csv_null);

@@ -242,7 +242,10 @@ impl TableDef {
         if a != b {
             return Some(format!("indexes: stored as [{a}], schema says [{b}]"));
         }
-        if self.layout != other.layout {
+        // A table made as "columnar" before chunks is stored as cells: its schema file, which
+        // still says columnar, binds to it (the stored layout is kept).
+        let old_columnar = self.layout == Layout::Cells && other.layout == Layout::Columnar;
+        if self.layout != other.layout && !old_columnar {
             return Some(format!(
                 "layout: stored as {}, schema says {}",
                 self.layout, other.layout

@@ -263,7 +263,19 @@ impl Import {
         w.files = part.finals;
         if let Some(cell_opts) = cell_opts {
             let next_group = if plan.table.layout == Layout::Columnar {
-                crate::chunk::next_group_id(ctx.db, &plan.table)?
+                // Past the groups of the files a checkpoint restored, and of any other import.
+                let restored = part
+                    .cells
+                    .iter()
+                    .filter_map(|(_, f)| crate::chunk::chunk_group(&f.largest_key))
+                    .map(|g| g + 1)
+                    .max()
+                    .unwrap_or(0);
+                let ids = crate::chunk::reserve_group_ids(ctx.db, &plan.table, restored)?;
+                let start = ids.start;
+                // Held until the plan goes: after the ingest, or the import's failure.
+                *plan.group_ids.lock().unwrap_or_else(|e| e.into_inner()) = Some(ids);
+                start
             } else {
                 0
             };
