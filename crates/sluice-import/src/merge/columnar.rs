@@ -386,9 +386,9 @@ impl FinalWriter {
     /// - cells: `primary key → version byte` here and each non-NULL, non-key cell to its
     ///   column's files;
     /// - columnar: `primary key → version ‖ group ‖ position` here and each row group's chunk
-    ///   of every column to the column's files, groups numbered from `next_group` (the first
-    ///   free id of the table, [`crate::chunk::next_group_id`]) or past the highest group of
-    ///   `restored`.
+    ///   of every column to the column's files, groups numbered from `next_group`: the start of the
+    ///   block of ids the import holds ([`crate::chunk::reserve_group_ids`]), already past
+    ///   the groups of `restored`.
     ///
     /// Column files have the same target size and entry limit (`cell_opts`) and are written
     /// in the key order of the rows, on `threads` writer threads. `restored`: column files a
@@ -404,18 +404,14 @@ impl FinalWriter {
         let chunked = t.layout == Layout::Columnar;
         let threads = threads.clamp(1, t.columns.len().max(1));
         let types: Vec<ColumnType> = t.columns.iter().map(|c| c.ty).collect();
+        // Cells only: chunks store every value.
         let defaults: Vec<Option<&'static [u8]>> = t
             .columns
             .iter()
-            .map(|c| (c.not_null && !chunked).then(|| default_cell(&c.ty)))
+            .map(|c| c.not_null.then(|| default_cell(&c.ty)))
             .collect();
-        let groups = chunked.then(|| GroupCursor {
-            // A resumed merge's groups go past those its restored files already hold.
-            next: restored
-                .iter()
-                .filter_map(|(_, f)| crate::chunk::chunk_group(&f.largest_key))
-                .map(|g| g + 1)
-                .fold(next_group, u64::max),
+        let groups = chunked.then_some(GroupCursor {
+            next: next_group,
             pos: 0,
         });
         let column_writer = |c: usize, restored: &mut CellFiles| {
