@@ -11,7 +11,10 @@
 //!    compactions, the stack they leave); other levels `bytes / target`. The highest score
 //!    >= 1 wins.
 //! 3. From Ln the file with the smallest overlap ratio (bytes it would rewrite in Ln+1 per
-//!    byte moved) is chosen; with no overlap it is a *trivial move* (no rewrite).
+//!    byte moved) is chosen; with no overlap it is a *trivial move* (no rewrite). An L0 pick
+//!    of one file (nothing older in L0 beneath it) that overlaps no base-level file is a
+//!    trivial move to the base level too (RocksDB's and Pebble's L0 moves): merging it alone
+//!    would only copy it.
 //!    The choice says which: [`CompactionChoice::Move`], `Merge` or `IntraL0`.
 //! 4. A file already being compacted is never picked again, and a compaction never writes into
 //!    a key range another running compaction writes.
@@ -46,11 +49,13 @@ pub struct PickerOptions {
 /// `compaction::Choice`). The score that picked it is the level's, [`level_scores`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompactionChoice {
-    /// One file of `level` goes down to `level + 1` as it is: no file there overlaps it, so
-    /// nothing is rewritten (a *trivial move*).
+    /// One file of `level` goes down to `output_level` as it is: no file there overlaps it,
+    /// so nothing is rewritten (a *trivial move*).
     Move {
-        /// Source level (never 0: L0 files may overlap each other).
+        /// Source level (0 only for a file with nothing older beneath it in L0).
         level: usize,
+        /// Destination level: `level + 1`, or the base level for a move out of L0.
+        output_level: usize,
         /// The file moved.
         file: Arc<FileMeta>,
     },
@@ -85,8 +90,8 @@ impl CompactionChoice {
     /// Destination level.
     pub fn output_level(&self) -> usize {
         match self {
-            CompactionChoice::Move { level, .. } => level + 1,
-            CompactionChoice::Merge { output_level, .. } => *output_level,
+            CompactionChoice::Move { output_level, .. }
+            | CompactionChoice::Merge { output_level, .. } => *output_level,
             CompactionChoice::IntraL0 { .. } => 0,
         }
     }
@@ -275,6 +280,11 @@ pub fn pick_compaction_with(
                 level: 0,
                 output_level,
                 ..
+            }
+            | CompactionChoice::Move {
+                level: 0,
+                output_level,
+                ..
             } => c
                 .span()
                 .is_none_or(|(lo, hi)| !conflicts(l0.running_outputs, *output_level, lo, hi)),
@@ -323,6 +333,19 @@ fn pick_l0(
                 if grown.len() != output_inputs.len() {
                     debug_assert!(false, "an L0 candidate grew into base file(s)");
                     c = before;
+                }
+            }
+            // One file with nothing older beneath it in L0 and no base file to merge with:
+            // a merge would only copy it, so it moves down as it is.
+            if let [file] = c.files.as_slice() {
+                let below =
+                    v.overlapping(base, Some(file.smallest_user()), Some(file.largest_user()));
+                if below.is_empty() && output_inputs.is_empty() {
+                    return Some(CompactionChoice::Move {
+                        level: 0,
+                        output_level: base,
+                        file: Arc::clone(file),
+                    });
                 }
             }
             return Some(CompactionChoice::Merge {
@@ -382,6 +405,7 @@ fn pick_level(
             let c = if next.is_empty() {
                 CompactionChoice::Move {
                     level,
+                    output_level: level + 1,
                     file: Arc::clone(f),
                 }
             } else {
@@ -639,17 +663,17 @@ mod tests {
         assert_eq!(c.level(), 1);
     }
 
-    #[test]
-    fn no_file_moves_into_a_running_compactions_output_range() {
-        // Review finding: an L0→L5 compaction of P=[a,b] and Q=[y,z] writes one output over
-        // [a, z]; a file ingested into L4 at [m, n] overlaps no L5 file, so it looked like a
-        // trivial move into L5 — where it would overlap that output when it lands.
-        let v = version(vec![(4, f(1, "m", "n", 5000)), (6, f(2, "a", "z", 50_000))]);
-        let l0 = L0Sublevels::from_version(&v);
+    /// The pick of `v` while a compaction writes `(level, lo, hi)`.
+    fn pick_beside(
+        v: &Version,
+        o: &PickerOptions,
+        (level, lo, hi): (usize, &str, &str),
+    ) -> Option<CompactionChoice> {
+        let l0 = L0Sublevels::from_version(v);
         let running = [RunningOutput {
-            level: 5,
-            lo: b"a".to_vec(),
-            hi: b"z".to_vec(),
+            level,
+            lo: lo.as_bytes().to_vec(),
+            hi: hi.as_bytes().to_vec(),
         }];
         let ctx = L0Context {
             sublevels: &l0,
@@ -657,10 +681,41 @@ mod tests {
             earliest_unflushed_seqno: u64::MAX,
             running_outputs: &running,
         };
-        assert!(pick_compaction_with(&v, &ctx, &opts(), &HashSet::new()).is_none());
+        pick_compaction_with(v, &ctx, o, &HashSet::new())
+    }
+
+    #[test]
+    fn no_file_moves_into_a_running_compactions_output_range() {
+        // Review finding: an L0→L5 compaction of P=[a,b] and Q=[y,z] writes one output over
+        // [a, z]; a file ingested into L4 at [m, n] overlaps no L5 file, so it looked like a
+        // trivial move into L5 — where it would overlap that output when it lands.
+        let v = version(vec![(4, f(1, "m", "n", 5000)), (6, f(2, "a", "z", 50_000))]);
+        assert!(pick_beside(&v, &opts(), (5, "a", "z")).is_none());
         // With nothing running it is a trivial move.
         let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
         assert!(matches!(c, CompactionChoice::Move { level: 4, .. }));
+    }
+
+    #[test]
+    fn no_l0_file_moves_into_a_running_compactions_output_range() {
+        // The L0 move's twin of the test above: one L0 file over no base file, but a running
+        // compaction writes an output over its span into the base level.
+        let v = version(vec![(0, f(1, "m", "n", 500)), (6, f(2, "a", "b", 500))]);
+        let o = PickerOptions {
+            l0_compaction_trigger: 1,
+            ..opts()
+        };
+        let picked = pick_beside(&v, &o, (6, "c", "z"));
+        assert!(picked.is_none(), "{picked:?}");
+        let c = pick_compaction(&v, &o, &HashSet::new()).unwrap();
+        assert!(matches!(
+            c,
+            CompactionChoice::Move {
+                level: 0,
+                output_level: 6,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -48,7 +48,11 @@ impl Inner {
         };
         let job = self.compaction_began(kind, score_x100, &inputs, c.output_level());
         let r = match c {
-            CompactionChoice::Move { level, file } => self.move_file(*level, file, job.as_ref()),
+            CompactionChoice::Move {
+                level,
+                output_level,
+                file,
+            } => self.move_file(*level, *output_level, file, job.as_ref()),
             _ => self.compact_files(&inputs, c.output_level(), job.as_ref()),
         };
         if let Err(e) = &r {
@@ -58,20 +62,22 @@ impl Inner {
         r
     }
 
-    /// A trivial move: one edit moving `file` from `level` to the next, nothing rewritten.
+    /// A trivial move: one edit moving `file` from `level` to `output_level`, nothing
+    /// rewritten.
     fn move_file(
         &self,
         level: usize,
+        output_level: usize,
         file: &Arc<FileMeta>,
         job: Option<&JobReport<CompactionInfo>>,
     ) -> Result<()> {
         let edit = VersionEdit {
             deleted: vec![(level, file.number)],
-            added: vec![(level + 1, (**file).clone())],
+            added: vec![(output_level, (**file).clone())],
             ..Default::default()
         };
         let outputs = job
-            .map(|_| table_infos(level + 1, [&**file]))
+            .map(|_| table_infos(output_level, [&**file]))
             .unwrap_or_default();
         self.log_and_apply(edit, |_| {
             self.compaction_ended(job, outputs, CompactionStats::default(), None);
