@@ -35,6 +35,8 @@ fn picker_options(tc: &datadriven::TestCase) -> PickerOptions {
         l0_sublevels: arg(tc, "sublevels") != Some("off"),
         max_bytes_for_level_base: arg(tc, "base").map_or(1000, |v| v.parse().unwrap()),
         level_multiplier: arg(tc, "mult").map_or(10, |v| v.parse().unwrap()),
+        max_l0_move_bytes: arg(tc, "max_l0_move").map_or(u64::MAX, |v| v.parse().unwrap()),
+        ..PickerOptions::default()
     }
 }
 

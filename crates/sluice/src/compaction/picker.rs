@@ -43,6 +43,35 @@ pub struct PickerOptions {
     pub max_bytes_for_level_base: u64,
     /// Size ratio between adjacent levels.
     pub level_multiplier: u64,
+    /// Largest L0 file that moves down unrewritten (twice the target file size): a larger
+    /// one, such as an intra-L0 compaction's single output, is merged, which cuts it into
+    /// target-size files, so later L0 compactions over part of its span rewrite only part.
+    pub max_l0_move_bytes: u64,
+    /// Levels whose tables are written alike (per-level compression and Bloom filter) share a
+    /// class; a file moves unrewritten only between levels of one class (RocksDB's
+    /// `InputCompressionMatchesOutput`), else it is rewritten with its new level's settings.
+    pub table_class: [u8; NUM_LEVELS],
+}
+
+impl Default for PickerOptions {
+    /// The picker's view of `Options::default()`.
+    fn default() -> Self {
+        PickerOptions {
+            l0_compaction_trigger: 4,
+            l0_sublevels: true,
+            max_bytes_for_level_base: 256 << 20,
+            level_multiplier: 10,
+            max_l0_move_bytes: 128 << 20,
+            table_class: [0; NUM_LEVELS],
+        }
+    }
+}
+
+impl PickerOptions {
+    /// True if a file of `from` may move to `to` as it is.
+    fn may_move(&self, from: usize, to: usize) -> bool {
+        self.table_class[from] == self.table_class[to]
+    }
 }
 
 /// What to compact: a typed plan, whole when the picker returns it (lsm-tree's
@@ -269,9 +298,9 @@ pub fn pick_compaction_with(
         let choice = if level == 0 && !o.l0_sublevels {
             pick_l0_all(v, base, busy)
         } else if level == 0 {
-            pick_l0(v, &sub, base, busy, l0.earliest_unflushed_seqno)
+            pick_l0(v, &sub, base, busy, l0.earliest_unflushed_seqno, o)
         } else {
-            pick_level(v, level, busy, l0.running_outputs)
+            pick_level(v, level, busy, l0.running_outputs, o)
         };
         // Defence in depth for L0→Lbase (its picks already avoid running L0→Lbase ranges;
         // `pick_level` checks its own choices).
@@ -307,6 +336,7 @@ fn pick_l0(
     base: usize,
     busy: &HashSet<u64>,
     earliest_unflushed_seqno: u64,
+    o: &PickerOptions,
 ) -> Option<CompactionChoice> {
     let lbase: Vec<Arc<FileMeta>> = v.levels[base].clone();
     let opts = L0PickOptions::default();
@@ -336,11 +366,13 @@ fn pick_l0(
                 }
             }
             // One file with nothing older beneath it in L0 and no base file to merge with:
-            // a merge would only copy it, so it moves down as it is.
+            // a merge would only copy it, so it moves down as it is (unless it is too big or
+            // the base level writes its tables otherwise, see `PickerOptions`).
             if let [file] = c.files.as_slice() {
-                let below =
-                    v.overlapping(base, Some(file.smallest_user()), Some(file.largest_user()));
-                if below.is_empty() && output_inputs.is_empty() {
+                if output_inputs.is_empty()
+                    && file.size <= o.max_l0_move_bytes
+                    && o.may_move(0, base)
+                {
                     return Some(CompactionChoice::Move {
                         level: 0,
                         output_level: base,
@@ -389,6 +421,7 @@ fn pick_level(
     level: usize,
     busy: &HashSet<u64>,
     running: &[RunningOutput],
+    o: &PickerOptions,
 ) -> Option<CompactionChoice> {
     let mut best: Option<(u128, CompactionChoice)> = None;
     for f in &v.levels[level] {
@@ -402,7 +435,7 @@ fn pick_level(
         let overlap_bytes: u64 = next.iter().map(|n| n.size).sum();
         let ratio = u128::from(overlap_bytes) * 1024 / u128::from(f.size.max(1));
         if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
-            let c = if next.is_empty() {
+            let c = if next.is_empty() && o.may_move(level, level + 1) {
                 CompactionChoice::Move {
                     level,
                     output_level: level + 1,
@@ -443,6 +476,7 @@ mod tests {
             l0_sublevels: true,
             max_bytes_for_level_base: 1000,
             level_multiplier: 10,
+            ..PickerOptions::default()
         }
     }
 
@@ -716,6 +750,40 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn no_move_between_levels_that_write_tables_otherwise() {
+        // L5 -> L6 and L0 -> L6 would be trivial moves; with L6 compressed differently (its
+        // own table class) both are rewritten, so the file takes L6's settings.
+        let l5 = version(vec![(5, f(1, "m", "n", 9000)), (6, f(2, "a", "b", 50_000))]);
+        let l0 = version(vec![(0, f(1, "m", "n", 500)), (6, f(2, "a", "b", 500))]);
+        let mut o = PickerOptions {
+            l0_compaction_trigger: 1,
+            ..opts()
+        };
+        for v in [&l5, &l0] {
+            let c = pick_compaction(v, &o, &HashSet::new()).unwrap();
+            assert!(
+                matches!(
+                    c,
+                    CompactionChoice::Move {
+                        output_level: 6,
+                        ..
+                    }
+                ),
+                "{c:?}"
+            );
+        }
+        o.table_class[6] = 6;
+        for v in [&l5, &l0] {
+            let c = pick_compaction(v, &o, &HashSet::new()).unwrap();
+            assert!(
+                matches!(&c, CompactionChoice::Merge { output_level: 6, output_inputs, .. }
+                    if output_inputs.is_empty()),
+                "{c:?}"
+            );
+        }
     }
 
     #[test]

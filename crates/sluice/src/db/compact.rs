@@ -427,6 +427,7 @@ mod tests {
             l0_sublevels: true,
             max_bytes_for_level_base: 64 << 10,
             level_multiplier: 10,
+            ..PickerOptions::default()
         };
         let c = picker::pick_compaction_with(&v, &ctx, &po, &busy);
         let Some(CompactionChoice::IntraL0 { inputs }) = c else {

@@ -244,6 +244,7 @@ mod tests {
             l0_sublevels: true,
             max_bytes_for_level_base: 256 << 20,
             level_multiplier: 10,
+            ..PickerOptions::default()
         };
         let l0 = L0Sublevels::from_version(&v);
         assert!(

@@ -473,5 +473,31 @@ fn picker_options(opts: &Options) -> PickerOptions {
         l0_sublevels: opts.l0_sublevels,
         max_bytes_for_level_base: opts.max_bytes_for_level_base,
         level_multiplier: opts.max_bytes_for_level_multiplier,
+        max_l0_move_bytes: opts.target_file_size.saturating_mul(2),
+        table_class: std::array::from_fn(|l| {
+            let alike = |k: usize| {
+                opts.compression_per_level[k] == opts.compression_per_level[l]
+                    && opts.bloom_bits_per_level[k] == opts.bloom_bits_per_level[l]
+            };
+            (0..l).find(|&k| alike(k)).unwrap_or(l) as u8
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sst::format::CompressionType;
+
+    #[test]
+    fn levels_with_their_own_table_settings_get_their_own_class() {
+        let mut opts = Options::default();
+        let po = picker_options(&opts);
+        assert_eq!(po.table_class, [0; crate::version::NUM_LEVELS]);
+        assert_eq!(po.max_l0_move_bytes, 2 * opts.target_file_size);
+        opts.compression_per_level[5] = CompressionType::Lz4;
+        opts.compression_per_level[6] = CompressionType::Lz4;
+        opts.bloom_bits_per_level[6] = None;
+        assert_eq!(picker_options(&opts).table_class, [0, 0, 0, 0, 0, 5, 6]);
     }
 }
