@@ -67,11 +67,9 @@ impl Default for PickerOptions {
     }
 }
 
-impl PickerOptions {
-    /// True if a file of `from` may move to `to` as it is.
-    fn may_move(&self, from: usize, to: usize) -> bool {
-        self.table_class[from] == self.table_class[to]
-    }
+/// True if a file of level `from` may move to level `to` as it is (see `table_class`).
+fn may_move(o: &PickerOptions, from: usize, to: usize) -> bool {
+    o.table_class[from] == o.table_class[to]
 }
 
 /// What to compact: a typed plan, whole when the picker returns it (lsm-tree's
@@ -371,7 +369,7 @@ fn pick_l0(
             if let [file] = c.files.as_slice() {
                 if output_inputs.is_empty()
                     && file.size <= o.max_l0_move_bytes
-                    && o.may_move(0, base)
+                    && may_move(o, 0, base)
                 {
                     return Some(CompactionChoice::Move {
                         level: 0,
@@ -435,7 +433,7 @@ fn pick_level(
         let overlap_bytes: u64 = next.iter().map(|n| n.size).sum();
         let ratio = u128::from(overlap_bytes) * 1024 / u128::from(f.size.max(1));
         if best.as_ref().is_none_or(|(r, _)| ratio < *r) {
-            let c = if next.is_empty() && o.may_move(level, level + 1) {
+            let c = if next.is_empty() && may_move(o, level, level + 1) {
                 CompactionChoice::Move {
                     level,
                     output_level: level + 1,
