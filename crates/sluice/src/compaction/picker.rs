@@ -32,7 +32,7 @@ use crate::version::l0_sublevels::{L0Sublevels, RunningL0Compaction};
 use crate::version::{FileMeta, Version, NUM_LEVELS};
 
 /// The knobs the picker reads.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PickerOptions {
     /// L0 sublevel count (not file count) at which L0 scores 1 and is compacted (file count
     /// with `l0_sublevels` off).

@@ -500,4 +500,14 @@ mod tests {
         opts.bloom_bits_per_level[6] = None;
         assert_eq!(picker_options(&opts).table_class, [0, 0, 0, 0, 0, 5, 6]);
     }
+
+    /// `PickerOptions::default()` (used by the picker's own tests, which may not reach `db`)
+    /// must stay the picker's view of `Options::default()`, field by field.
+    #[test]
+    fn picker_defaults_are_the_db_defaults() {
+        assert_eq!(
+            picker_options(&Options::default()),
+            PickerOptions::default()
+        );
+    }
 }
