@@ -349,19 +349,37 @@ impl Table {
     /// Every data block's index separator (a user key at or above the block's last key and
     /// below the next block's first) with the block's size, in file order: sample split
     /// points of the table's key range (an import's parallel merge cuts its runs by them).
+    /// The last block's separator is replaced by its last key: it is a short successor of
+    /// that key (`[1]` for a key starting `[0, 0, 0, 1, …]`), which can lie above every key
+    /// of every table, and a cut there leaves the range above it empty.
     pub fn index_separators(&self) -> Result<Vec<(Vec<u8>, u64)>> {
         let mut it = self.index_iter();
         it.seek_to_first();
         let mut out = Vec::new();
+        let mut last = None;
         while it.valid() {
             match it.handle() {
-                Some(h) => out.push((key::user_key(it.key()).to_vec(), h.size)),
+                Some(h) => {
+                    out.push((key::user_key(it.key()).to_vec(), h.size));
+                    last = Some(h);
+                }
                 None => break,
             }
             it.next();
         }
         if let Some(e) = it.error() {
             return Err(self.corruption(self.index_handle.offset, format!("index block: {e}")));
+        }
+        if let (Some(s), Some(h)) = (out.last_mut(), last) {
+            let block = self.data_block(h)?;
+            let mut it = block.iter(KeyOrder::Internal);
+            it.seek_to_last();
+            if let Some(e) = it.error() {
+                return Err(self.corruption(h.offset, format!("data block: {e}")));
+            }
+            if it.valid() {
+                s.0 = key::user_key(it.key()).to_vec();
+            }
         }
         Ok(out)
     }

@@ -561,3 +561,30 @@ fn corrupt_size_prefix_is_bounded_by_the_table_properties() {
         other => panic!("expected a bounded corruption error, got {other:?}"),
     }
 }
+
+/// Index separators sample a table's keys for a parallel merge's cut points: each lies at or
+/// above its block's keys and below the next block's, with the block's size, and the last is
+/// the table's last key (not the short successor the index holds, which can lie above the keys
+/// of every table: `key0…` has the successor `l`).
+#[test]
+fn index_separators_end_at_the_tables_last_key() {
+    let model = random_model(11, 2000);
+    for opts in all_option_sets() {
+        let t = open(build(&model, opts.clone()), None).unwrap();
+        let seps = t.index_separators().unwrap();
+        let handles = t.data_block_handles().unwrap();
+        assert_eq!(seps.len(), handles.len(), "{opts:?}");
+        let last_user_key = &model.keys().last().unwrap().0;
+        assert_eq!(&seps.last().unwrap().0, last_user_key, "{opts:?}");
+        let mut it = t.iter(IterBounds::default());
+        it.seek_to_first();
+        for (i, ((sep, size), h)) in seps.iter().zip(&handles).enumerate() {
+            assert_eq!(*size, h.size);
+            assert!(i == 0 || seps[i - 1].0 <= *sep, "separators out of order");
+            while it.valid() && key::user_key(it.key()) <= &sep[..] {
+                it.next();
+            }
+        }
+        assert!(!it.valid(), "a key lies above the last separator: {opts:?}");
+    }
+}
