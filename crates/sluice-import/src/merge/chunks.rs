@@ -16,7 +16,7 @@ use super::columnar::{answer_cut, CellFiles, CellMsg, RowBatch};
 use super::FinalWriter;
 use crate::chunk::encode_chunk;
 use crate::keycode::MalformedKey;
-use crate::row::value_len;
+use crate::row::{cell_len, CellShape};
 use crate::types::ColumnType;
 
 /// One encoder's output for its turn.
@@ -41,6 +41,7 @@ pub(super) fn chunk_encoder(
     tx: SyncSender<Encoded>,
     types: Vec<ColumnType>,
 ) -> sluice::Result<Vec<SstFileInfo>> {
+    let shapes: Vec<CellShape> = types.iter().map(CellShape::of).collect();
     let stopped = || sluice::Error::InvalidArgument("the chunk writer stopped".into());
     let mut by_col: Vec<ChunkColumn> = (0..types.len()).map(|_| ChunkColumn::default()).collect();
     let mut bitmap = Vec::new();
@@ -53,7 +54,7 @@ pub(super) fn chunk_encoder(
                 continue;
             }
         };
-        regroup(&batch, &types, &mut by_col)?;
+        regroup(&batch, &shapes, &mut by_col)?;
         let mut out = ChunkBatch::default();
         for (c, cc) in by_col.iter().enumerate() {
             encode_column(&batch, c, cc, &mut zstd, &mut bitmap, &mut out);
@@ -65,7 +66,7 @@ pub(super) fn chunk_encoder(
 
 /// One column of a batch, regrouped: its non-NULL values back to back in row order, where
 /// each row group's values end, and the batch rows where it is NULL.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct ChunkColumn {
     bytes: Vec<u8>,
     group_ends: Vec<u32>,
@@ -75,7 +76,7 @@ struct ChunkColumn {
 /// Splits every row of `batch` into `cols`, one pass over each row. (The cells layout's
 /// regrouping records every cell's row; a chunk needs only each group's end and the NULLs,
 /// which halves the encoders' time in it on `hits`.)
-fn regroup(batch: &RowBatch, types: &[ColumnType], cols: &mut [ChunkColumn]) -> sluice::Result<()> {
+fn regroup(batch: &RowBatch, shapes: &[CellShape], cols: &mut [ChunkColumn]) -> sluice::Result<()> {
     for c in cols.iter_mut() {
         c.bytes.clear();
         c.group_ends.clear();
@@ -89,7 +90,7 @@ fn regroup(batch: &RowBatch, types: &[ColumnType], cols: &mut [ChunkColumn]) -> 
         for r in first as usize..end {
             let (o, kl, vl) = batch.rows[r];
             let value = &batch.arena[o + kl as usize..o + kl as usize + vl as usize];
-            split_row(value, types, r as u32, cols).map_err(|_| {
+            split_row(value, shapes, r as u32, cols).map_err(|_| {
                 sluice::Error::InvalidArgument(format!(
                     "row {} does not decode",
                     batch.arena[o..o + kl as usize].escape_ascii()
@@ -104,33 +105,56 @@ fn regroup(batch: &RowBatch, types: &[ColumnType], cols: &mut [ChunkColumn]) -> 
 }
 
 /// Appends each column's value of row `r` (a row value, [`crate::row`]) to its column.
+///
+/// This runs once per cell (105 million times for 1M `hits` rows), so it avoids per-cell
+/// costs: column shapes are resolved before the loop, the NULL bitmap is consulted only when
+/// it has a bit set, and a short cell is copied as [`WIDE`] bytes of constant length (inlined
+/// moves, no `memcpy` call) and the surplus cut off again.
 #[inline]
 fn split_row(
     value: &[u8],
-    types: &[ColumnType],
+    shapes: &[CellShape],
     r: u32,
     cols: &mut [ChunkColumn],
 ) -> Result<(), MalformedKey> {
     let b = value.get(1..).ok_or(MalformedKey)?;
-    let nb = types.len().div_ceil(8);
+    let nb = shapes.len().div_ceil(8);
     if b.len() < nb {
         return Err(MalformedKey);
     }
     let (bitmap, mut rest) = b.split_at(nb);
-    for (c, (ty, col)) in types.iter().zip(cols.iter_mut()).enumerate() {
-        if bitmap[c / 8] & (1 << (c % 8)) != 0 {
+    let any_null = bitmap.iter().any(|&m| m != 0);
+    for (c, (&shape, col)) in shapes.iter().zip(cols.iter_mut()).enumerate() {
+        if any_null && bitmap[c / 8] & (1 << (c % 8)) != 0 {
             col.nulls.push(r);
             continue;
         }
-        let n = value_len(rest, ty)?;
-        let (cell, t) = rest.split_at(n);
-        col.bytes.extend_from_slice(cell);
-        rest = t;
+        let n = cell_len(rest, shape)?;
+        append_cell(&mut col.bytes, rest, n);
+        rest = &rest[n..];
     }
     if rest.is_empty() {
         Ok(())
     } else {
         Err(MalformedKey)
+    }
+}
+
+/// The constant copy width of [`append_cell`].
+const WIDE: usize = 16;
+
+/// Appends `src[..n]` to `dst`. When `n <= WIDE` and `src` has `WIDE` bytes, it copies a
+/// constant `WIDE` bytes and truncates: the compiler turns that into two moves, where a copy of
+/// a run-time length is a call to `memcpy`, which cost 4.6% of an import's CPU here.
+#[inline(always)]
+fn append_cell(dst: &mut Vec<u8>, src: &[u8], n: usize) {
+    match src.get(..WIDE) {
+        Some(wide) if n <= WIDE => {
+            let keep = dst.len() + n;
+            dst.extend_from_slice(wide);
+            dst.truncate(keep);
+        }
+        _ => dst.extend_from_slice(&src[..n]),
     }
 }
 
@@ -212,4 +236,74 @@ pub(super) fn chunk_writer(
         files.extend(w.finish()?);
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::{encode_row, for_each_cell};
+    use crate::types::Value;
+    use std::borrow::Cow;
+
+    /// `split_row` puts each column's cells back to back and its NULL rows in `nulls`, exactly
+    /// as `for_each_cell` cuts them: cells shorter and longer than its constant copy, at the
+    /// end of the row (where fewer than `WIDE` bytes follow), and rows with and without NULLs.
+    #[test]
+    fn split_row_cuts_every_cell_as_for_each_cell_does() {
+        let types = [
+            ColumnType::BigInt,
+            ColumnType::Text { max_chars: None },
+            ColumnType::Double,
+            ColumnType::Bool,
+            ColumnType::Text { max_chars: None },
+        ];
+        let text = |n: usize| Value::Text(Cow::Owned("x".repeat(n)));
+        let mut rows = Vec::new();
+        for (r, n) in [0usize, 1, 14, 15, 16, 17, 127, 128, 300]
+            .into_iter()
+            .enumerate()
+        {
+            let big = if r % 2 == 0 { i64::MIN } else { r as i64 };
+            rows.push(vec![
+                Value::Int(big),
+                text(n),
+                Value::Double(r as f64),
+                Value::Bool(r % 3 == 0),
+                text(n / 2 + r),
+            ]);
+            let mut with_nulls = rows[rows.len() - 1].clone();
+            with_nulls[r % types.len()] = Value::Null;
+            rows.push(with_nulls);
+        }
+        let shapes: Vec<CellShape> = types.iter().map(CellShape::of).collect();
+        let mut cols: Vec<ChunkColumn> = (0..types.len()).map(|_| ChunkColumn::default()).collect();
+        let mut want: Vec<(Vec<u8>, Vec<u32>)> = vec![Default::default(); types.len()];
+        for (r, values) in rows.iter().enumerate() {
+            let mut row = Vec::new();
+            encode_row(&mut row, 1, values);
+            split_row(&row, &shapes, r as u32, &mut cols).unwrap();
+            let mut seen = vec![false; types.len()];
+            for_each_cell(&row, &types, |c, cell| {
+                want[c].0.extend_from_slice(cell);
+                seen[c] = true;
+                Ok(())
+            })
+            .unwrap()
+            .unwrap();
+            for (c, s) in seen.iter().enumerate() {
+                if !s {
+                    want[c].1.push(r as u32);
+                }
+            }
+            // A row cut short or with bytes left over is an error, not a panic.
+            assert!(split_row(&row[..row.len() - 1], &shapes, 0, &mut cols.clone()).is_err());
+            let mut longer = row.clone();
+            longer.push(0);
+            assert!(split_row(&longer, &shapes, 0, &mut cols.clone()).is_err());
+        }
+        for (c, col) in cols.iter().enumerate() {
+            assert_eq!(col.bytes, want[c].0, "column {c}");
+            assert_eq!(col.nulls, want[c].1, "column {c}");
+        }
+    }
 }
