@@ -231,9 +231,38 @@ pub(super) fn chunk_writer(
             }
         }
     }
+    finish_all(cols.into_iter().map(|(_, w)| w).collect())
+}
+
+/// How many column files [`finish_all`] finishes at once.
+const FINISHERS: usize = 16;
+
+/// Finishes every column's files, [`FINISHERS`] at a time, and returns them in column order.
+///
+/// Finishing a file waits on the disk: its tail and the file are synced, then its directory.
+/// One after another, `hits`' 105 column files took ~0.14 s with both cores idle; side by
+/// side the file system commits the waits together. On an error every writer is still
+/// finished or dropped (an unfinished file is removed), and the first column's error is
+/// returned.
+fn finish_all(writers: Vec<FinalWriter>) -> sluice::Result<Vec<SstFileInfo>> {
+    let n = writers.len();
+    let queue = std::sync::Mutex::new(writers.into_iter().enumerate().collect::<Vec<_>>());
+    let done = std::sync::Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|s| {
+        for _ in 0..FINISHERS.min(n) {
+            s.spawn(|| loop {
+                let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let Some((c, w)) = job else { return };
+                let r = w.finish();
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((c, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(c, _)| *c);
     let mut files = Vec::new();
-    for (_, w) in cols {
-        files.extend(w.finish()?);
+    for (_, r) in done {
+        files.extend(r?);
     }
     Ok(files)
 }

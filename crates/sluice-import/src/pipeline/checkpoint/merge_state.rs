@@ -71,6 +71,46 @@ impl Crcs {
         ck.crc = Some(crc);
         Ok(ck)
     }
+
+    /// Computes the CRC32Cs of the `files` not known yet on up to `threads` threads, so the
+    /// checkpoint after a merge does not read back every final file on one (0.1 s of a 4.8 s
+    /// `hits` import, its 106 column files read one after another).
+    pub(crate) fn warm<'a>(
+        &self,
+        files: impl Iterator<Item = &'a sluice::SstFileInfo>,
+        threads: usize,
+    ) -> Result<(), ImportError> {
+        let todo: Vec<&Path> = {
+            let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            files
+                .filter(|f| !m.contains_key(&f.path))
+                .map(|f| f.path.as_path())
+                .collect()
+        };
+        if todo.len() < 2 || threads < 2 {
+            return Ok(());
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done = std::sync::Mutex::new(Vec::with_capacity(todo.len()));
+        std::thread::scope(|s| {
+            for _ in 0..threads.min(todo.len()) {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(p) = todo.get(i) else { return };
+                    let r = file_crc(p);
+                    done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+                });
+            }
+        });
+        let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+        done.sort_by_key(|(i, _)| *i);
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, r) in done {
+            let c = r.map_err(|e| ImportError::io(todo[i], e))?;
+            m.insert(todo[i].to_path_buf(), c);
+        }
+        Ok(())
+    }
 }
 
 impl MergingCk {

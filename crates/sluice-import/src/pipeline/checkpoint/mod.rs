@@ -550,6 +550,8 @@ impl Import {
             rejects_len = f.file.metadata().map_err(|e| ImportError::io(&p, e))?.len();
             rejects_crc = Some(f.crc);
         }
+        ck.crcs
+            .warm(indexes.iter().flat_map(|st| &st.finals), self.opts.threads)?;
         let mut idx = Vec::with_capacity(indexes.len());
         for (slot, st) in indexes.iter_mut().enumerate() {
             idx.push(IndexCk::of(st, ctx.streamed[slot].as_deref(), &ck.crcs)?);

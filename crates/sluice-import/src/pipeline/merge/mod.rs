@@ -134,9 +134,7 @@ impl Import {
             st.finals = finals;
             let done: Vec<PathBuf> = st.runs.drain(..).map(|(p, _)| p).collect();
             self.merge_checkpoint(plan, ctx, indexes, slot + 1, counters, checkpoints)?;
-            for p in done.into_iter().chain(retired) {
-                let _ = std::fs::remove_file(p);
-            }
+            remove_files(done.into_iter().chain(retired).collect());
         }
         Ok(())
     }
@@ -599,4 +597,27 @@ pub(crate) fn merge_sources<'a>(
         }
     }
     Ok(())
+}
+
+/// Deletes `paths` (best effort, as a cleanup), several at a time: unlinking a spilled run of
+/// ~100 MB frees its extents under the file system's journal, ~20 ms each, and one after
+/// another the six runs of a `hits` import took 0.12 s with both cores idle.
+fn remove_files(paths: Vec<PathBuf>) {
+    const REMOVERS: usize = 8;
+    if paths.len() < 2 {
+        for p in paths {
+            let _ = std::fs::remove_file(p);
+        }
+        return;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..REMOVERS.min(paths.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = paths.get(i) else { return };
+                let _ = std::fs::remove_file(p);
+            });
+        }
+    });
 }
