@@ -48,6 +48,7 @@ pub mod row;
 pub mod schema;
 pub mod tmp_dirs;
 pub mod types;
+pub(crate) mod workers;
 
 pub use error::{BadRow, ImportError, OtherRow, RowPlace};
 pub use input::Format;

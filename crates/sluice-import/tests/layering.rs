@@ -8,11 +8,13 @@ mod layers;
 
 use layers::Layering;
 
-/// Bottom to top (lib.rs above them all): test-only fault injection, values and their encodings, the schema, errors,
+/// Bottom to top (lib.rs above them all): test-only fault injection, helper threads, values and
+/// their encodings, the schema, errors,
 /// the catalog, reading and parsing input, sorted sources and writers, reading tables back,
 /// progress, then the pipeline that drives them all.
 const LAYERS: &[&str] = &[
     "failpoints",
+    "workers",
     "types",
     "keycode",
     "row",

@@ -248,15 +248,11 @@ fn finish_all(writers: Vec<FinalWriter>) -> sluice::Result<Vec<SstFileInfo>> {
     let n = writers.len();
     let queue = std::sync::Mutex::new(writers.into_iter().enumerate().collect::<Vec<_>>());
     let done = std::sync::Mutex::new(Vec::with_capacity(n));
-    std::thread::scope(|s| {
-        for _ in 0..FINISHERS.min(n) {
-            s.spawn(|| loop {
-                let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
-                let Some((c, w)) = job else { return };
-                let r = w.finish();
-                done.lock().unwrap_or_else(|e| e.into_inner()).push((c, r));
-            });
-        }
+    crate::workers::on_threads(FINISHERS.min(n), || loop {
+        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let Some((c, w)) = job else { return };
+        let r = w.finish();
+        done.lock().unwrap_or_else(|e| e.into_inner()).push((c, r));
     });
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_by_key(|(c, _)| *c);

@@ -103,15 +103,17 @@ impl Source for MemSource {
 /// quantiles of `samples` (`(key, bytes up to the next sample)`, any order), so each range gets
 /// about the same bytes; fewer when the samples do not have `parts - 1` distinct cut points.
 /// Entries go to a range by their key alone (never by their source position), so all entries
-/// of one key fall in one range.
+/// of one key fall in one range. No cut falls at the largest sample: no sampled bytes lie above
+/// it, so the range above such a cut could be empty (a run's last sample is its last key).
 pub fn split_ranges(mut samples: Vec<(Vec<u8>, u64)>, parts: usize) -> Vec<IterBounds> {
     samples.sort_unstable();
     let total: u64 = samples.iter().map(|s| s.1).sum();
+    let largest = samples.last().map(|s| s.0.clone());
     let mut cuts: Vec<Vec<u8>> = Vec::new();
     let mut acc = 0u64;
     let mut next = 1;
     for (k, w) in samples {
-        if next >= parts {
+        if next >= parts || largest.as_ref() == Some(&k) {
             break;
         }
         acc += w;
@@ -300,5 +302,28 @@ impl Source for RunSource {
     fn next(&mut self) -> sluice::Result<()> {
         self.it.next();
         self.it.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cuts fall at weighted quantiles of the samples, never at the largest one (a heavy last
+    /// sample would otherwise leave the range above it empty).
+    #[test]
+    fn ranges_are_cut_at_quantiles_but_not_at_the_largest_sample() {
+        let s = |k: &str, w| (k.as_bytes().to_vec(), w);
+        let even = split_ranges(vec![s("d", 1), s("a", 1), s("c", 1), s("b", 1)], 2);
+        assert_eq!(even.len(), 2);
+        assert_eq!(even[0].upper.as_deref(), Some(&b"b"[..]));
+        // The last sample holds most of the bytes: a cut there would leave nothing above it.
+        let heavy_last = split_ranges(vec![s("a", 1), s("b", 1), s("z", 100)], 4);
+        assert!(heavy_last
+            .iter()
+            .all(|r| r.upper.as_deref() != Some(&b"z"[..])));
+        assert_eq!(heavy_last.last().unwrap().upper, None);
+        assert_eq!(split_ranges(vec![s("a", 5)], 3).len(), 1);
+        assert_eq!(split_ranges(Vec::new(), 3).len(), 1);
     }
 }

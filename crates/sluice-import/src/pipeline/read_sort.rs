@@ -407,15 +407,11 @@ impl Import {
         } else {
             let queue = Mutex::new(jobs);
             let done = Mutex::new(Vec::new());
-            std::thread::scope(|s| {
-                for _ in 0..threads {
-                    s.spawn(|| loop {
-                        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
-                        let Some(job) = job else { return };
-                        let r = write(job);
-                        done.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-                    });
-                }
+            crate::workers::on_threads(threads, || loop {
+                let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let Some(job) = job else { return };
+                let r = write(job);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push(r);
             });
             done.into_inner().unwrap_or_else(|e| e.into_inner())
         };

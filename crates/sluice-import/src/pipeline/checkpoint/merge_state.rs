@@ -92,15 +92,11 @@ impl Crcs {
         }
         let next = std::sync::atomic::AtomicUsize::new(0);
         let done = std::sync::Mutex::new(Vec::with_capacity(todo.len()));
-        std::thread::scope(|s| {
-            for _ in 0..threads.min(todo.len()) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(p) = todo.get(i) else { return };
-                    let r = file_crc(p);
-                    done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
-                });
-            }
+        crate::workers::on_threads(threads.min(todo.len()), || loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(p) = todo.get(i) else { return };
+            let r = file_crc(p);
+            done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
         });
         let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
         done.sort_by_key(|(i, _)| *i);

@@ -611,13 +611,9 @@ fn remove_files(paths: Vec<PathBuf>) {
         return;
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..REMOVERS.min(paths.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = paths.get(i) else { return };
-                let _ = std::fs::remove_file(p);
-            });
-        }
+    crate::workers::on_threads(REMOVERS.min(paths.len()), || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(p) = paths.get(i) else { return };
+        let _ = std::fs::remove_file(p);
     });
 }
