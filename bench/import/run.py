@@ -491,6 +491,8 @@ def run_online(engine, spec, args, py, workdir):
                "--write-rate", str(args.write_rate), "--readers", str(args.readers),
                "--read-rate", str(args.read_rate), "--preload", str(args.preload),
                "--import-threads", str(args.online_threads), "--memory", args.memory]
+        if args.online_write_rate not in ("", "0"):
+            cmd += ["--import-write-rate", args.online_write_rate]
         if args.online_idle:
             cmd += ["--import-idle"]
         elif args.online_nice >= 0:
@@ -611,6 +613,10 @@ def main():
     p.add_argument("--online-idle", action=argparse.BooleanOptionalAction, default=True,
                    help="import-online: Sluice's import threads under SCHED_IDLE (ImportOptions::idle; "
                    "default on; --no-online-idle: --online-nice instead)")
+    p.add_argument("--online-write-rate", default="100M",
+                   help="import-online: Sluice's import writes paced to this many bytes a second "
+                   "(ImportOptions::rate_limiter, sluice import --write-rate; default 100M; "
+                   "0: unpaced)")
     p.add_argument("--writers", type=int, default=2, help="import-online: writer threads (default 2)")
     p.add_argument("--write-rate", type=int, default=2000,
                    help="import-online: puts/s of each writer (default 2000)")
@@ -651,6 +657,8 @@ def main():
                          "online: import threads": args.online_threads,
                          "online: Sluice import priority": ("SCHED_IDLE" if args.online_idle
                          else (f"nice {args.online_nice}" if args.online_nice >= 0 else "none"))
+                         + (f", writes paced to {args.online_write_rate}/s"
+                            if args.online_write_rate not in ("", "0") else ", writes unpaced")
                          + " (DuckDB: none, no per-query priority)",
                          "online: writers × puts/s": f"{args.writers} × {args.write_rate}",
                          "online: readers × gets/s": f"{args.readers} × {args.read_rate}",

@@ -329,7 +329,8 @@ class Db:
         ``delimiter``, ``quote``, ``null``, ``threads``, ``memory`` (bytes or "2GiB"),
         ``tmp_dir``, ``max_errors``, ``rejects``, ``on_duplicate`` ("error", "first",
         "last"), ``target_file_size``, ``progress`` ("auto", "plain", "off"), ``layout``
-        ("row", "columnar"), ``nice``, ``idle``, ``chunk_size``, ``resume``,
+        ("row", "columnar"), ``nice``, ``idle``, ``write_rate`` (bytes a second, or "100MiB";
+        the import's file writes paced to it), ``chunk_size``, ``resume``,
         ``checkpoint_bytes``. A bad row raises ``BadRowError`` naming file, line (for
         Parquet, the row), column and value; the Db is then unchanged.
 

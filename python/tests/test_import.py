@@ -120,6 +120,20 @@ def test_unique_violation(db, tmp_path):
     assert e.value.index == "by_email" and isinstance(e.value, sluice.DataError)
 
 
+def test_paced_import_reads_back_the_same_rows(db, tmp_path):
+    report = db.import_files(
+        SCHEMA, [CSV], header=True, null="NA", progress="off", write_rate="1MiB"
+    )
+    assert report.rows == 344
+    t = db.table("penguins")
+    assert t.get(1)["bill_length_mm"] == Decimal("39.1")
+    assert sum(1 for _ in t.scan()) == 344
+    f = tmp_path / "t.csv"
+    f.write_text("1\n")
+    with pytest.raises(sluice.InvalidArgumentError, match="write_rate"):
+        db.import_files("CREATE TABLE t (id INT PRIMARY KEY);", [f], write_rate=0)
+
+
 def test_schema_error_line_column(db, tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("1\n")

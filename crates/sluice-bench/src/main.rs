@@ -155,6 +155,10 @@ struct OnlineArgs {
     /// Run the import's threads under SCHED_IDLE (`ImportOptions::idle`).
     #[arg(long)]
     import_idle: bool,
+    /// Pace the import's file writes to this many bytes a second (`ImportOptions::rate_limiter`,
+    /// as `sluice import --write-rate`; e.g. 100M). Default: unpaced.
+    #[arg(long, value_name = "SIZE")]
+    import_write_rate: Option<String>,
     /// Memory budget of the import (`512M`, `1G`, as `sluice import --memory`).
     #[arg(long, default_value = "1G")]
     memory: String,
@@ -183,6 +187,12 @@ impl OnlineArgs {
             import_threads: self.import_threads,
             import_nice: self.import_nice,
             import_idle: self.import_idle,
+            import_write_rate: self
+                .import_write_rate
+                .as_deref()
+                .map(sluice_import::parse_size)
+                .transpose()?
+                .filter(|r| *r > 0),
             memory: sluice_import::parse_size(&self.memory)?,
         })
     }

@@ -63,6 +63,8 @@ pub struct OnlineConfig {
     pub import_nice: Option<i32>,
     /// Import threads under SCHED_IDLE (`ImportOptions::idle`).
     pub import_idle: bool,
+    /// The import's file writes paced to this many bytes a second (`ImportOptions::rate_limiter`).
+    pub import_write_rate: Option<u64>,
     /// The import's memory budget, bytes.
     pub memory: u64,
 }
@@ -227,6 +229,9 @@ fn import_options(cfg: &OnlineConfig) -> ImportOptions {
         memory: cfg.memory,
         nice: cfg.import_nice,
         idle: cfg.import_idle,
+        rate_limiter: cfg
+            .import_write_rate
+            .map(|r| std::sync::Arc::new(sluice::RateLimiter::new(r))),
         progress: ProgressMode::Off,
         ..ImportOptions::default()
     }
@@ -239,7 +244,7 @@ fn params(cfg: &OnlineConfig) -> Value {
             "writers": cfg.writers, "write_rate_per_writer": cfg.write_rate,
             "readers": cfg.readers, "read_rate_per_reader": cfg.read_rate,
             "preload_rows": cfg.preload, "baseline_seconds": cfg.baseline_secs,
-            "import_threads": cfg.import_threads, "import_nice": cfg.import_nice, "import_idle": cfg.import_idle, "memory_bytes": cfg.memory,
+            "import_threads": cfg.import_threads, "import_nice": cfg.import_nice, "import_idle": cfg.import_idle, "import_write_rate_bytes_per_sec": cfg.import_write_rate, "memory_bytes": cfg.memory,
             "inputs": cfg.inputs, "sum_col": cfg.sum_col,
             "wal": true, "sync": false, "write_batch": 1,
             "key_bytes": 13, "value_bytes": gen::VALUE_LEN,

@@ -111,6 +111,11 @@ pub struct ImportArgs {
     /// can starve the import on a machine that is never idle). Overrides --nice.
     #[arg(long)]
     idle: bool,
+    /// Write the import's files no faster than this many bytes a second, all threads
+    /// together, e.g. 100M (beside a serving workload whose tail the disk writes would
+    /// lengthen; default: unpaced).
+    #[arg(long, value_name = "SIZE")]
+    write_rate: Option<String>,
     /// Bad rows tolerated (they go to --rejects) before the import fails.
     #[arg(long, default_value_t = 0)]
     max_errors: u64,
@@ -223,6 +228,12 @@ pub fn import(a: ImportArgs) -> CmdResult {
         tmp_dir: a.tmp_dir,
         nice: a.nice,
         idle: a.idle,
+        rate_limiter: match a.write_rate.as_deref().map(parse_size).transpose() {
+            Ok(None) => None,
+            Ok(Some(0)) => return Err("--write-rate must be at least 1 byte a second".into()),
+            Ok(Some(r)) => Some(std::sync::Arc::new(sluice::RateLimiter::new(r))),
+            Err(e) => return Err(e.replace("--memory", "--write-rate").into()),
+        },
         max_errors: a.max_errors,
         rejects: a.rejects,
         on_duplicate: match a.on_duplicate {

@@ -810,6 +810,49 @@ fn an_import_at_a_lower_priority_imports_the_same_rows() {
     }
 }
 
+/// `ImportOptions::rate_limiter`: every file the import writes (runs spilled at checkpoints,
+/// the final tables of the table and its index) goes through the shared limiter, and the
+/// import gives the same rows as an unpaced one.
+#[test]
+fn a_paced_import_imports_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE t (id INT PRIMARY KEY, s TEXT); CREATE INDEX by_s ON t (s);";
+    let csv: String = (0..3000)
+        .map(|i| format!("{},row {}\n", 2999 - i, i % 7))
+        .collect();
+    let f = write(dir.path(), "t.csv", csv.as_bytes());
+    let limiter = std::sync::Arc::new(sluice::RateLimiter::new(4 << 20));
+    let mut seen = Vec::new();
+    for (name, l) in [("unpaced", None), ("paced", Some(&limiter))] {
+        let db = open_db(dir.path().join(name), true).unwrap();
+        let s = import(
+            &db,
+            schema,
+            vec![f.clone()],
+            ImportOptions {
+                rate_limiter: l.cloned(),
+                checkpoint_bytes: 8 << 10,
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert_eq!(s.rows, 3000);
+        assert!(s.runs_spilled > 0, "{name}: the checkpoints spill runs");
+        if l.is_some() {
+            // The final files passed through it, and the spilled runs on top of them.
+            let finals: u64 = s.files.iter().map(|f| f.bytes).sum();
+            assert!(
+                limiter.bytes_requested() > finals,
+                "{} requested, final files {finals}",
+                limiter.bytes_requested()
+            );
+        }
+        seen.push((rows(&db, "t", None), rows(&db, "t", Some("by_s"))));
+    }
+    assert_eq!(seen[0].0.len(), 3000);
+    assert_eq!(seen[0], seen[1]);
+}
+
 /// Sparse columns: a NOT NULL column's cell holding its type's zero value (0, 0.0, false, '',
 /// 1970-01-01, the epoch) is not stored, and reads back as that value through scans, point
 /// gets and index scans — the same rows as the row layout. A nullable column keeps its zero

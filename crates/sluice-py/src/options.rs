@@ -204,6 +204,11 @@ pub fn import_options(
             "_interrupt_after_checkpoints" => o.interrupt_after_checkpoints = v.extract()?,
             "nice" => o.nice = v.extract()?,
             "idle" => o.idle = v.extract()?,
+            "write_rate" if v.is_none() => o.rate_limiter = None,
+            "write_rate" => match size(py, "write_rate", &v)? {
+                0 => return Err(invalid(py, "write_rate: must be at least 1 byte a second")),
+                r => o.rate_limiter = Some(std::sync::Arc::new(sluice::RateLimiter::new(r))),
+            },
             "parallel_merge_min_bytes" => {
                 o.parallel_merge_min_bytes = size(py, "parallel_merge_min_bytes", &v)?
             }

@@ -72,7 +72,7 @@ pub use db::{
     LevelMetrics, Metrics, Options, ReadOptions, Snapshot, WriteOptions,
 };
 pub use error::{Error, Result};
-pub use fs::Writeback;
+pub use fs::{FileWrites, RateLimiter, Writeback};
 pub use read::db_iter::DbIterator;
 pub use sst::cache::BlockCache;
 pub use sst::format::{ChecksumType, CompressionType};

@@ -432,7 +432,7 @@ impl FinalWriter {
                 .collect();
             restored.retain(|f| f.0 != c);
             w.write_buffer = CELL_WRITE_BUFFER;
-            w.writeback = self.writeback;
+            w.writes = self.writes.clone();
             (key, w)
         };
         let (workers, chunk_writer) = if chunked {

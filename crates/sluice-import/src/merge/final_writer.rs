@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice::{SstFileInfo, SstWriter, TableOptions, Writeback};
+use sluice::{FileWrites, SstFileInfo, SstWriter, TableOptions};
 
 use super::columnar::{CellFiles, ColumnSplit};
 use super::DELETION_SRC;
@@ -28,7 +28,7 @@ pub struct FinalWriter {
     /// Columnar primary index: rows are split into cells (see [`FinalWriter::split_columns`]).
     pub(super) split: Option<Box<ColumnSplit>>,
     /// How its files get to disk while written (cell writers inherit it).
-    pub writeback: Writeback,
+    pub writes: FileWrites,
     /// The source position of each entry written, when asked for (streaming writers).
     pub(super) positions: Option<PositionRecorder>,
 }
@@ -53,7 +53,7 @@ impl FinalWriter {
             max_entries: u64::MAX,
             write_buffer: 1 << 20,
             split: None,
-            writeback: Writeback::default(),
+            writes: FileWrites::default(),
             positions: None,
         }
     }
@@ -130,7 +130,7 @@ impl FinalWriter {
                 p,
                 self.opts.clone(),
                 self.write_buffer,
-                self.writeback,
+                self.writes.clone(),
             )?);
         }
         Ok(self.cur.as_mut().expect("just created"))

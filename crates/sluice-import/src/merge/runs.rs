@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sluice::{CompressionType, SstWriter, TableOptions, Writeback};
+use sluice::{CompressionType, FileWrites, SstWriter, TableOptions};
 
 use super::{Merger, RunSource, Source};
 
@@ -23,9 +23,9 @@ pub fn run_table_options() -> TableOptions {
 pub fn write_run(
     path: &Path,
     mut merger: Merger,
-    writeback: Writeback,
+    writes: FileWrites,
 ) -> sluice::Result<Option<PathBuf>> {
-    let mut w = SstWriter::create_with(path, run_table_options(), 1 << 20, writeback)?;
+    let mut w = SstWriter::create_with(path, run_table_options(), 1 << 20, writes)?;
     let mut key = Vec::new();
     while let Some(s) = merger.peek() {
         key.clear();
@@ -94,7 +94,7 @@ pub fn reduce_runs(
     fan_in: usize,
     threads: usize,
     name: &(dyn Fn() -> PathBuf + Sync),
-    writeback: Writeback,
+    writes: FileWrites,
     mut retired: Option<&mut Vec<PathBuf>>,
 ) -> sluice::Result<u64> {
     let fan_in = fan_in.max(2);
@@ -131,7 +131,8 @@ pub fn reduce_runs(
                                 sources.push(Box::new(RunSource::open(p, *with_src)?));
                             }
                             let path = name();
-                            if let Some(p) = write_run(&path, Merger::new(sources), writeback)? {
+                            if let Some(p) = write_run(&path, Merger::new(sources), writes.clone())?
+                            {
                                 out.push((p, true));
                             }
                             for (p, _) in group.iter().filter(|_| delete_inputs) {

@@ -78,6 +78,14 @@ pub struct ImportOptions {
     /// that priority too and no journal commit every 8 MiB stalls other writers' appends. It
     /// can starve the import on a machine that is never idle. Takes precedence over `nice`.
     pub idle: bool,
+    /// Paces every file the import writes (sorted runs, final tables), all threads together,
+    /// to the limiter's rate; imports (or other writers) holding the same limiter share it
+    /// (default: none, as fast as the disk takes them). For an import beside
+    /// latency-sensitive work: on a VM whose disk writes delay the guest's other threads,
+    /// pacing them keeps the serving tail down at the cost of import time (measured,
+    /// `import-online`: see bench/import/README.md). Its files also start their own
+    /// writeback, as under `idle`. The reads of the input are not paced.
+    pub rate_limiter: Option<std::sync::Arc<sluice::RateLimiter>>,
     /// An index with at least this many bytes to merge is merged on `threads` threads, each
     /// writing the final files of a disjoint key range (default 32 MiB; a columnar table's
     /// rows and unique indexes merge on one thread). Tests set 0 to split every merge.
@@ -123,6 +131,7 @@ impl Default for ImportOptions {
             layout: None,
             nice: None,
             idle: false,
+            rate_limiter: None,
             parallel_merge_min_bytes: 32 << 20,
             resume: false,
             checkpoint_bytes: 256 << 20,

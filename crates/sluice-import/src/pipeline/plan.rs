@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use sluice::{Db, SstFileInfo, TableOptions, Writeback};
+use sluice::{Db, FileWrites, SstFileInfo, TableOptions, Writeback};
 
 use crate::catalog;
 use crate::input::Format;
@@ -398,14 +398,19 @@ impl Import {
         TableOptions::default()
     }
 
-    /// An import under `SCHED_IDLE` starts its files' writeback itself (see
-    /// [`Writeback::Initiate`]): the kernel's work stays at its priority and no journal
-    /// commit every 8 MiB stalls a serving workload's log appends.
-    pub(crate) fn writeback(&self) -> Writeback {
-        if self.opts.idle {
-            Writeback::Initiate
-        } else {
-            Writeback::SyncThread
+    /// How the import's files are written. An import under `SCHED_IDLE` or a write rate starts
+    /// its files' writeback itself (see [`Writeback::Initiate`]): the kernel's work stays at
+    /// its priority, the disk sees the paced writes as they are made, and no journal commit
+    /// every 8 MiB stalls a serving workload's log appends. Every file of the import is paced
+    /// by `ImportOptions::rate_limiter`.
+    pub(crate) fn writes(&self) -> FileWrites {
+        FileWrites {
+            writeback: if self.opts.idle || self.opts.rate_limiter.is_some() {
+                Writeback::Initiate
+            } else {
+                Writeback::SyncThread
+            },
+            rate_limiter: self.opts.rate_limiter.clone(),
         }
     }
 
@@ -423,7 +428,7 @@ impl Import {
             Arc::clone(counter),
         );
         w.max_entries = plan.max_file_entries;
-        w.writeback = self.writeback();
+        w.writes = self.writes();
         w
     }
 }

@@ -390,7 +390,7 @@ impl Import {
                 jobs.push((i, jobs.len(), path, mem));
             }
         }
-        let writeback = self.writeback();
+        let writes = self.writes();
         type Job = (usize, usize, std::path::PathBuf, Vec<crate::parse::Entries>);
         let write = |(i, j, path, mem): Job| {
             let sources: Vec<Box<dyn Source>> = mem
@@ -399,7 +399,7 @@ impl Import {
                     Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
                 })
                 .collect();
-            (i, j, write_run(&path, Merger::new(sources), writeback))
+            (i, j, write_run(&path, Merger::new(sources), writes.clone()))
         };
         let threads = self.opts.threads.clamp(1, jobs.len().max(1));
         let mut written: Vec<_> = if threads <= 1 {

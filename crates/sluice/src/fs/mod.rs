@@ -11,12 +11,14 @@ mod file;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod mapped;
 mod mem;
+mod rate_limiter;
 
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 pub use mem::{FaultConfig, MemFs};
+pub use rate_limiter::RateLimiter;
 
 pub use file::{open_file, RandomAccessFile};
 
@@ -133,6 +135,15 @@ pub enum Writeback {
     Initiate,
 }
 
+impl From<Writeback> for FileWrites {
+    fn from(writeback: Writeback) -> FileWrites {
+        FileWrites {
+            writeback,
+            rate_limiter: None,
+        }
+    }
+}
+
 /// A file whose dirty pages go to disk as writing goes on ([`Writeback`]), so disk writeback
 /// overlaps table building.
 pub struct SyncingFile {
@@ -145,6 +156,18 @@ pub struct SyncingFile {
     written: u64,
     syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     mode: Writeback,
+    limiter: Option<Arc<RateLimiter>>,
+}
+
+/// How a written file's bytes go to disk: when writeback starts, and how fast the file may be
+/// written ([`SstWriter::create_with`](crate::SstWriter::create_with)).
+#[derive(Debug, Clone, Default)]
+pub struct FileWrites {
+    /// When dirty pages are sent to disk while the file is written.
+    pub writeback: Writeback,
+    /// A rate shared with other files: each write waits for its share of it, and is passed to
+    /// the OS in pieces of at most [`RateLimiter::MAX_REQUEST`] bytes. `None`: unpaced.
+    pub rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 impl SyncingFile {
@@ -163,7 +186,15 @@ impl SyncingFile {
             written: 0,
             syncer: None,
             mode,
+            limiter: None,
         }
+    }
+
+    /// Wraps an open file, written as `writes` says.
+    pub fn with_writes(file: std::fs::File, writes: FileWrites) -> Self {
+        let mut f = Self::with_writeback(file, writes.writeback);
+        f.limiter = writes.rate_limiter;
+        f
     }
 
     fn reap(&mut self, wait: bool) -> std::io::Result<()> {
@@ -204,6 +235,14 @@ impl std::io::Write for SyncingFile {
             let _ = self.file.write_all(&buf[..buf.len() / 2]);
             return Err(failpoints::injected());
         }
+        let buf = match &self.limiter {
+            Some(l) => {
+                let piece = &buf[..buf.len().min(RateLimiter::MAX_REQUEST)];
+                l.request(piece.len() as u64);
+                piece
+            }
+            None => buf,
+        };
         let n = self.file.write(buf)?;
         self.since_sync += n as u64;
         self.written += n as u64;

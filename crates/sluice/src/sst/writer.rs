@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result};
 use crate::base::key::{append_internal_key, ValueKind};
-use crate::fs::{SyncingFile, Writeback};
+use crate::fs::{FileWrites, SyncingFile};
 use crate::sst::properties::TableProperties;
 use crate::sst::table_builder::{TableBuilder, TableIdentity, TableOptions};
 
@@ -76,15 +76,16 @@ impl SstWriter {
         opts: TableOptions,
         write_buffer: usize,
     ) -> Result<SstWriter> {
-        Self::create_with(path, opts, write_buffer, Writeback::default())
+        Self::create_with(path, opts, write_buffer, FileWrites::default())
     }
 
-    /// [`create_buffered`](Self::create_buffered) writing back as `writeback` says.
+    /// [`create_buffered`](Self::create_buffered) writing the file as `writes` says (its
+    /// writeback, and a rate shared with other writers).
     pub fn create_with(
         path: impl AsRef<Path>,
         opts: TableOptions,
         write_buffer: usize,
-        writeback: Writeback,
+        writes: FileWrites,
     ) -> Result<SstWriter> {
         let path = path.as_ref().to_path_buf();
         opts.validate()?;
@@ -99,7 +100,7 @@ impl SstWriter {
             db_id: "SST Writer".into(),
             db_session_id: session_id(),
         };
-        let file = SyncingFile::with_writeback(file, writeback);
+        let file = SyncingFile::with_writes(file, writes);
         #[cfg(feature = "failpoints")]
         let file = file.with_fault_path(tmp.clone());
         let builder = match TableBuilder::new(

@@ -86,7 +86,7 @@ impl Import {
                 fan_in,
                 merge_threads,
                 &name,
-                self.writeback(),
+                self.writes(),
                 checkpoints.then_some(&mut retired),
             )?;
             counters.runs_premerged.fetch_add(merged, Ordering::Relaxed);
@@ -191,7 +191,7 @@ impl Import {
             },
             Arc::clone(&plan.merge_files),
         );
-        w.writeback = self.writeback();
+        w.writes = self.writes();
         for k in &marks {
             w.put(k, &[])?;
         }
