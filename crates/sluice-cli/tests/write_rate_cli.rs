@@ -63,6 +63,9 @@ fn a_zero_or_unreadable_rate_is_refused() {
         assert!(!out.status.success(), "--write-rate {rate} was accepted");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("--write-rate"), "{err}");
-        assert!(!db.join("CURRENT").exists(), "no Db is made for a refused import");
+        assert!(
+            !db.join("CURRENT").exists(),
+            "no Db is made for a refused import"
+        );
     }
 }

@@ -245,19 +245,8 @@ const FINISHERS: usize = 16;
 /// finished or dropped (an unfinished file is removed), and the first column's error is
 /// returned.
 fn finish_all(writers: Vec<FinalWriter>) -> sluice::Result<Vec<SstFileInfo>> {
-    let n = writers.len();
-    let queue = std::sync::Mutex::new(writers.into_iter().enumerate().collect::<Vec<_>>());
-    let done = std::sync::Mutex::new(Vec::with_capacity(n));
-    crate::workers::on_threads(FINISHERS.min(n), || loop {
-        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let Some((c, w)) = job else { return };
-        let r = w.finish();
-        done.lock().unwrap_or_else(|e| e.into_inner()).push((c, r));
-    });
-    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-    done.sort_by_key(|(c, _)| *c);
     let mut files = Vec::new();
-    for (_, r) in done {
+    for r in crate::workers::map_on_threads(FINISHERS, writers, FinalWriter::finish) {
         files.extend(r?);
     }
     Ok(files)

@@ -387,37 +387,24 @@ impl Import {
             for mem in cut {
                 let n = file_counter.fetch_add(1, Ordering::Relaxed);
                 let path = plan.tmp.path.join(format!("run-{}-{n:06}.sst", st.slot));
-                jobs.push((i, jobs.len(), path, mem));
+                jobs.push((i, path, mem));
             }
         }
         let writes = self.writes();
-        type Job = (usize, usize, std::path::PathBuf, Vec<crate::parse::Entries>);
-        let write = |(i, j, path, mem): Job| {
+        type Job = (usize, std::path::PathBuf, Vec<crate::parse::Entries>);
+        let write = |(i, path, mem): Job| {
             let sources: Vec<Box<dyn Source>> = mem
                 .into_iter()
                 .map(|e| {
                     Box::new(MemSource::new(e, Some(Arc::clone(&plan.pool)))) as Box<dyn Source>
                 })
                 .collect();
-            (i, j, write_run(&path, Merger::new(sources), writes.clone()))
+            (i, write_run(&path, Merger::new(sources), writes.clone()))
         };
-        let threads = self.opts.threads.clamp(1, jobs.len().max(1));
-        let mut written: Vec<_> = if threads <= 1 {
-            jobs.into_iter().map(write).collect()
-        } else {
-            let queue = Mutex::new(jobs);
-            let done = Mutex::new(Vec::new());
-            crate::workers::on_threads(threads, || loop {
-                let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
-                let Some(job) = job else { return };
-                let r = write(job);
-                done.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-            });
-            done.into_inner().unwrap_or_else(|e| e.into_inner())
-        };
-        // Runs recorded in index and input order, the first error (by index) reported.
-        written.sort_by_key(|(i, j, _)| (*i, *j));
-        for (i, _, r) in written {
+        // Jobs are in index and input order, and so are the runs recorded; the first error
+        // (by index) is reported.
+        let written = crate::workers::map_on_threads(self.opts.threads, jobs, write);
+        for (i, r) in written {
             if let Some(p) = r? {
                 indexes[i].runs.push((p, true));
                 counters.runs_spilled.fetch_add(1, Ordering::Relaxed);

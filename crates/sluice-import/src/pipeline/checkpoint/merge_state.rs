@@ -90,20 +90,11 @@ impl Crcs {
         if todo.len() < 2 || threads < 2 {
             return Ok(());
         }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let done = std::sync::Mutex::new(Vec::with_capacity(todo.len()));
-        crate::workers::on_threads(threads.min(todo.len()), || loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(p) = todo.get(i) else { return };
-            let r = file_crc(p);
-            done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
-        });
-        let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-        done.sort_by_key(|(i, _)| *i);
+        let done = crate::workers::map_on_threads(threads, todo.clone(), file_crc);
         let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for (i, r) in done {
-            let c = r.map_err(|e| ImportError::io(todo[i], e))?;
-            m.insert(todo[i].to_path_buf(), c);
+        for (p, r) in todo.into_iter().zip(done) {
+            let c = r.map_err(|e| ImportError::io(p, e))?;
+            m.insert(p.to_path_buf(), c);
         }
         Ok(())
     }
