@@ -613,10 +613,10 @@ def main():
     p.add_argument("--online-idle", action=argparse.BooleanOptionalAction, default=True,
                    help="import-online: Sluice's import threads under SCHED_IDLE (ImportOptions::idle; "
                    "default on; --no-online-idle: --online-nice instead)")
-    p.add_argument("--online-write-rate", default="100M",
-                   help="import-online: Sluice's import writes paced to this many bytes a second "
-                   "(ImportOptions::rate_limiter, sluice import --write-rate; default 100M; "
-                   "0: unpaced)")
+    p.add_argument("--online-write-rate", default="0",
+                   help="import-online: Sluice's import writes paced to this many bytes a second, "
+                   "e.g. 100M (ImportOptions::rate_limiter, sluice import --write-rate; default 0: "
+                   "unpaced)")
     p.add_argument("--writers", type=int, default=2, help="import-online: writer threads (default 2)")
     p.add_argument("--write-rate", type=int, default=2000,
                    help="import-online: puts/s of each writer (default 2000)")

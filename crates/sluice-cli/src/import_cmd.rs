@@ -112,8 +112,7 @@ pub struct ImportArgs {
     #[arg(long)]
     idle: bool,
     /// Write the import's files no faster than this many bytes a second, all threads
-    /// together, e.g. 100M (beside a serving workload whose tail the disk writes would
-    /// lengthen; default: unpaced).
+    /// together, e.g. 100M (to leave disk bandwidth to others; default: unpaced).
     #[arg(long, value_name = "SIZE")]
     write_rate: Option<String>,
     /// Bad rows tolerated (they go to --rejects) before the import fails.

@@ -80,11 +80,12 @@ pub struct ImportOptions {
     pub idle: bool,
     /// Paces every file the import writes (sorted runs, final tables), all threads together,
     /// to the limiter's rate; imports (or other writers) holding the same limiter share it
-    /// (default: none, as fast as the disk takes them). For an import beside
-    /// latency-sensitive work: on a VM whose disk writes delay the guest's other threads,
-    /// pacing them keeps the serving tail down at the cost of import time (measured,
-    /// `import-online`: see bench/import/README.md). Its files also start their own
-    /// writeback, as under `idle`. The reads of the input are not paced.
+    /// (default: none, as fast as the disk takes them). For an import that must leave disk
+    /// bandwidth to others. Measured beside a serving workload on this project's 2-vCPU VM
+    /// (`import-online`, bench/import/README.md): at 100 MiB/s the import took 3× as long and
+    /// the serving p99 was about as far above its baseline as unpaced (×3.4 puts, ×3.5 gets
+    /// against ×5.2 and ×2.8), so pacing is not the cure for that tail. Its files also start
+    /// their own writeback, as under `idle`. The reads of the input are not paced.
     pub rate_limiter: Option<std::sync::Arc<sluice::RateLimiter>>,
     /// An index with at least this many bytes to merge is merged on `threads` threads, each
     /// writing the final files of a disjoint key range (default 32 MiB; a columnar table's

@@ -1,6 +1,6 @@
 //! A byte rate shared by the files that hold it: writers ask before each write and are paced so
 //! that, together, they write no faster than the rate (RocksDB's `RateLimiter` idea, for a bulk
-//! writer beside a serving workload).
+//! writer that must leave disk bandwidth to others).
 //!
 //! Pacing, not a bucket of saved-up tokens: each request reserves the next `n / rate` seconds
 //! of a shared timeline and waits until its reservation begins. Idle time is not saved up, so
