@@ -224,14 +224,14 @@ impl std::fmt::Debug for Db {
 impl Db {
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + WriteBatch::ENTRY_OVERHEAD);
         b.put(key, value);
         self.write(b, WriteOptions::default())
     }
 
     /// Deletes `key`.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(key.len() + WriteBatch::ENTRY_OVERHEAD);
         b.delete(key);
         self.write(b, WriteOptions::default())
     }

@@ -151,16 +151,29 @@ impl Inner {
         trace: Option<&Trace>,
     ) -> Result<()> {
         let mem = self.make_room_for_write(trace)?;
-        let mut combined = WriteBatch::new();
         let mut sync = false;
         let mut use_wal = false;
         for w in group {
-            if let Some(b) = w.batch.lock().take() {
-                combined.append(&b);
-            }
             sync |= w.opts.sync;
             use_wal |= !w.opts.disable_wal;
         }
+        // A group of one writes its own batch, uncopied; a larger group's batches are copied
+        // into one of their summed size.
+        let mut combined = match group {
+            [w] => w.batch.lock().take().unwrap_or_default(),
+            _ => {
+                let size = |w: &Arc<PendingWrite>| {
+                    w.batch.lock().as_ref().map_or(0, WriteBatch::size_bytes)
+                };
+                let mut combined = WriteBatch::with_capacity(group.iter().map(size).sum());
+                for w in group {
+                    if let Some(b) = w.batch.lock().take() {
+                        combined.append(&b);
+                    }
+                }
+                combined
+            }
+        };
         let count = u64::from(combined.count());
         // fetch_add: an ingest may allocate a seqno concurrently.
         let first = self.last_sequence.fetch_add(count, Ordering::AcqRel) + 1;

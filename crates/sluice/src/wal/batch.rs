@@ -73,6 +73,17 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` bytes of entries before it grows (an entry takes
+    /// its key and value plus at most [`WriteBatch::ENTRY_OVERHEAD`] bytes).
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER + bytes);
+        rep.resize(HEADER, 0);
+        WriteBatch { rep }
+    }
+
+    /// Most bytes an entry adds beside its key and value: its kind and two varint lengths.
+    pub const ENTRY_OVERHEAD: usize = 11;
+
     /// Sets `key` to `value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.push(ValueKind::Value, key, Some(value));
@@ -200,6 +211,26 @@ impl WriteBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A batch sized by `with_capacity` for one entry encodes as `new` does and never grows,
+    /// for lengths whose varints take 1 to 3 bytes.
+    #[test]
+    fn one_entry_fits_its_capacity() {
+        for (k, v) in [(0, 0), (16, 100), (200, 300_000), (70_000, 5)] {
+            let (key, value) = (vec![1u8; k], vec![2u8; v]);
+            let mut sized = WriteBatch::with_capacity(k + v + WriteBatch::ENTRY_OVERHEAD);
+            let cap = sized.rep.capacity();
+            sized.put(&key, &value);
+            assert_eq!(sized.rep.capacity(), cap, "put of {k}/{v} bytes grew the batch");
+            let mut plain = WriteBatch::new();
+            plain.put(&key, &value);
+            assert_eq!(sized.rep(), plain.rep());
+            let mut del = WriteBatch::with_capacity(k + WriteBatch::ENTRY_OVERHEAD);
+            let cap = del.rep.capacity();
+            del.delete(&key);
+            assert_eq!(del.rep.capacity(), cap);
+        }
+    }
 
     #[test]
     fn encode_decode_roundtrip() {
