@@ -221,7 +221,11 @@ mod tests {
             let mut sized = WriteBatch::with_capacity(k + v + WriteBatch::ENTRY_OVERHEAD);
             let cap = sized.rep.capacity();
             sized.put(&key, &value);
-            assert_eq!(sized.rep.capacity(), cap, "put of {k}/{v} bytes grew the batch");
+            assert_eq!(
+                sized.rep.capacity(),
+                cap,
+                "put of {k}/{v} bytes grew the batch"
+            );
             let mut plain = WriteBatch::new();
             plain.put(&key, &value);
             assert_eq!(sized.rep(), plain.rep());
