@@ -127,7 +127,7 @@ def test_paced_import_reads_back_the_same_rows(db, tmp_path):
     assert report.rows == 344
     t = db.table("penguins")
     assert t.get(1)["bill_length_mm"] == Decimal("39.1")
-    assert sum(1 for _ in t.scan()) == 344
+    assert t.to_arrow().num_rows == 344
     f = tmp_path / "t.csv"
     f.write_text("1\n")
     with pytest.raises(sluice.InvalidArgumentError, match="write_rate"):

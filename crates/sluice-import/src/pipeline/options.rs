@@ -78,9 +78,12 @@ pub struct ImportOptions {
     /// that priority too and no journal commit every 8 MiB stalls other writers' appends. It
     /// can starve the import on a machine that is never idle. Takes precedence over `nice`.
     pub idle: bool,
-    /// Paces every file the import writes (sorted runs, final tables), all threads together,
-    /// to the limiter's rate; imports (or other writers) holding the same limiter share it
-    /// (default: none, as fast as the disk takes them). For an import that must leave disk
+    /// Paces the files that hold the import's data (sorted runs, final tables), all threads
+    /// together, to the limiter's rate; imports (or other writers) holding the same limiter
+    /// share it (default: none, as fast as the disk takes them). Not paced: the small
+    /// bookkeeping files (checkpoints, source positions, the catalog's table), and the copy
+    /// of the final files into the Db when they cannot be hard-linked (a `tmp_dir` on another
+    /// file system). For an import that must leave disk
     /// bandwidth to others. Measured beside a serving workload on this project's 2-vCPU VM
     /// (`import-online`, bench/import/README.md): at 100 MiB/s the import took 3× as long and
     /// the serving p99 was about as far above its baseline as unpaced (×3.4 puts, ×3.5 gets

@@ -243,7 +243,7 @@ impl Db {
                 "delete_range needs start < end".into(),
             ));
         }
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(start.len() + end.len() + WriteBatch::ENTRY_OVERHEAD);
         b.delete_range(start, end);
         self.write(b, WriteOptions::default())
     }

@@ -76,7 +76,7 @@ impl WriteBatch {
     /// An empty batch with room for `bytes` bytes of entries before it grows (an entry takes
     /// its key and value plus at most [`WriteBatch::ENTRY_OVERHEAD`] bytes).
     pub fn with_capacity(bytes: usize) -> Self {
-        let mut rep = Vec::with_capacity(HEADER + bytes);
+        let mut rep = Vec::with_capacity(HEADER.saturating_add(bytes));
         rep.resize(HEADER, 0);
         WriteBatch { rep }
     }
