@@ -67,13 +67,7 @@ fn import_killed_at_first_checkpoint(args: &[&str], db: &Path) -> bool {
 }
 
 fn scan(db: &str) -> Vec<u8> {
-    let out = run(&["scan", "--db", db], b"");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    common::scan(db, &[])
 }
 
 #[test]

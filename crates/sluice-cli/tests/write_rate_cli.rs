@@ -3,37 +3,14 @@
 
 mod common;
 
-use common::{import_penguins, root, run};
+use common::{import_penguins, penguins_import};
 
 fn import_paced(db: &str, rate: &str) -> std::process::Output {
-    let ex = root().join("examples");
-    run(
-        &[
-            "import",
-            "--db",
-            db,
-            "--schema",
-            ex.join("penguins.sql").to_str().unwrap(),
-            "--header",
-            "--null",
-            "NA",
-            "--quiet",
-            "--write-rate",
-            rate,
-            ex.join("penguins.csv").to_str().unwrap(),
-        ],
-        b"",
-    )
+    penguins_import(db, &["--write-rate", rate])
 }
 
 fn scan(db: &str) -> Vec<u8> {
-    let out = run(&["scan", "--db", db, "--table", "penguins"], b"");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    common::scan(db, &["--table", "penguins"])
 }
 
 #[test]

@@ -24,27 +24,47 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `sluice import` of examples/penguins.csv (with its schema, header, `NA` as NULL) into `db`.
-pub fn import_penguins(db: &str) {
+/// `sluice import` of examples/penguins.csv (with its schema, header, `NA` as NULL) into
+/// `db`, with `extra` options before the input file; the output whatever its exit status.
+pub fn penguins_import(db: &str, extra: &[&str]) -> Output {
     let ex = root().join("examples");
-    let out = run(
-        &[
-            "import",
-            "--db",
-            db,
-            "--schema",
-            ex.join("penguins.sql").to_str().unwrap(),
-            "--header",
-            "--null",
-            "NA",
-            "--quiet",
-            ex.join("penguins.csv").to_str().unwrap(),
-        ],
-        b"",
-    );
+    let schema = ex.join("penguins.sql");
+    let csv = ex.join("penguins.csv");
+    let mut args = vec![
+        "import",
+        "--db",
+        db,
+        "--schema",
+        schema.to_str().unwrap(),
+        "--header",
+        "--null",
+        "NA",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    args.push(csv.to_str().unwrap());
+    run(&args, b"")
+}
+
+/// `sluice import` of examples/penguins.csv into `db`, which must succeed.
+pub fn import_penguins(db: &str) {
+    let out = penguins_import(db, &[]);
     assert!(
         out.status.success(),
         "sluice import: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `sluice scan --db db extra…`, which must succeed: its standard output.
+pub fn scan(db: &str, extra: &[&str]) -> Vec<u8> {
+    let mut args = vec!["scan", "--db", db];
+    args.extend_from_slice(extra);
+    let out = run(&args, b"");
+    assert!(
+        out.status.success(),
+        "sluice scan: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }

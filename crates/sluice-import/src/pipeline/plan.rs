@@ -401,8 +401,8 @@ impl Import {
     /// How the import's files are written. An import under `SCHED_IDLE` or a write rate starts
     /// its files' writeback itself (see [`Writeback::Initiate`]): the kernel's work stays at
     /// its priority, the disk sees the paced writes as they are made, and no journal commit
-    /// every 8 MiB stalls a serving workload's log appends. Every file of the import is paced
-    /// by `ImportOptions::rate_limiter`.
+    /// every 8 MiB stalls a serving workload's log appends. The spilled runs and the final
+    /// files are paced by `ImportOptions::rate_limiter`; its docs name what is not.
     pub(crate) fn writes(&self) -> FileWrites {
         FileWrites {
             writeback: if self.opts.idle || self.opts.rate_limiter.is_some() {
