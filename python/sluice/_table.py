@@ -84,6 +84,16 @@ class Table:
         there was such a row."""
         return bool(self._db._raw().table_delete(self.name, [_key_text(v) for v in pk], sync))
 
+    def rewrite_groups(self, min_dead: float = 0.5, sync: bool = False) -> Dict[str, int]:
+        """Columnar tables: rewrites the row groups in which at least ``min_dead`` (0 < x <= 1)
+        of the rows are deleted or replaced, so that their bytes are given back. Live rows move
+        to new groups and read back the same; each batch of groups is one atomic write
+        (``sync``: fsync the WAL first). Returns counts: ``groups_with_marks``,
+        ``groups_rewritten``, ``groups_written``, ``rows_moved``, ``rows_dropped``,
+        ``bytes_before``, ``bytes_after``. Refused while an import into the table runs in
+        this process."""
+        return dict(self._db._raw().table_rewrite_groups(self.name, min_dead, sync))
+
     def scan(
         self,
         start: Optional[Sequence[Any]] = None,

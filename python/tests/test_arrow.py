@@ -236,3 +236,28 @@ def test_delete_a_row_in_every_layout(db, layout):
     assert sorted(by_txt) == [r["id"] for r in left]
     anyorder = pa.table(t.scan(columns=["id"], ordered=False)).column("id").to_pylist()
     assert sorted(anyorder) == [r["id"] for r in left]
+
+
+def test_rewrite_groups_gives_back_dead_rows_and_keeps_the_rest(db):
+    src = every_type_table(3000)
+    db.import_arrow(SCHEMA, src.to_batches(), layout="columnar")
+    t = db.table("t")
+    rows = sorted_rows(src)
+    gone = {r["id"] for r in rows[::3]} | {r["id"] for r in rows[1::3]}
+    for pk in gone:
+        assert t.delete(pk) is True
+    left = [r for r in rows if r["id"] not in gone]
+    done = t.rewrite_groups(min_dead=0.5)
+    assert done["groups_rewritten"] == 1 and done["groups_written"] == 1
+    assert done["rows_moved"] == len(left) and done["rows_dropped"] == len(gone)
+    assert done["bytes_after"] < done["bytes_before"]
+    assert sorted_rows(t.to_arrow()) == left
+    assert t.get(left[5]["id"]) == left[5]
+    anyorder = pa.table(t.scan(columns=["id"], ordered=False)).column("id").to_pylist()
+    assert sorted(anyorder) == [r["id"] for r in left]
+    by_txt = pa.table(t.scan(index="by_txt", columns=["id"])).column("id").to_pylist()
+    assert sorted(by_txt) == [r["id"] for r in left]
+    # Nothing is left to rewrite; a row table has no groups.
+    assert t.rewrite_groups(min_dead=0.5)["groups_rewritten"] == 0
+    with pytest.raises(sluice.InvalidArgumentError, match=r"\(0, 1\]"):
+        t.rewrite_groups(min_dead=0)

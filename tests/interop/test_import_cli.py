@@ -303,3 +303,26 @@ def test_chosen_columns_read_stats_and_row_delete(sluice, tmp, layout):
     assert json.loads(by_index) == {"rows": 343}
     ids = sluice("scan", "--db", db, "--table", "penguins", "--columns", "id", "--any-order").stdout
     assert "4" not in ids.decode().splitlines()[1:] and len(ids.decode().splitlines()) == 344
+
+
+def test_rewrite_groups_after_deletes(sluice, tmp):
+    db = tmp / "col"
+    import_penguins(sluice, db, "--layout", "columnar")
+    for pk in range(1, 301):
+        sluice("delete", "--db", db, "--table", "penguins", "--pk", str(pk))
+    before = sluice("scan", "--db", db, "--table", "penguins").stdout
+    r = sluice("rewrite-groups", "--db", db, "--table", "penguins", "--min-dead", "0.8")
+    done = json.loads(r.stdout)
+    assert done["groups_rewritten"] == 1 and done["rows_moved"] == 44, done
+    assert done["rows_dropped"] == 300 and done["bytes_after"] < done["bytes_before"], done
+    assert sluice("scan", "--db", db, "--table", "penguins").stdout == before
+    assert json.loads(sluice("get", "--db", db, "--pk", "344").stdout)["id"] == 344
+    count = json.loads(sluice("scan", "--db", db, "--table", "penguins", "--count").stdout)
+    assert count == {"rows": 44}
+    # A share outside (0, 1] and a row table are refused, naming why.
+    r = sluice("rewrite-groups", "--db", db, "--min-dead", "0", check=False)
+    assert r.returncode == 2 and "(0, 1]" in r.stderr.decode()
+    row = tmp / "row"
+    import_penguins(sluice, row)
+    r = sluice("rewrite-groups", "--db", row, check=False)
+    assert r.returncode == 2 and "not columnar" in r.stderr.decode()

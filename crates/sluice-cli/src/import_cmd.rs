@@ -526,6 +526,30 @@ pub fn delete_row(db: PathBuf, table: Option<String>, pk: String) -> CmdResult {
     }
 }
 
+/// `sluice rewrite-groups`: the rewrite's summary as one JSON object on stdout.
+pub fn rewrite_groups(db: PathBuf, table: Option<String>, min_dead: f64) -> CmdResult {
+    let db = crate::db_dir::open_writable(&db, false)?;
+    let reader = TableReader::open(&db, table.as_deref())?;
+    let s = reader.rewrite_groups(min_dead, true)?;
+    let table = reader.table.name.clone();
+    drop(reader);
+    db.close()?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "table": table,
+            "groups_with_marks": s.groups_with_marks,
+            "groups_rewritten": s.groups_rewritten,
+            "groups_written": s.groups_written,
+            "rows_moved": s.rows_moved,
+            "rows_dropped": s.rows_dropped,
+            "bytes_before": s.bytes_before,
+            "bytes_after": s.bytes_after,
+        })
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `--read-stats`: what the scan read against the table's size, on stderr.
 fn print_read_stats(reader: &TableReader<'_>, on: bool) -> Result<(), Box<dyn std::error::Error>> {
     if on {

@@ -36,8 +36,8 @@ that are not UTF-8), and input lines (load, sst build --text) read the same esca
 --hex, --key-hex, --value-hex switch to hex (input may start with 0x). JSON output carries
 bytes that are not UTF-8 as key_hex/value_hex.
 
-Locking: a write command (put, delete, delete-range, load, ingest, import, flush, compact,
-checkpoint) holds the Db's LOCK file while it runs; a second writer fails at once (exit 2).
+Locking: a write command (put, delete, delete-range, load, ingest, import, rewrite-groups,
+flush, compact, checkpoint) holds the Db's LOCK file while it runs; a second writer fails at once (exit 2).
 Read commands (get, scan, approx-size, stats, lsm, verify, tables, manifest dump) open the Db
 read-only, take no lock and write nothing, so they run beside a writer (a table the writer
 deletes meanwhile makes them fail: rerun).
@@ -121,6 +121,20 @@ enum Command {
         /// row; --table may be left out with one table). Exit 1 when there is no such row.
         #[arg(long, allow_hyphen_values = true, conflicts_with = "key")]
         pk: Option<String>,
+    },
+    /// Rewrite a columnar table's row groups whose rows are mostly deleted or replaced: their
+    /// live rows move to new groups, their chunks and deletion marks are deleted (each batch
+    /// synced). Prints what was done as JSON.
+    RewriteGroups {
+        #[command(flatten)]
+        db: DbArg,
+        /// The table (may be left out with one table).
+        #[arg(long)]
+        table: Option<String>,
+        /// Rewrite a group when at least this share of its rows is deleted or replaced
+        /// (0 < S <= 1).
+        #[arg(long, default_value_t = 0.5)]
+        min_dead: f64,
     },
     /// Delete every key in [--start, --end) with one range tombstone (synced).
     DeleteRange {
@@ -347,6 +361,14 @@ fn run(command: Command) -> args::CmdResult {
             (None, Some(key)) => kv_cmd::delete(db, enc, key),
             (None, None) => Err("give a KEY, or --pk for a table row".into()),
         },
+        Command::RewriteGroups {
+            db,
+            table,
+            min_dead,
+        } => {
+            db_dir::check_db_dir(&db.db, false)?;
+            import_cmd::rewrite_groups(db.db, table, min_dead)
+        }
         Command::DeleteRange {
             db,
             enc,

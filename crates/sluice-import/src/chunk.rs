@@ -25,10 +25,11 @@
 //! Invariants:
 //! 1. A group's chunks all hold the same rows in the same order: position `i` of every chunk
 //!    of group `g` is one row, the row whose primary-index value names `(g, i)`.
-//! 2. Group ids are never shared: an import holds a block of [`IDS_PER_IMPORT`] ids, above
-//!    every group stored, every block another running import of the table holds (imports may
-//!    run at once; a Db is open in one process only) and the groups an earlier attempt of the
-//!    same import wrote ([`reserve_group_ids`]), until its ingest is done.
+//! 2. Group ids are never shared: an import (or a group rewrite) holds a block of
+//!    [`IDS_PER_IMPORT`] ids, above every group stored, every block another running import of
+//!    the table holds (imports may run at once; a Db is open in one process only) and the
+//!    groups an earlier attempt of the same import wrote ([`reserve_group_ids`]), until its
+//!    ingest is done.
 //! 3. Decoding checks every length against the bytes it has and bounds what it allocates:
 //!    corrupt chunk bytes are an error naming the chunk, never a panic (the engine has already
 //!    checked the block's checksum; this guards against a chunk written wrong).
@@ -284,6 +285,107 @@ pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupId
     let start = stored.max(at_least).max(past_held);
     held.push(start);
     Ok(GroupIds { key, start })
+}
+
+/// Who holds one columnar table's latch: writers that read row positions before they write
+/// them (row deletes; imports, from their plan until their ingest is done) share it; a group
+/// rewrite (the query layer's `TableReader::rewrite_groups`) holds it alone, so that no
+/// position it moves is read before and written after the move.
+#[derive(Debug, Default)]
+struct LatchState {
+    deletes: usize,
+    imports: usize,
+    rewriting: bool,
+}
+
+type Latches = std::collections::BTreeMap<(std::path::PathBuf, u32), LatchState>;
+static LATCHES: std::sync::Mutex<Latches> = std::sync::Mutex::new(Latches::new());
+static LATCH_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// What a [`TableLatch`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    Delete,
+    Import,
+    Rewrite,
+}
+
+/// A hold on a columnar table's latch, released when dropped (see [`LatchState`]).
+#[derive(Debug)]
+pub struct TableLatch {
+    key: (std::path::PathBuf, u32),
+    hold: Hold,
+}
+
+impl TableLatch {
+    /// Shared, for a row delete: waits while a rewrite of the table runs.
+    pub fn for_delete(db: &Db, t: &TableDef) -> TableLatch {
+        Self::shared(db, t, Hold::Delete)
+    }
+
+    /// Shared, for an import: waits while a rewrite of the table runs.
+    pub fn for_import(db: &Db, t: &TableDef) -> TableLatch {
+        Self::shared(db, t, Hold::Import)
+    }
+
+    fn shared(db: &Db, t: &TableDef, hold: Hold) -> TableLatch {
+        let key = (db.path().to_path_buf(), t.id);
+        let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        while m.get(&key).is_some_and(|s| s.rewriting) {
+            m = LATCH_FREED.wait(m).unwrap_or_else(|e| e.into_inner());
+        }
+        let s = m.entry(key.clone()).or_default();
+        match hold {
+            Hold::Delete => s.deletes += 1,
+            _ => s.imports += 1,
+        }
+        TableLatch { key, hold }
+    }
+
+    /// Alone, for a rewrite: `None` while an import of the table runs (imports hold the latch
+    /// for their whole length), else once the deletes under way are done.
+    pub fn for_rewrite(db: &Db, t: &TableDef) -> Option<TableLatch> {
+        let key = (db.path().to_path_buf(), t.id);
+        let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let s = m.entry(key.clone()).or_default();
+            if s.imports > 0 {
+                return None;
+            }
+            if s.deletes == 0 && !s.rewriting {
+                s.rewriting = true;
+                return Some(TableLatch {
+                    key,
+                    hold: Hold::Rewrite,
+                });
+            }
+            m = LATCH_FREED.wait(m).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for TableLatch {
+    fn drop(&mut self) {
+        let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = m.get_mut(&self.key) {
+            match self.hold {
+                Hold::Delete => s.deletes = s.deletes.saturating_sub(1),
+                Hold::Import => s.imports = s.imports.saturating_sub(1),
+                Hold::Rewrite => s.rewriting = false,
+            }
+            if s.deletes == 0 && s.imports == 0 && !s.rewriting {
+                m.remove(&self.key);
+            }
+        }
+        drop(m);
+        LATCH_FREED.notify_all();
+    }
+}
+
+/// The number of rows a chunk holds, read from its header (`None`: not a chunk).
+pub fn chunk_rows(chunk: &[u8]) -> Option<u64> {
+    let mut b = chunk.strip_prefix(&[FORMAT])?;
+    u64::try_from(get_varint(&mut b).ok()?).ok()
 }
 
 /// The first group id free in table `t` (one past the highest stored). Every group has a

@@ -57,6 +57,6 @@ pub use pipeline::{
     remove_tmp_dirs_for_exit, FileSummary, Import, ImportOptions, OnDuplicate, Summary,
 };
 pub use progress::ProgressMode;
-pub use query::{ColumnSum, CountSum, OutputFormat, TableReader};
+pub use query::{ColumnSum, CountSum, OutputFormat, RewriteSummary, TableReader};
 pub use schema::{parse_schema, Layout, SchemaError, TableDef};
 pub use tmp_dirs::{find_tmp_dirs, TmpDirFound};

@@ -412,6 +412,33 @@ impl PyDb {
             Ok(reader.delete(&pk, sync)?)
         })
     }
+
+    /// Rewrites the row groups of columnar `table` in which at least `min_dead` of the rows
+    /// are deleted or replaced (see `sluice_import::TableReader::rewrite_groups`); what was
+    /// done, by name.
+    #[pyo3(signature = (table, min_dead=0.5, sync=false))]
+    fn table_rewrite_groups(
+        &self,
+        py: Python<'_>,
+        table: String,
+        min_dead: f64,
+        sync: bool,
+    ) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
+        let db = self.handle().map_err(|e| e.into_pyerr(py))?;
+        detached(py, || {
+            let reader = sluice_import::TableReader::open(&db, Some(&table))?;
+            let s = reader.rewrite_groups(min_dead, sync)?;
+            Ok(std::collections::BTreeMap::from([
+                ("groups_with_marks", s.groups_with_marks),
+                ("groups_rewritten", s.groups_rewritten),
+                ("groups_written", s.groups_written),
+                ("rows_moved", s.rows_moved),
+                ("rows_dropped", s.rows_dropped),
+                ("bytes_before", s.bytes_before),
+                ("bytes_after", s.bytes_after),
+            ]))
+        })
+    }
 }
 
 /// A point-in-time view (`db.snapshot()`); released by `release()` or when collected.

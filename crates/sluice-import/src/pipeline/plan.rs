@@ -28,6 +28,9 @@ pub(crate) struct Plan {
     /// Columnar: the row group ids the merge holds (released when the plan is dropped, after
     /// the ingest).
     pub(crate) group_ids: std::sync::Mutex<Option<crate::chunk::GroupIds>>,
+    /// Columnar: the table's latch, held shared until the plan is dropped (after the ingest),
+    /// so that no group rewrite moves a stored row whose position the merge has read.
+    pub(crate) _latch: Option<crate::chunk::TableLatch>,
     pub(crate) created: bool,
     pub(crate) tmp: TmpDir,
     pub(crate) existing_rows: bool,
@@ -164,6 +167,8 @@ impl Import {
         table: TableDef,
         created: bool,
     ) -> Result<Plan, ImportError> {
+        let latch = (table.layout == Layout::Columnar)
+            .then(|| crate::chunk::TableLatch::for_import(db, &table));
         let mut it = crate::catalog::index_iter(db, table.id, PRIMARY_INDEX_ID)?;
         it.seek_to_first();
         let existing_rows = it.valid();
@@ -292,6 +297,7 @@ impl Import {
         let merge_memory = chunks_reserved;
         Ok(Plan {
             group_ids: std::sync::Mutex::new(None),
+            _latch: latch,
             table,
             created,
             tmp,

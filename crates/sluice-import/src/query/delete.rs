@@ -52,6 +52,9 @@ impl TableReader<'_> {
     /// the last write wins, as for any two writes of one key.
     pub fn delete(&self, pk: &[String], sync: bool) -> Result<bool, ImportError> {
         let key = self.primary_key(pk)?;
+        // Columnar: no group rewrite moves the row between the read and the write.
+        let _latch = (self.table.layout == Layout::Columnar)
+            .then(|| crate::chunk::TableLatch::for_delete(self.db, &self.table));
         let ropts = ReadOptions::default();
         let Some(v) = self.db.get_opt(&key, &ropts)? else {
             return Ok(false);

@@ -29,10 +29,12 @@ use crate::ImportError;
 
 mod chunks;
 mod delete;
+mod rewrite;
 
 pub use chunks::chunked_row;
 use chunks::ChunkCursors;
 pub use delete::{dead_key, index_keys, DEAD_INDEX_ID};
+pub use rewrite::RewriteSummary;
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -328,8 +330,11 @@ impl<'a> TableReader<'a> {
     /// The row with primary key `pk` (its columns in order), if any.
     pub fn get(&self, pk: &[String]) -> Result<Option<Vec<Value<'static>>>, ImportError> {
         let key = self.primary_key(pk)?;
+        // The primary entry and the chunks it names, from one state of the Db (a group
+        // rewrite may move the row in between).
+        let snap = (self.table.layout == Layout::Columnar).then(|| self.db.snapshot());
         let ropts = ReadOptions {
-            snapshot: None,
+            snapshot: snap.as_ref(),
             lower_bound: None,
             upper_bound: None,
             trace: self.trace.as_ref(),
