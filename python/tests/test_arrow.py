@@ -257,7 +257,7 @@ def test_rewrite_groups_gives_back_dead_rows_and_keeps_the_rest(db):
     assert sorted(anyorder) == [r["id"] for r in left]
     by_txt = pa.table(t.scan(index="by_txt", columns=["id"])).column("id").to_pylist()
     assert sorted(by_txt) == [r["id"] for r in left]
-    # Nothing is left to rewrite; a row table has no groups.
+    # Nothing is left to rewrite, and a share outside (0, 1] is refused.
     assert t.rewrite_groups(min_dead=0.5)["groups_rewritten"] == 0
     with pytest.raises(sluice.InvalidArgumentError, match=r"\(0, 1\]"):
         t.rewrite_groups(min_dead=0)

@@ -289,13 +289,31 @@ pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupId
 
 /// Who holds one columnar table's latch: writers that read row positions before they write
 /// them (row deletes; imports, from their plan until their ingest is done) share it; a group
-/// rewrite (the query layer's `TableReader::rewrite_groups`) holds it alone, so that no
-/// position it moves is read before and written after the move.
+/// rewrite (the query layer's `TableReader::rewrite_groups`) holds it alone for each of its
+/// batches, so that no position it moves is read before and written after the move.
+///
+/// Turns: a rewrite waiting keeps new shared holders out (a stream of deletes cannot keep it
+/// out for ever), and when a rewrite batch lets go, the shared holders waiting then go first
+/// (a stream of rewrite batches cannot keep them out either).
 #[derive(Debug, Default)]
 struct LatchState {
     deletes: usize,
     imports: usize,
     rewriting: bool,
+    rewrites_waiting: usize,
+    shared_waiting: usize,
+    /// Set when a rewrite lets go with shared holders waiting; cleared once they are all in.
+    shared_turn: bool,
+}
+
+impl LatchState {
+    fn idle(&self) -> bool {
+        self.deletes == 0
+            && self.imports == 0
+            && !self.rewriting
+            && self.rewrites_waiting == 0
+            && self.shared_waiting == 0
+    }
 }
 
 type Latches = std::collections::BTreeMap<(std::path::PathBuf, u32), LatchState>;
@@ -318,12 +336,12 @@ pub struct TableLatch {
 }
 
 impl TableLatch {
-    /// Shared, for a row delete: waits while a rewrite of the table runs.
+    /// Shared, for a row delete: waits while a rewrite batch of the table runs or waits.
     pub fn for_delete(db: &Db, t: &TableDef) -> TableLatch {
         Self::shared(db, t, Hold::Delete)
     }
 
-    /// Shared, for an import: waits while a rewrite of the table runs.
+    /// Shared, for an import: waits while a rewrite batch of the table runs or waits.
     pub fn for_import(db: &Db, t: &TableDef) -> TableLatch {
         Self::shared(db, t, Hold::Import)
     }
@@ -331,28 +349,52 @@ impl TableLatch {
     fn shared(db: &Db, t: &TableDef, hold: Hold) -> TableLatch {
         let key = (db.path().to_path_buf(), t.id);
         let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
-        while m.get(&key).is_some_and(|s| s.rewriting) {
+        m.entry(key.clone()).or_default().shared_waiting += 1;
+        loop {
+            let s = m.entry(key.clone()).or_default();
+            if !s.rewriting && (s.rewrites_waiting == 0 || s.shared_turn) {
+                s.shared_waiting -= 1;
+                if s.shared_waiting == 0 {
+                    s.shared_turn = false;
+                }
+                match hold {
+                    Hold::Delete => s.deletes += 1,
+                    _ => s.imports += 1,
+                }
+                drop(m);
+                LATCH_FREED.notify_all();
+                return TableLatch { key, hold };
+            }
             m = LATCH_FREED.wait(m).unwrap_or_else(|e| e.into_inner());
         }
-        let s = m.entry(key.clone()).or_default();
-        match hold {
-            Hold::Delete => s.deletes += 1,
-            _ => s.imports += 1,
-        }
-        TableLatch { key, hold }
     }
 
-    /// Alone, for a rewrite: `None` while an import of the table runs (imports hold the latch
-    /// for their whole length), else once the deletes under way are done.
+    /// Whether an import of the table holds the latch.
+    pub fn import_running(db: &Db, t: &TableDef) -> bool {
+        let key = (db.path().to_path_buf(), t.id);
+        let m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&key).is_some_and(|s| s.imports > 0)
+    }
+
+    /// Alone, for one rewrite batch: `None` while an import of the table runs (imports hold
+    /// the latch for their whole length), else once the deletes under way are done.
     pub fn for_rewrite(db: &Db, t: &TableDef) -> Option<TableLatch> {
         let key = (db.path().to_path_buf(), t.id);
         let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(key.clone()).or_default().rewrites_waiting += 1;
         loop {
             let s = m.entry(key.clone()).or_default();
             if s.imports > 0 {
+                s.rewrites_waiting -= 1;
+                if s.idle() {
+                    m.remove(&key);
+                }
+                drop(m);
+                LATCH_FREED.notify_all();
                 return None;
             }
-            if s.deletes == 0 && !s.rewriting {
+            if s.deletes == 0 && !s.rewriting && !s.shared_turn {
+                s.rewrites_waiting -= 1;
                 s.rewriting = true;
                 return Some(TableLatch {
                     key,
@@ -371,9 +413,12 @@ impl Drop for TableLatch {
             match self.hold {
                 Hold::Delete => s.deletes = s.deletes.saturating_sub(1),
                 Hold::Import => s.imports = s.imports.saturating_sub(1),
-                Hold::Rewrite => s.rewriting = false,
+                Hold::Rewrite => {
+                    s.rewriting = false;
+                    s.shared_turn = s.shared_waiting > 0;
+                }
             }
-            if s.deletes == 0 && s.imports == 0 && !s.rewriting {
+            if s.idle() {
                 m.remove(&self.key);
             }
         }
@@ -398,10 +443,14 @@ pub fn next_group_id(db: &Db, t: &TableDef) -> Result<u64, sluice::Error> {
         ..Default::default()
     })?;
     it.seek_to_last();
-    let next = if it.valid() {
-        chunk_group(it.key()).map_or(0, |g| g + 1)
-    } else {
-        0
+    let next = match it.valid().then(|| chunk_group(it.key())).flatten() {
+        Some(g) => g.checked_add(1).ok_or_else(|| {
+            sluice::Error::InvalidArgument(format!(
+                "table {}: a chunk key names row group {g}, the largest id there is",
+                t.name
+            ))
+        })?,
+        None => 0,
     };
     it.status()?;
     Ok(next)

@@ -572,6 +572,50 @@ fn a_rewrite_is_refused_for_other_layouts_bad_shares_and_while_an_import_runs() 
     assert!(e.to_string().contains("import"), "{e}");
     drop(import);
     assert_eq!(r.rewrite_groups(0.5, false).unwrap().groups_with_marks, 0);
+    // A primary entry that names no group is an error naming it, and nothing is rewritten.
+    for id in 0..60 {
+        assert!(r.delete(&[id.to_string()], false).unwrap());
+    }
+    let mut pk = sluice_import::keycode::prefix(r.table.id, 1);
+    sluice_import::keycode::encode_value(&mut pk, &sluice_import::types::Value::Int(70));
+    db.put(&pk, b"\x01").unwrap();
+    let e = r.rewrite_groups(0.5, false).unwrap_err();
+    assert!(e.to_string().contains("names no row group"), "{e}");
+    assert_eq!(marks(&db, &r.table).values().sum::<u64>(), 60);
+}
+
+#[test]
+fn a_rewrite_cuts_new_groups_by_bytes_too() {
+    // Rows of about 1 MiB: the import's groups end with its 4 MiB row batches, and the
+    // rewrite's new groups end at 8 MiB of cells, not at 4,096 rows.
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE r (id BIGINT PRIMARY KEY, big TEXT) WITH (layout = 'columnar');";
+    let body: String = (0..24)
+        .map(|i| {
+            format!(
+                "{i},{}\n",
+                format!("{i:x}").repeat(1 << 20).get(..1 << 20).unwrap()
+            )
+        })
+        .collect();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    import(
+        &db,
+        schema,
+        vec![write(dir.path(), "a.csv", body.as_bytes())],
+        opts(),
+    )
+    .unwrap();
+    let r = TableReader::open(&db, Some("r")).unwrap();
+    for id in (0..24).step_by(2) {
+        assert!(r.delete(&[id.to_string()], false).unwrap());
+    }
+    let before = rows(&db, "r", None);
+    // Every group with a mark (a group of one odd row has none).
+    let s = r.rewrite_groups(0.01, false).unwrap();
+    assert!(s.rows_moved >= 9, "{s:?}");
+    assert!(s.groups_written >= 2, "9+ MiB of cells in one group: {s:?}");
+    assert_eq!(rows(&db, "r", None), before);
 }
 
 #[test]
@@ -592,21 +636,35 @@ fn rewrites_beside_deletes_lose_no_row_and_bring_none_back() {
     for layout in ["row", "columnar"] {
         let db = open_db(dir.path().join(layout), true).unwrap();
         load(&db, layout, &cols, f.clone());
+        // Set when the deletes are over, or have failed (the scope then panics).
+        let done = std::sync::atomic::AtomicBool::new(false);
         let rewrites = std::thread::scope(|s| {
-            let (db, gone) = (&db, &gone);
-            let deletes = s.spawn(move || {
+            let (db, gone, done) = (&db, &gone, &done);
+            s.spawn(move || {
+                let _done = SetOnDrop(done);
                 let r = TableReader::open(db, Some("r")).unwrap();
                 for id in gone {
                     assert!(r.delete(&[id.to_string()], false).unwrap(), "{id}");
                 }
             });
+            let over = || done.load(std::sync::atomic::Ordering::Acquire);
             let mut n = 0u64;
             if layout == "columnar" {
+                // A second rewriter at another threshold: two rewrites of one table take
+                // turns, and one skips the groups the other has already moved.
+                let other = s.spawn(move || {
+                    let r = TableReader::open(db, Some("r")).unwrap();
+                    let mut n = 0;
+                    while !over() {
+                        n += r.rewrite_groups(0.35, false).unwrap().groups_rewritten;
+                    }
+                    n
+                });
                 let r = TableReader::open(db, Some("r")).unwrap();
-                // Until the deletes are over (or have failed: the scope then panics).
-                while !deletes.is_finished() {
+                while !over() {
                     n += r.rewrite_groups(0.2, false).unwrap().groups_rewritten;
                 }
+                n += other.join().unwrap();
                 n += r.rewrite_groups(0.2, false).unwrap().groups_rewritten;
             }
             n
@@ -617,4 +675,13 @@ fn rewrites_beside_deletes_lose_no_row_and_bring_none_back() {
         seen.push(read_all(&db, &cols, &probe));
     }
     assert_eq!(seen[0], seen[1]);
+}
+
+/// Sets its flag when dropped, also when a panic unwinds.
+struct SetOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
 }

@@ -13,9 +13,18 @@
 //! - deletes the old groups' chunks (every column) and their deletion marks.
 //!
 //! Secondary index entries hold the primary key only, so they stay as they are. Readers see
-//! the table before or after each batch, never between. The table's latch is held alone
-//! ([`TableLatch::for_rewrite`]): a row delete or an import of the table cannot read a position
-//! before a batch and write it after; a rewrite is refused while an import of the table runs.
+//! the table before or after each batch, never between. The table's latch is held alone for
+//! each batch ([`TableLatch::for_rewrite`]): a row delete or an import of the table cannot read
+//! a position before a batch and write it after (they wait while a batch runs); a rewrite is
+//! refused while an import of the table runs, and one that meets an import between batches
+//! stops there, its finished batches kept. Each batch reads the rows' state afresh.
+//!
+//! A row's position that no mark covers but whose primary entry names another position (an
+//! orphan: only a race between two writers of one row in the same process makes one) is
+//! dropped like a dead row. An undecodable primary entry is an error, never taken as dead.
+//! The old chunks' disk space is free once compactions drop them (and no snapshot holds
+//! them); a rewrite also invalidates a kept checkpoint of an interrupted import of the table
+//! (its resume is refused, the import runs again).
 //! The table's highest group is left alone when nothing would be written above it, so group
 //! ids keep growing ([`crate::chunk`] invariant 2).
 
@@ -34,9 +43,17 @@ use crate::keycode::{encode_value, prefix, prefix_successor};
 use crate::schema::{Layout, PRIMARY_INDEX_ID};
 use crate::ImportError;
 
-/// Old groups read and rewritten per write batch: bounds the memory a rewrite holds (every
-/// column's chunk of each, decoded) and the size of each batch.
+/// Most old groups read and rewritten per write batch: bounds the memory a rewrite holds
+/// (every column's chunk of each, decoded) and the size of each batch.
 const GROUPS_PER_BATCH: usize = 16;
+
+/// A batch takes no further old group once its groups' chunks reach this many bytes.
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// A new group ends at [`GROUP_ROWS`] rows or once its cells reach this many bytes, as the
+/// import's groups end with its 4 MiB row batches (a few huge cells never make one chunk past
+/// what a read may decode).
+const GROUP_BYTES: usize = 8 << 20;
 
 /// What [`TableReader::rewrite_groups`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,13 +100,18 @@ impl TableReader<'_> {
                 "the dead share a group needs to be rewritten must be in (0, 1], got {min_dead}"
             )));
         }
-        let Some(_latch) = TableLatch::for_rewrite(self.db, t) else {
-            return Err(ImportError::InvalidArgument(format!(
+        let busy = || {
+            ImportError::InvalidArgument(format!(
                 "an import into table {} is running in this process: rewrite its row groups \
                  once it is done",
                 t.name
-            )));
+            ))
         };
+        if TableLatch::import_running(self.db, t) {
+            return Err(busy());
+        }
+        // Which groups to rewrite is a guess made without the latch: each batch reads the
+        // rows' state again under it.
         let marks = self.marks_per_group()?;
         let mut sum = RewriteSummary {
             groups_with_marks: marks.len() as u64,
@@ -101,7 +123,7 @@ impl TableReader<'_> {
         for (&g, &dead) in &marks {
             chunk_key(t, 0, g, &mut k);
             let Some(c0) = self.db.get(&k)? else {
-                return Err(chunk_error(t, 0, Some(g), "missing"));
+                continue; // rewritten meanwhile by another rewrite of the table
             };
             let rows =
                 chunk_rows(&c0).ok_or_else(|| chunk_error(t, 0, Some(g), "has no header"))?;
@@ -117,10 +139,18 @@ impl TableReader<'_> {
         let ids = reserve_group_ids(self.db, t, 0)?;
         let mut next_id = ids.start;
         let mut zstd = compressor()?;
-        for batch in picked.chunks(GROUPS_PER_BATCH) {
+        let mut rest = &picked[..];
+        while !rest.is_empty() {
+            let Some(_latch) = TableLatch::for_rewrite(self.db, t) else {
+                if sum.groups_rewritten == 0 {
+                    return Err(busy());
+                }
+                break; // an import started: what is done stays done
+            };
             // Once a new group is written, the old highest one is no longer the highest.
             let top = top.filter(|_| next_id == ids.start);
-            self.rewrite_batch(batch, top, &mut next_id, &mut zstd, &mut sum, sync)?;
+            let n = self.rewrite_batch(rest, top, &mut next_id, &mut zstd, &mut sum, sync)?;
+            rest = &rest[n..];
         }
         Ok(sum)
     }
@@ -155,8 +185,10 @@ impl TableReader<'_> {
         Ok(marks)
     }
 
-    /// Rewrites old groups `groups` in one write batch, taking new group ids from `next_id`;
-    /// `top` is the table's highest group if no new group is written yet.
+    /// Rewrites the first of the old groups `groups` (up to [`GROUPS_PER_BATCH`], or fewer
+    /// once their chunks reach [`BATCH_BYTES`]) in one write batch, taking new group ids from
+    /// `next_id`; `top` is the table's highest group if no new group is written yet. Returns
+    /// how many of `groups` it took.
     fn rewrite_batch(
         &self,
         groups: &[u64],
@@ -165,7 +197,7 @@ impl TableReader<'_> {
         zstd: &mut zstd::bulk::Compressor<'static>,
         sum: &mut RewriteSummary,
         sync: bool,
-    ) -> Result<(), ImportError> {
+    ) -> Result<usize, ImportError> {
         let t = &self.table;
         let snap = self.db.snapshot();
         let ropts = ReadOptions {
@@ -174,14 +206,24 @@ impl TableReader<'_> {
         };
         let mut k = Vec::new();
         let mut chunks: Vec<Vec<Chunk>> = Vec::with_capacity(groups.len());
-        let mut bytes_in = vec![0u64; groups.len()];
+        let mut bytes_in: Vec<u64> = Vec::new();
         let mut live: Vec<LiveRow> = Vec::new();
         let mut rows_in = Vec::with_capacity(groups.len());
+        let mut gone = Vec::with_capacity(groups.len());
+        let mut taken = 0;
         for (gi, &g) in groups.iter().enumerate() {
+            if gi == GROUPS_PER_BATCH || bytes_in.iter().sum::<u64>() >= BATCH_BYTES {
+                break;
+            }
+            taken += 1;
+            bytes_in.push(0);
             let mut cols = Vec::with_capacity(t.columns.len());
             for (c, col) in t.columns.iter().enumerate() {
                 chunk_key(t, c, g, &mut k);
                 let Some(bytes) = self.db.get_opt(&k, &ropts)? else {
+                    if c == 0 {
+                        break; // rewritten meanwhile by another rewrite of the table
+                    }
                     return Err(chunk_error(t, c, Some(g), "missing"));
                 };
                 bytes_in[gi] += (k.len() + bytes.len()) as u64;
@@ -197,6 +239,7 @@ impl TableReader<'_> {
                 }
                 cols.push(ch);
             }
+            gone.push(cols.is_empty());
             let rows = cols.first().map_or(0, Chunk::rows);
             rows_in.push(rows as u64);
             for pos in 0..rows {
@@ -210,7 +253,15 @@ impl TableReader<'_> {
                 let Some(v) = self.db.get_opt(&pk, &ropts)? else {
                     continue; // deleted
                 };
-                if decode_pk_value(&v) != Some((g, pos)) {
+                let Some(at) = decode_pk_value(&v) else {
+                    return Err(ImportError::Catalog(format!(
+                        "table {}, row group {g}, row {pos}: its primary entry {} names no row \
+                         group (the group is left as it is)",
+                        t.name,
+                        v.escape_ascii()
+                    )));
+                };
+                if at != (g, pos) {
                     continue; // replaced: the entry names a newer copy
                 }
                 live.push(LiveRow {
@@ -225,13 +276,14 @@ impl TableReader<'_> {
         // The highest group stays unless something is written above it (group ids only grow):
         // here, if it has no live row and nothing else is written.
         let keep = if live.is_empty() { top } else { None };
+        let groups = &groups[..taken];
         live.sort_unstable_by(|a, b| a.pk.cmp(&b.pk));
         let mut b = WriteBatch::new();
         let mut after = 0u64;
         let mut values = Vec::new();
         let mut chunk = Vec::new();
         let mut pv = Vec::new();
-        for part in live.chunks(GROUP_ROWS) {
+        for part in new_groups(&live, &chunks) {
             let ng = *next_id;
             *next_id += 1;
             for (c, _) in t.columns.iter().enumerate() {
@@ -267,8 +319,9 @@ impl TableReader<'_> {
         }
         let mut rewritten = 0u64;
         let (mut dropped, mut before) = (0u64, 0u64);
-        for ((&g, &rows), &bytes) in groups.iter().zip(&rows_in).zip(&bytes_in) {
-            if Some(g) == keep {
+        for (((&g, &rows), &bytes), &gone) in groups.iter().zip(&rows_in).zip(&bytes_in).zip(&gone)
+        {
+            if Some(g) == keep || gone {
                 continue;
             }
             dropped += rows;
@@ -277,15 +330,16 @@ impl TableReader<'_> {
                 chunk_key(t, c, g, &mut k);
                 b.delete(&k);
             }
+            // Every mark of group g: `g ‖ any position` lies in [g, g ‖ 0xFF×5).
             let mut lo = prefix(t.id, DEAD_INDEX_ID);
             lo.extend_from_slice(&g.to_be_bytes());
-            let mut hi = prefix(t.id, DEAD_INDEX_ID);
-            hi.extend_from_slice(&(g + 1).to_be_bytes());
+            let mut hi = lo.clone();
+            hi.extend_from_slice(&[0xFF; 5]);
             b.delete_range(&lo, &hi);
             rewritten += 1;
         }
         if rewritten == 0 {
-            return Ok(());
+            return Ok(taken);
         }
         self.db.write(
             b,
@@ -300,6 +354,27 @@ impl TableReader<'_> {
         sum.rows_dropped += dropped - moved;
         sum.bytes_before += before;
         sum.bytes_after += after;
-        Ok(())
+        Ok(taken)
     }
+}
+
+/// Cuts `live` (in key order) into new groups: at most [`GROUP_ROWS`] rows each, ended early
+/// once the rows' cells reach [`GROUP_BYTES`].
+fn new_groups<'a>(live: &'a [LiveRow], chunks: &[Vec<Chunk>]) -> Vec<&'a [LiveRow]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0usize);
+    for (i, r) in live.iter().enumerate() {
+        bytes += chunks[r.group]
+            .iter()
+            .map(|c| c.cell(r.pos).map_or(0, <[u8]>::len))
+            .sum::<usize>();
+        if i + 1 - start == GROUP_ROWS || bytes >= GROUP_BYTES {
+            out.push(&live[start..=i]);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < live.len() {
+        out.push(&live[start..]);
+    }
+    out
 }
