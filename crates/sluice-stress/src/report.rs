@@ -262,6 +262,8 @@ pub struct ImportCounts {
     pub torn: u64,
     /// Table rows compared after recoveries (each with its index entries).
     pub rows_checked: u64,
+    /// Row groups of the columnar table rewritten after imports (the crash mode's child).
+    pub groups_rewritten: u64,
 }
 
 impl ImportCounts {
@@ -274,8 +276,8 @@ impl ImportCounts {
     /// ` imports_done=N …` for the totals line.
     pub fn render(&self) -> String {
         format!(
-            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} imports_faulted={} resume_runs={} resumed={} torn_files={} import_rows_checked={}",
-            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.faulted, self.resume_runs, self.resumed, self.torn, self.rows_checked
+            "imports_done={} imports_failed={} interrupted_applied={} interrupted_absent={} imports_faulted={} resume_runs={} resumed={} torn_files={} import_rows_checked={} groups_rewritten={}",
+            self.done, self.failed, self.interrupted_applied, self.interrupted_absent, self.faulted, self.resume_runs, self.resumed, self.torn, self.rows_checked, self.groups_rewritten
         )
     }
 }

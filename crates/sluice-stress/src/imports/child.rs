@@ -57,7 +57,9 @@ pub fn run_child_imports(
                     line(format!("resumed {n}\n"))?;
                 }
                 line(format!("done {n}\n"))?;
-                rewrite_groups(&db, &spec);
+                if let Some(l) = rewrite_groups(&db, &spec, n) {
+                    line(l)?;
+                }
             }
             Err(e) => line(format!("failed {n}: {}\n", one_line(&e.to_string())))?,
         }
@@ -69,14 +71,18 @@ pub fn run_child_imports(
 /// After an import into the columnar table (whose `--on-duplicate last` imports mark replaced
 /// rows dead): rewrites its groups with a quarter or more of their rows dead, so that kills
 /// also land inside rewrites. A rewrite changes no row: the driver's check that every table
-/// equals its model covers it. Its errors are not the import's (a fault-injected one is
-/// expected in the faults mode) and are left to that check.
-fn rewrite_groups(db: &Db, spec: &ImportSpec) {
-    if spec.table_name() == "imp_col" {
-        if let Ok(r) = sluice_import::TableReader::open(db, Some(spec.table_name())) {
-            let _ = r.rewrite_groups(0.25, false);
-        }
+/// equals its model, in key order and in storage order, covers it. Logged as `rewrote N: G`
+/// (G groups) or `rewrite-failed N: reason`.
+fn rewrite_groups(db: &Db, spec: &ImportSpec, n: u64) -> Option<String> {
+    if spec.table_name() != "imp_col" {
+        return None;
     }
+    let r = sluice_import::TableReader::open(db, Some(spec.table_name()))
+        .and_then(|r| r.rewrite_groups(0.25, false));
+    Some(match r {
+        Ok(s) => format!("rewrote {n}: {}\n", s.groups_rewritten),
+        Err(e) => format!("rewrite-failed {n}: {}\n", one_line(&e.to_string())),
+    })
 }
 
 /// Runs the import of `spec`; a resume refused for want of a checkpoint (into a table that

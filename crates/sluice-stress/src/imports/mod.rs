@@ -45,7 +45,7 @@ use rand::{Rng as _, SeedableRng as _};
 use sluice::{Db, ReadOptions};
 use sluice_import::keycode::{encode_value, prefix, prefix_successor};
 use sluice_import::{find_tmp_dirs, remove_leftovers, Import, ImportOptions, OnDuplicate};
-use sluice_import::{OutputFormat, ProgressMode, TableReader};
+use sluice_import::{Layout, OutputFormat, ProgressMode, TableReader};
 
 use crate::report::{Anomaly, ImportCounts};
 use spec::{ImportSpec, TABLES};
@@ -94,13 +94,24 @@ enum Outcome {
 /// checkpoint (`resumed N`, logged before `done N`).
 type LogEntry = (u64, Outcome, bool);
 
-fn read_log(path: &Path) -> Result<Vec<LogEntry>, String> {
+/// The child's log: its imports, the row groups rewritten after them (`rewrote N: G`), and
+/// the first group rewrite that failed (`rewrite-failed N: reason`; the child injects no
+/// fault, so any failure is a bug).
+#[derive(Debug, Default, PartialEq)]
+struct ChildLog {
+    imports: Vec<LogEntry>,
+    groups_rewritten: u64,
+    rewrite_failed: Option<String>,
+}
+
+fn read_log(path: &Path) -> Result<ChildLog, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    let mut out: Vec<LogEntry> = Vec::new();
+    let mut log = ChildLog::default();
+    let out = &mut log.imports;
     for l in text.lines() {
         let (word, rest) = l.split_once(' ').unwrap_or((l, ""));
         let num = |s: &str| s.parse::<u64>().map_err(|_| format!("bad log line {l:?}"));
@@ -124,10 +135,24 @@ fn read_log(path: &Path) -> Result<Vec<LogEntry>, String> {
                     _ => return Err(format!("log line {l:?} ends no started import")),
                 }
             }
+            "rewrote" | "rewrite-failed" => {
+                let (n, what) = rest
+                    .split_once(": ")
+                    .ok_or_else(|| format!("bad log line {l:?}"))?;
+                match out.last() {
+                    Some((m, Outcome::Done, _)) if *m == num(n)? => {}
+                    _ => return Err(format!("log line {l:?} follows no finished import")),
+                }
+                if word == "rewrote" {
+                    log.groups_rewritten += num(what)?;
+                } else if log.rewrite_failed.is_none() {
+                    log.rewrite_failed = Some(format!("after import {n}: {what}"));
+                }
+            }
             _ => return Err(format!("bad log line {l:?}")),
         }
     }
-    Ok(out)
+    Ok(log)
 }
 
 /// A table's verified rows (CSV lines in primary key order); `None`: not in the catalog.
@@ -185,6 +210,15 @@ impl ImportModel {
         };
         let log =
             read_log(&root.join(LOG)).map_err(|e| bad("import log", e, "malformed".into()))?;
+        if let Some(why) = log.rewrite_failed {
+            return Err(bad(
+                "group rewrite",
+                why,
+                "failed with no fault injected".into(),
+            ));
+        }
+        self.counts.groups_rewritten += log.groups_rewritten;
+        let log = log.imports;
         // Steps 1 and 2: each logged import against the reference.
         for (i, (n, outcome, resumed)) in log.iter().enumerate() {
             if *n != self.next {
@@ -603,6 +637,31 @@ fn table_state(db: &Db, t: usize) -> Result<TableState, String> {
         Ok(())
     })
     .map_err(|e| format!("scan of {name}: {e}"))?;
+    if r.table.layout == Layout::Columnar {
+        // A storage-order scan reads the chunks without the primary index: it must give the
+        // same rows (deleted, replaced and rewritten groups' rows skipped, none twice).
+        let mut any = TableReader::open(db, Some(name)).map_err(|e| e.to_string())?;
+        any.set_any_order(true);
+        let mut stored = Vec::new();
+        any.scan(None, None, None, None, |row| {
+            stored.push(any.format_row(row, OutputFormat::Csv));
+            Ok(())
+        })
+        .map_err(|e| format!("storage-order scan of {name}: {e}"))?;
+        stored.sort();
+        let mut keyed = rows.clone();
+        keyed.sort();
+        if stored != keyed {
+            let extra = stored.iter().find(|r| keyed.binary_search(r).is_err());
+            let missing = keyed.iter().find(|r| stored.binary_search(r).is_err());
+            return Err(format!(
+                "a storage-order scan of {name} gives {} rows, the key-order scan {}; a row only \
+                 it gives: {extra:?}; a row it misses: {missing:?}",
+                stored.len(),
+                keyed.len(),
+            ));
+        }
+    }
     for (ix, mut want) in r.table.indexes.iter().zip(want) {
         want.sort();
         let got = raw_keys(db, r.table.id, ix.id).map_err(|e| format!("index {}: {e}", ix.name))?;
@@ -674,9 +733,10 @@ mod tests {
     fn the_log_reads_back_and_rejects_what_it_cannot_be() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(LOG);
+        let imports = |p: &Path| read_log(p).map(|l| l.imports);
         std::fs::write(&p, "start 4\ndone 4\nstart 5\nfailed 5: dup: 1\nstart 6\n").unwrap();
         assert_eq!(
-            read_log(&p).unwrap(),
+            imports(&p).unwrap(),
             vec![
                 (4, Outcome::Done, false),
                 (5, Outcome::Failed("dup: 1".into()), false),
@@ -687,12 +747,39 @@ mod tests {
         assert!(read_log(&p).is_err());
         std::fs::write(&p, "start 4\nresumed 4\ndone 4\nstart 5\n").unwrap();
         assert_eq!(
-            read_log(&p).unwrap(),
+            imports(&p).unwrap(),
             vec![(4, Outcome::Done, true), (5, Outcome::InFlight, false)]
         );
         std::fs::write(&p, "start 4\nresumed 3\n").unwrap();
         assert!(read_log(&p).is_err());
-        assert_eq!(read_log(&dir.path().join("none")).unwrap(), vec![]);
+        assert_eq!(
+            read_log(&dir.path().join("none")).unwrap(),
+            ChildLog::default()
+        );
+        // Rewrites follow a finished import; their groups add up; the first failure is kept.
+        std::fs::write(
+            &p,
+            "start 4\ndone 4\nrewrote 4: 3\nstart 5\ndone 5\nrewrote 5: 2\n\
+             start 6\ndone 6\nrewrite-failed 6: chunk: bad\nstart 7\ndone 7\n\
+             rewrite-failed 7: other\n",
+        )
+        .unwrap();
+        let log = read_log(&p).unwrap();
+        assert_eq!(log.imports.len(), 4);
+        assert_eq!(log.groups_rewritten, 5);
+        assert_eq!(
+            log.rewrite_failed.as_deref(),
+            Some("after import 6: chunk: bad")
+        );
+        for bad in [
+            "start 4\nrewrote 4: 1\n",
+            "start 4\ndone 4\nrewrote 3: 1\n",
+            "start 4\ndone 4\nrewrote 4\n",
+            "start 4\nfailed 4: x\nrewrite-failed 4: y\n",
+        ] {
+            std::fs::write(&p, bad).unwrap();
+            assert!(read_log(&p).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
