@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -109,38 +110,102 @@ func newSSTWriter(f vfs.File, wo sstable.WriterOptions) *sstable.Writer {
 	return sstable.NewWriter(newBufWritable(f), wo)
 }
 
-// radixSort sorts (BE64 key prefix, record index) pairs with the LSD radix sort sluice-bench
-// uses: eight 8-bit passes, a pass skipped when every item has the same byte there.
+// sortName is how kv-bulkload sorts, as every engine prints it (params.sort).
+const sortName = "radix sort of the BE64 key prefix, 8-bit digits: one MSD pass, then LSD passes per bucket on 2 threads"
+
+// radixSort sorts (BE64 key prefix, record index) pairs by prefix on two goroutines, with
+// sluice-bench's steps (crates/sluice-bench/src/fair.rs, radix_sort): one pass finds the bytes
+// in which prefixes differ (OR ^ AND), one MSD pass scatters by the most significant of them
+// into 256 buckets, and two goroutines, each with the buckets of about half the pairs, sort
+// each bucket by LSD passes over the other differing bytes. Stable. Returns the sorted slice.
 func radixSort(items []ent) []ent {
 	n := len(items)
-	tmp := make([]ent, n)
-	for pass := 0; pass < 8; pass++ {
-		shift := uint(pass * 8)
-		var counts [257]int
-		for _, it := range items {
-			counts[int((it.k>>shift)&0xff)+1]++
-		}
-		skip := false
-		for _, c := range counts[1:] {
-			if c == n {
-				skip = true
-				break
-			}
-		}
-		if skip {
-			continue
-		}
-		for i := 0; i < 256; i++ {
-			counts[i+1] += counts[i]
-		}
-		for _, it := range items {
-			b := int((it.k >> shift) & 0xff)
-			tmp[counts[b]] = it
-			counts[b]++
-		}
-		items, tmp = tmp, items
+	or, and := uint64(0), ^uint64(0)
+	for _, it := range items {
+		or |= it.k
+		and &= it.k
 	}
+	differ := or ^ and
+	var digits []uint
+	for d := uint(0); d < 8; d++ {
+		if (differ>>(8*d))&0xff != 0 {
+			digits = append(digits, d)
+		}
+	}
+	if len(digits) == 0 {
+		return items // every prefix is the same
+	}
+	top := digits[len(digits)-1]
+	digits = digits[:len(digits)-1]
+	shift := 8 * top
+	var starts [257]int
+	for _, it := range items {
+		starts[int((it.k>>shift)&0xff)+1]++
+	}
+	for b := 0; b < 256; b++ {
+		starts[b+1] += starts[b]
+	}
+	tmp := make([]ent, n)
+	next := starts
+	for _, it := range items {
+		b := int((it.k >> shift) & 0xff)
+		tmp[next[b]] = it
+		next[b]++
+	}
+	// The bucket boundary nearest the middle: the first one at or past n / 2.
+	k := 0
+	for k < 256 && starts[k] < n/2 {
+		k++
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sortBuckets(tmp, items, starts[k:], digits)
+	}()
+	sortBuckets(tmp, items, starts[:k+1], digits)
+	wg.Wait()
 	return items
+}
+
+// sortBuckets sorts each bucket of src (between consecutive bounds) by the byte digits,
+// least significant first, leaving the sorted pairs at the same offsets of dst.
+func sortBuckets(src, dst []ent, bounds []int, digits []uint) {
+	for w := 0; w+1 < len(bounds); w++ {
+		lo, hi := bounds[w], bounds[w+1]
+		from, to := src[lo:hi], dst[lo:hi]
+		inSrc := true
+		for _, d := range digits {
+			shift := 8 * d
+			var at [257]int
+			for _, it := range from {
+				at[int((it.k>>shift)&0xff)+1]++
+			}
+			same := false
+			for _, c := range at[1:] {
+				if c == len(from) {
+					same = true
+					break
+				}
+			}
+			if same {
+				continue // one value of this byte in the bucket
+			}
+			for b := 0; b < 256; b++ {
+				at[b+1] += at[b]
+			}
+			for _, it := range from {
+				b := int((it.k >> shift) & 0xff)
+				to[at[b]] = it
+				at[b]++
+			}
+			from, to = to, from
+			inSrc = !inSrc
+		}
+		if inSrc {
+			copy(dst[lo:hi], src[lo:hi])
+		}
+	}
 }
 
 // ent is one record's BE64 key prefix and index.

@@ -459,7 +459,7 @@ func run(a args, out *bufio.Writer) error {
 			params["reads"] = a.reads
 			params["writer_threads"] = 2
 			params["recipe"] = "sort index; 2 sstable.Writer goroutines on disjoint key ranges; one db.Ingest"
-			params["sort"] = "lsd radix sort, 8-bit digits, on the BE64 key prefix"
+			params["sort"] = sortName
 			params["cache_state"] = "every DB file read once (untimed) before the reads"
 			ssts := filepath.Join(dir, "ssts")
 			dbPath := filepath.Join(dir, "db")

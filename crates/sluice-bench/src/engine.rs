@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice::{Db, Options, ReadOptions, Trace, WriteBatch, WriteOptions};
 
-use crate::fair;
 use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
 use crate::trace_sample::{SampleConfig, TraceSampler};
+use crate::{fair, sort};
 
 /// Latency recorder: one duration per op, percentiles at the end.
 pub struct Latencies(Vec<u64>);
@@ -433,7 +433,7 @@ fn block_writer(
     ))
 }
 
-/// Sorts record indices by their 16-byte keys: LSD radix sort on the first 8 bytes, then a
+/// Sorts record indices by their 16-byte keys: [`sort::radix_sort`] on the first 8 bytes, then a
 /// comparison sort of any run whose prefixes tie (general for any fixed-width 16-byte keys).
 fn sort_indices(records: &[u8], n: usize) -> Vec<u32> {
     let rec = KEY_LEN + VALUE_LEN;
@@ -442,26 +442,7 @@ fn sort_indices(records: &[u8], n: usize) -> Vec<u32> {
         u64::from_be_bytes(records[o..o + 8].try_into().expect("8 bytes"))
     };
     let mut items: Vec<(u64, u32)> = (0..n as u32).map(|i| (prefix(i), i)).collect();
-    let mut tmp = items.clone();
-    for pass in 0..8 {
-        let shift = pass * 8;
-        let mut counts = [0usize; 257];
-        for (p, _) in &items {
-            counts[((p >> shift) & 0xff) as usize + 1] += 1;
-        }
-        if counts[1..].contains(&n) {
-            continue; // every key has the same byte here
-        }
-        for i in 0..256 {
-            counts[i + 1] += counts[i];
-        }
-        for it in &items {
-            let b = ((it.0 >> shift) & 0xff) as usize;
-            tmp[counts[b]] = *it;
-            counts[b] += 1;
-        }
-        std::mem::swap(&mut items, &mut tmp);
-    }
+    sort::radix_sort(&mut items);
     let full = |i: u32| &records[i as usize * rec..i as usize * rec + KEY_LEN];
     let mut start = 0;
     while start < items.len() {
@@ -597,8 +578,8 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
     let sha: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     let out = json!({
         "workload": "kv-bulkload", "engine": "sluice",
-        "params": fair::with(fair::table_params(), json!({"n": n, "reads": reads, "recipe": "lsd radix sort + 2 SstWriter threads + one ingest (linked, no re-verification)", "file_mib": 128,
-            "sort": "lsd radix sort, 8-bit digits, on the BE64 key prefix",
+        "params": fair::with(fair::table_params(), json!({"n": n, "reads": reads, "recipe": "radix sort (2 threads) + 2 SstWriter threads + one ingest (linked, no re-verification)", "file_mib": 128,
+            "sort": sort::SORT,
             "cache_state": "every DB file read once (untimed) before the reads"})),
         "seconds": {"generate": gen_secs, "load": load_secs, "sort": sort_secs, "write_ssts": write_secs, "open_db": open_secs, "ingest": ingest_secs, "warm": warm_secs, "reads": read_secs},
         "mb_per_s": (n as f64 * rec as f64) / 1e6 / load_secs,

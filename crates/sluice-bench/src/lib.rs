@@ -6,6 +6,7 @@ pub mod fair;
 pub mod gen;
 pub mod l0;
 pub mod online;
+pub mod sort;
 pub mod spiral;
 pub mod trace_sample;
 

@@ -89,33 +89,6 @@ pub fn warm_files(files: &[PathBuf]) -> std::io::Result<u64> {
     Ok(total)
 }
 
-/// Sorts `(BE64 key prefix, record index)` pairs with the LSD radix sort sluice-bench uses (eight
-/// 8-bit passes, a pass skipped when every item has the same byte there). The spec's prefixes
-/// are unique, so the prefix order is the key order.
-pub fn radix_sort(items: &mut Vec<(u64, u32)>) {
-    let n = items.len();
-    let mut tmp = items.clone();
-    for pass in 0..8 {
-        let shift = pass * 8;
-        let mut counts = [0usize; 257];
-        for (p, _) in items.iter() {
-            counts[((p >> shift) & 0xff) as usize + 1] += 1;
-        }
-        if counts[1..].contains(&n) {
-            continue;
-        }
-        for i in 0..256 {
-            counts[i + 1] += counts[i];
-        }
-        for it in items.iter() {
-            let b = ((it.0 >> shift) & 0xff) as usize;
-            tmp[counts[b]] = *it;
-            counts[b] += 1;
-        }
-        std::mem::swap(items, &mut tmp);
-    }
-}
-
 /// The settings the DB at `db_dir` really runs with, from its newest OPTIONS file (RocksDB
 /// persists them there): block size, memtable bytes, compression, checksum, format version.
 /// Bloom bits and the block cache's capacity are not in that file; they stay as configured.
@@ -177,16 +150,6 @@ pub fn read_amp(levels: &[u64; 7]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn radix_sort_orders_by_prefix() {
-        let mut items: Vec<(u64, u32)> = (0..1000u32)
-            .map(|i| (crate::gen::splitmix64(i as u64), i))
-            .collect();
-        radix_sort(&mut items);
-        assert!(items.windows(2).all(|w| w[0].0 <= w[1].0));
-        assert_eq!(items.len(), 1000);
-    }
 
     #[test]
     fn read_amp_counts_l0_files_and_nonempty_levels() {

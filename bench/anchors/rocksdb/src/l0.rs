@@ -104,7 +104,10 @@ fn fill(
     settle?;
     let total = start.elapsed().as_secs_f64();
     if std::env::var_os("ANCHOR_DUMP_STATS").is_some() {
-        eprintln!("{}", eng.db.property_value("rocksdb.stats")?.unwrap_or_default());
+        eprintln!(
+            "{}",
+            eng.db.property_value("rocksdb.stats")?.unwrap_or_default()
+        );
     }
     let max_write_ms = lat.iter().max().copied().unwrap_or(0) as f64 / 1e6;
     let mut line = json!({

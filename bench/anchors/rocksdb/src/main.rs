@@ -25,6 +25,8 @@ use rocksdb::{
 
 mod fair;
 mod l0;
+#[path = "../../../../crates/sluice-bench/src/sort.rs"]
+mod sort;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -544,7 +546,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 params["reads"] = json!(args.reads);
                 params["writer_threads"] = json!(2);
                 params["recipe"] = json!("sort index; 2 SstFileWriter threads on disjoint key ranges; one ingest_external_file (move_files)");
-                params["sort"] = json!("lsd radix sort, 8-bit digits, on the BE64 key prefix");
+                params["sort"] = json!(sort::SORT);
                 params["cache_state"] = json!("every DB file read once (untimed) before the reads");
                 let ssts = dir.join("ssts");
                 std::fs::create_dir_all(&ssts)?;
@@ -557,7 +559,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     .enumerate()
                     .map(|(i, r)| (u64::from_be_bytes(r[..8].try_into().expect("8")), i as u32))
                     .collect();
-                fair::radix_sort(&mut idx);
+                sort::radix_sort(&mut idx);
                 let sort_secs = t.elapsed().as_secs_f64();
                 let rec =
                     |j: &(u64, u32)| &input[j.1 as usize * gen::REC..(j.1 as usize + 1) * gen::REC];
