@@ -152,6 +152,12 @@ class ImportReport:
     resumed: bool = False
     """Whether the import went on from an interrupted one's checkpoint (``resume=True``);
     the counts then cover both runs, the phases this run only."""
+    rewrite: Optional[Dict[str, int]] = None
+    """The row-group rewrite run after an ``on_duplicate="last"`` import into an existing
+    columnar table (option ``rewrite_dead``, default 0.5; ``None`` turns it off): the
+    numbers ``Table.rewrite_groups`` returns; ``None`` when none ran."""
+    rewrite_error: Optional[str] = None
+    """Why that rewrite failed; the import is done all the same."""
 
     def to_dict(self) -> Dict[str, Any]:
         """The report as a plain dict."""
@@ -331,7 +337,8 @@ class Db:
         "last"), ``target_file_size``, ``progress`` ("auto", "plain", "off"), ``layout``
         ("row", "columnar"), ``nice``, ``idle``, ``write_rate`` (bytes a second, or "100MiB";
         the import's file writes paced to it), ``chunk_size``, ``resume``,
-        ``checkpoint_bytes``. A bad row raises ``BadRowError`` naming file, line (for
+        ``checkpoint_bytes``, ``rewrite_dead`` (a share in (0, 1], or ``None``). A bad row
+        raises ``BadRowError`` naming file, line (for
         Parquet, the row), column and value; the Db is then unchanged.
 
         An import keeps checkpoints (a ``sluice-resume-*`` directory in the Db directory or

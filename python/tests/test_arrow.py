@@ -261,3 +261,21 @@ def test_rewrite_groups_gives_back_dead_rows_and_keeps_the_rest(db):
     assert t.rewrite_groups(min_dead=0.5)["groups_rewritten"] == 0
     with pytest.raises(sluice.InvalidArgumentError, match=r"\(0, 1\]"):
         t.rewrite_groups(min_dead=0)
+
+
+def test_a_replacing_import_rewrites_dead_groups_itself(db):
+    src = every_type_table(3000)
+    first = db.import_arrow(SCHEMA, src.to_batches(), layout="columnar")
+    assert first.rewrite is None and first.rewrite_error is None
+    # The same rows again with on_duplicate="last": the first import's group is all dead.
+    off = db.import_arrow(SCHEMA, src.to_batches(), layout="columnar", on_duplicate="last",
+                          rewrite_dead=None)
+    assert off.rewrite is None
+    again = db.import_arrow(SCHEMA, src.to_batches(), layout="columnar", on_duplicate="last")
+    assert again.rewrite is not None and again.rewrite_error is None
+    assert again.rewrite["groups_rewritten"] == 2 and again.rewrite["rows_dropped"] == 6000
+    assert again.rewrite["rows_moved"] == 0 and again.to_dict()["rewrite"] == again.rewrite
+    assert sorted_rows(db.table("t").to_arrow()) == sorted_rows(src)
+    with pytest.raises(sluice.InvalidArgumentError, match="rewrite_dead"):
+        db.import_arrow(SCHEMA, src.to_batches(), layout="columnar", on_duplicate="last",
+                        rewrite_dead=2.0)

@@ -326,3 +326,28 @@ def test_rewrite_groups_after_deletes(sluice, tmp):
     import_penguins(sluice, row)
     r = sluice("rewrite-groups", "--db", row, check=False)
     assert r.returncode == 2 and "not columnar" in r.stderr.decode()
+
+
+def test_a_replacing_import_rewrites_dead_groups_itself(sluice, tmp):
+    db = tmp / "col"
+    import_penguins(sluice, db, "--layout", "columnar")
+    before = sluice("scan", "--db", db, "--table", "penguins").stdout
+    # Every row replaced by itself: the first import's only group is all dead.
+    off = json.loads(import_penguins(sluice, db, "--layout", "columnar", "--on-duplicate", "last", "--rewrite-dead", "off",
+                                     "--json").stdout)
+    assert off["rewrite"] is None and off["rewrite_error"] is None, off
+    done = json.loads(import_penguins(sluice, db, "--layout", "columnar", "--on-duplicate", "last", "--json").stdout)
+    r = done["rewrite"]
+    # The first two imports' groups: all 688 rows dead, none moved, nothing written.
+    assert (r["groups_with_marks"], r["groups_rewritten"]) == (2, 2), r
+    assert (r["rows_moved"], r["rows_dropped"], r["groups_written"]) == (0, 688, 0), r
+    assert r["bytes_after"] == 0 < r["bytes_before"], r
+    assert sluice("scan", "--db", db, "--table", "penguins").stdout == before
+    # The summary says it in words too; a share outside (0, 1] is refused before the import.
+    text = import_penguins(sluice, db, "--layout", "columnar", "--on-duplicate", "last", "--rewrite-dead", "1").stdout
+    assert "rewrote 1 row groups" in text.decode(), text
+    r = import_penguins(sluice, db, "--layout", "columnar", "--on-duplicate", "last", "--rewrite-dead", "1.5", check=False)
+    assert r.returncode == 2 and "--rewrite-dead" in r.stderr.decode(), r.stderr
+    r = import_penguins(sluice, db, "--layout", "columnar", "--on-duplicate", "last", "--rewrite-dead", "x", check=False)
+    assert r.returncode == 2 and "--rewrite-dead" in r.stderr.decode(), r.stderr
+    assert sluice("scan", "--db", db, "--table", "penguins").stdout == before

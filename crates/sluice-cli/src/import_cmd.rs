@@ -129,6 +129,11 @@ pub struct ImportArgs {
     /// Rows whose primary key is taken by an earlier row or an existing one.
     #[arg(long, value_enum, default_value = "error")]
     on_duplicate: OnDuplicateArg,
+    /// After an --on-duplicate last import into an existing columnar table, rewrite its row
+    /// groups in which at least this share of the rows is deleted or replaced (as
+    /// `sluice rewrite-groups` does), or `off` (default 0.5).
+    #[arg(long, value_name = "SHARE|off")]
+    rewrite_dead: Option<String>,
     /// Continue an interrupted import of the same files into the same table from its last
     /// checkpoint (kept in a sluice-resume-* directory in the Db directory or --tmp-dir);
     /// refused when the input, schema, table, Db or an output-affecting option changed.
@@ -241,6 +246,13 @@ pub fn import(a: ImportArgs) -> CmdResult {
             OnDuplicateArg::Last => OnDuplicate::Last,
         },
         resume: a.resume,
+        rewrite_dead: match a.rewrite_dead.as_deref() {
+            None => defaults.rewrite_dead,
+            Some("off") => None,
+            Some(s) => Some(s.parse::<f64>().map_err(|_| {
+                format!("--rewrite-dead {s:?} is neither a share in (0, 1] nor off")
+            })?),
+        },
         checkpoint_bytes: a
             .checkpoint_every
             .as_deref()
@@ -284,6 +296,11 @@ pub fn import(a: ImportArgs) -> CmdResult {
         r => r.map_err(with_flag_names)?,
     };
     db.close()?;
+    if let Some(e) = &s.rewrite_error {
+        eprintln!(
+            "warning: the import is done, but rewriting the table's row groups with dead rows failed: {e}"
+        );
+    }
     if a.json {
         println!("{}", serde_json::to_string(&s)?);
         return Ok(ExitCode::SUCCESS);
@@ -323,6 +340,12 @@ pub fn import(a: ImportArgs) -> CmdResult {
         "  rejected {}, duplicates dropped {}",
         s.rejected, s.duplicates_dropped
     );
+    if let Some(r) = s.rewrite.filter(|r| r.groups_rewritten > 0) {
+        println!(
+            "  rewrote {} row groups with dead rows into {}: {} rows moved, {} dead rows' bytes given back ({} -> {} bytes)",
+            r.groups_rewritten, r.groups_written, r.rows_moved, r.rows_dropped, r.bytes_before, r.bytes_after
+        );
+    }
     for f in &s.files {
         println!(
             "  file {:<20} L{}  {} entries  {} bytes",
@@ -536,16 +559,11 @@ pub fn rewrite_groups(db: PathBuf, table: Option<String>, min_dead: f64) -> CmdR
     db.close()?;
     println!(
         "{}",
-        serde_json::json!({
-            "table": table,
-            "groups_with_marks": s.groups_with_marks,
-            "groups_rewritten": s.groups_rewritten,
-            "groups_written": s.groups_written,
-            "rows_moved": s.rows_moved,
-            "rows_dropped": s.rows_dropped,
-            "bytes_before": s.bytes_before,
-            "bytes_after": s.bytes_after,
-        })
+        serde_json::Value::Object(
+            std::iter::once(("table".to_string(), serde_json::json!(table)))
+                .chain(s.fields().map(|(k, v)| (k.to_string(), v.into())))
+                .collect()
+        )
     );
     Ok(ExitCode::SUCCESS)
 }

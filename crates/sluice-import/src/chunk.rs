@@ -242,11 +242,6 @@ pub fn chunk_group(key: &[u8]) -> Option<u64> {
 /// Group ids one import may use.
 pub const IDS_PER_IMPORT: u64 = 1 << 40;
 
-/// Blocks of group ids held by imports running in this process: per Db directory and table,
-/// the first id of each.
-type Held = std::collections::BTreeMap<(std::path::PathBuf, u32), Vec<u64>>;
-static HELD: std::sync::Mutex<Held> = std::sync::Mutex::new(Held::new());
-
 /// A block of [`IDS_PER_IMPORT`] group ids held by one import until it is dropped (after the
 /// import's ingest, or its failure).
 #[derive(Debug)]
@@ -258,10 +253,10 @@ pub struct GroupIds {
 
 impl Drop for GroupIds {
     fn drop(&mut self) {
-        let mut m = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = m.get_mut(&self.key) {
-            v.retain(|&s| s != self.start);
-            if v.is_empty() {
+        let mut m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = m.get_mut(&self.key) {
+            s.id_blocks.retain(|&b| b != self.start);
+            if s.idle() {
                 m.remove(&self.key);
             }
         }
@@ -275,8 +270,8 @@ impl Drop for GroupIds {
 pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupIds, sluice::Error> {
     let stored = next_group_id(db, t)?;
     let key = (db.path().to_path_buf(), t.id);
-    let mut m = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    let held = m.entry(key.clone()).or_default();
+    let mut m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    let held = &mut m.entry(key.clone()).or_default().id_blocks;
     let past_held = held
         .iter()
         .map(|&s| s.saturating_add(IDS_PER_IMPORT))
@@ -287,7 +282,10 @@ pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupId
     Ok(GroupIds { key, start })
 }
 
-/// Who holds one columnar table's latch: writers that read row positions before they write
+/// One table's state in this process, per Db directory and table: who holds its latch, and
+/// the group-id blocks ([`GroupIds`]) its running imports hold (the first id of each).
+///
+/// The latch: writers that read row positions before they write
 /// them (row deletes; imports, from their plan until their ingest is done) share it; a group
 /// rewrite (the query layer's `TableReader::rewrite_groups`) holds it alone for each of its
 /// batches, so that no position it moves is read before and written after the move.
@@ -296,7 +294,8 @@ pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupId
 /// out for ever), and when a rewrite batch lets go, the shared holders waiting then go first
 /// (a stream of rewrite batches cannot keep them out either).
 #[derive(Debug, Default)]
-struct LatchState {
+struct TableState {
+    id_blocks: Vec<u64>,
     deletes: usize,
     imports: usize,
     rewriting: bool,
@@ -306,9 +305,10 @@ struct LatchState {
     shared_turn: bool,
 }
 
-impl LatchState {
+impl TableState {
     fn idle(&self) -> bool {
-        self.deletes == 0
+        self.id_blocks.is_empty()
+            && self.deletes == 0
             && self.imports == 0
             && !self.rewriting
             && self.rewrites_waiting == 0
@@ -316,8 +316,8 @@ impl LatchState {
     }
 }
 
-type Latches = std::collections::BTreeMap<(std::path::PathBuf, u32), LatchState>;
-static LATCHES: std::sync::Mutex<Latches> = std::sync::Mutex::new(Latches::new());
+type Tables = std::collections::BTreeMap<(std::path::PathBuf, u32), TableState>;
+static TABLES: std::sync::Mutex<Tables> = std::sync::Mutex::new(Tables::new());
 static LATCH_FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 /// What a [`TableLatch`] holds.
@@ -328,7 +328,7 @@ enum Hold {
     Rewrite,
 }
 
-/// A hold on a columnar table's latch, released when dropped (see [`LatchState`]).
+/// A hold on a columnar table's latch, released when dropped (see [`TableState`]).
 #[derive(Debug)]
 pub struct TableLatch {
     key: (std::path::PathBuf, u32),
@@ -348,7 +348,7 @@ impl TableLatch {
 
     fn shared(db: &Db, t: &TableDef, hold: Hold) -> TableLatch {
         let key = (db.path().to_path_buf(), t.id);
-        let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
         m.entry(key.clone()).or_default().shared_waiting += 1;
         loop {
             let s = m.entry(key.clone()).or_default();
@@ -372,7 +372,7 @@ impl TableLatch {
     /// Whether an import of the table holds the latch.
     pub fn import_running(db: &Db, t: &TableDef) -> bool {
         let key = (db.path().to_path_buf(), t.id);
-        let m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        let m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
         m.get(&key).is_some_and(|s| s.imports > 0)
     }
 
@@ -380,7 +380,7 @@ impl TableLatch {
     /// the latch for their whole length), else once the deletes under way are done.
     pub fn for_rewrite(db: &Db, t: &TableDef) -> Option<TableLatch> {
         let key = (db.path().to_path_buf(), t.id);
-        let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
         m.entry(key.clone()).or_default().rewrites_waiting += 1;
         loop {
             let s = m.entry(key.clone()).or_default();
@@ -408,7 +408,7 @@ impl TableLatch {
 
 impl Drop for TableLatch {
     fn drop(&mut self) {
-        let mut m = LATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = m.get_mut(&self.key) {
             match self.hold {
                 Hold::Delete => s.deletes = s.deletes.saturating_sub(1),

@@ -73,6 +73,11 @@ pub fn summary_dict(py: Python<'_>, s: sluice_import::Summary) -> PyResult<Bound
     }
     d.set_item("files", files)?;
     d.set_item("resumed", s.resumed)?;
+    match s.rewrite {
+        Some(r) => d.set_item("rewrite", std::collections::BTreeMap::from(r.fields()))?,
+        None => d.set_item("rewrite", py.None())?,
+    }
+    d.set_item("rewrite_error", s.rewrite_error)?;
     Ok(d)
 }
 
@@ -428,15 +433,7 @@ impl PyDb {
         detached(py, || {
             let reader = sluice_import::TableReader::open(&db, Some(&table))?;
             let s = reader.rewrite_groups(min_dead, sync)?;
-            Ok(std::collections::BTreeMap::from([
-                ("groups_with_marks", s.groups_with_marks),
-                ("groups_rewritten", s.groups_rewritten),
-                ("groups_written", s.groups_written),
-                ("rows_moved", s.rows_moved),
-                ("rows_dropped", s.rows_dropped),
-                ("bytes_before", s.bytes_before),
-                ("bytes_after", s.bytes_after),
-            ]))
+            Ok(std::collections::BTreeMap::from(s.fields()))
         })
     }
 }

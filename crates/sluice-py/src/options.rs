@@ -191,6 +191,7 @@ pub fn import_options(
                 o.progress = choice(py, "progress", &v, &names)?
             }
             "chunk_size" => o.chunk_size = v.extract()?,
+            "rewrite_dead" => o.rewrite_dead = v.extract::<Option<f64>>()?,
             "layout" if v.is_none() => o.layout = None,
             "layout" => {
                 let s: String = v.extract()?;

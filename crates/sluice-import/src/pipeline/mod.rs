@@ -190,6 +190,12 @@ impl Import {
                 reason: "must be within 0..=19".into(),
             });
         }
+        if opts.rewrite_dead.is_some_and(|d| !(d > 0.0 && d <= 1.0)) {
+            return Err(ImportError::InvalidOption {
+                option: "rewrite_dead",
+                reason: "must be a share in (0, 1]".into(),
+            });
+        }
         if opts.memory < (8 << 20) {
             return Err(ImportError::InvalidOption {
                 option: "memory",
@@ -227,7 +233,32 @@ impl Import {
 
     /// Runs the import into `db` (see the module documentation for the steps).
     pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
-        self.run_prioritized(db).map_err(|e| self.after_failure(e))
+        let mut s = self
+            .run_prioritized(db)
+            .map_err(|e| self.after_failure(e))?;
+        self.rewrite_after(db, &mut s);
+        Ok(s)
+    }
+
+    /// The row-group rewrite of [`ImportOptions::rewrite_dead`], once the import is done and
+    /// has let go of its table's latch.
+    fn rewrite_after(&self, db: &Db, s: &mut Summary) {
+        let Some(min_dead) = self.opts.rewrite_dead else {
+            return;
+        };
+        if self.opts.on_duplicate != OnDuplicate::Last || s.created {
+            return;
+        }
+        let r = crate::query::TableReader::open(db, Some(&s.table)).and_then(|r| {
+            if r.table.layout != crate::schema::Layout::Columnar {
+                return Ok(None);
+            }
+            r.rewrite_groups(min_dead, false).map(Some)
+        });
+        match r {
+            Ok(r) => s.rewrite = r,
+            Err(e) => s.rewrite_error = Some(e.to_string()),
+        }
     }
 
     fn run_prioritized(&self, db: &Db) -> Result<Summary, ImportError> {
@@ -396,6 +427,8 @@ impl Import {
             total_secs: t_total,
             files,
             resumed: s.plan.resume.is_some(),
+            rewrite: None,
+            rewrite_error: None,
         })
     }
 }

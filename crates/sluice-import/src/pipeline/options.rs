@@ -108,6 +108,13 @@ pub struct ImportOptions {
     /// buffers are spilled and the sorted input streamed so far is cut into a finished file,
     /// so a resumed import re-parses at most this much. Tests set it small.
     pub checkpoint_bytes: u64,
+    /// Once an import with [`OnDuplicate::Last`] into an existing columnar table is done
+    /// (replaced rows only get deletion marks there, their bytes stay in their row groups),
+    /// rewrite the table's row groups in which at least this share of the rows is dead
+    /// (`TableReader::rewrite_groups`), so repeated replacing imports do not keep every old
+    /// copy's bytes. Default 0.5; `None`: never. A rewrite that fails leaves the import done
+    /// and is reported in [`Summary::rewrite_error`].
+    pub rewrite_dead: Option<f64>,
     /// Tests: fail with [`crate::ImportError::Internal`] right after this many checkpoints
     /// were written by this run, as if the process had been killed there.
     #[doc(hidden)]
@@ -139,6 +146,7 @@ impl Default for ImportOptions {
             parallel_merge_min_bytes: 32 << 20,
             resume: false,
             checkpoint_bytes: 256 << 20,
+            rewrite_dead: Some(0.5),
             interrupt_after_checkpoints: None,
         }
     }
@@ -233,4 +241,10 @@ pub struct Summary {
     /// Whether the import went on from a checkpoint of an interrupted one (`resume`); the
     /// counts then cover both runs, the times this run only.
     pub resumed: bool,
+    /// The row-group rewrite run after the import ([`ImportOptions::rewrite_dead`]); `None`:
+    /// none ran (not asked for, not a replacing import into an existing columnar table, or it
+    /// failed).
+    pub rewrite: Option<crate::query::RewriteSummary>,
+    /// Why that rewrite failed (the import is done all the same; the table reads the same).
+    pub rewrite_error: Option<String>,
 }

@@ -27,6 +27,13 @@ pub fn dead_key(t: &TableDef, group: u64, pos: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&pos.to_be_bytes());
 }
 
+/// The row group and position a deletion mark's key names (`None`: not one).
+pub fn dead_mark(key: &[u8]) -> Option<(u64, u32)> {
+    let g: [u8; 8] = key.get(8..16)?.try_into().ok()?;
+    let p: [u8; 4] = key.get(16..20)?.try_into().ok()?;
+    (key.len() == 20).then(|| (u64::from_be_bytes(g), u32::from_be_bytes(p)))
+}
+
 /// The secondary index keys of a row with primary key `pk_key` (prefix included) and column
 /// values `vals`, by index in schema order.
 pub fn index_keys(t: &TableDef, pk_key: &[u8], vals: &[Value<'_>]) -> Vec<Vec<u8>> {

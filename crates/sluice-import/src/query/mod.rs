@@ -33,7 +33,7 @@ mod rewrite;
 
 pub use chunks::chunked_row;
 use chunks::ChunkCursors;
-pub use delete::{dead_key, index_keys, DEAD_INDEX_ID};
+pub use delete::{dead_key, dead_mark, index_keys, DEAD_INDEX_ID};
 pub use rewrite::RewriteSummary;
 
 /// How rows are printed.

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use sluice::{ReadOptions, WriteBatch, WriteOptions};
 
 use super::chunks::chunk_error;
-use super::delete::DEAD_INDEX_ID;
+use super::delete::{dead_mark, DEAD_INDEX_ID};
 use super::TableReader;
 use crate::chunk::{
     chunk_key, chunk_rows, compressor, decode_pk_value, encode_chunk, encode_pk_value,
@@ -56,7 +56,7 @@ const BATCH_BYTES: u64 = 64 << 20;
 const GROUP_BYTES: usize = 8 << 20;
 
 /// What [`TableReader::rewrite_groups`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RewriteSummary {
     /// Row groups that had deletion marks.
     pub groups_with_marks: u64,
@@ -74,8 +74,37 @@ pub struct RewriteSummary {
     pub bytes_after: u64,
 }
 
+impl RewriteSummary {
+    /// Every field by its name, in declaration order (for JSON and Python dicts).
+    pub fn fields(&self) -> [(&'static str, u64); 7] {
+        [
+            ("groups_with_marks", self.groups_with_marks),
+            ("groups_rewritten", self.groups_rewritten),
+            ("rows_moved", self.rows_moved),
+            ("rows_dropped", self.rows_dropped),
+            ("groups_written", self.groups_written),
+            ("bytes_before", self.bytes_before),
+            ("bytes_after", self.bytes_after),
+        ]
+    }
+}
+
+/// An old group read by a batch: its id, every column's chunk (none: rewritten meanwhile by
+/// another rewrite), and its chunks' bytes.
+struct OldGroup {
+    id: u64,
+    cols: Vec<Chunk>,
+    bytes: u64,
+}
+
+impl OldGroup {
+    fn rows(&self) -> usize {
+        self.cols.first().map_or(0, Chunk::rows)
+    }
+}
+
 /// A live row of an old group: its primary key (prefix included), primary-entry version
-/// byte, and where it is in the batch's decoded groups.
+/// byte, and where it is in the batch's old groups.
 struct LiveRow {
     pk: Vec<u8>,
     version: u8,
@@ -166,19 +195,14 @@ impl TableReader<'_> {
         it.seek_to_first();
         let mut marks = BTreeMap::new();
         while it.valid() {
-            let g = it
-                .key()
-                .get(8..16)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .filter(|_| it.key().len() == 20)
-                .ok_or_else(|| {
-                    ImportError::Catalog(format!(
-                        "table {}: deletion mark {} is not group ‖ position",
-                        self.table.name,
-                        it.key().escape_ascii()
-                    ))
-                })?;
-            *marks.entry(u64::from_be_bytes(g)).or_insert(0) += 1;
+            let (g, _) = dead_mark(it.key()).ok_or_else(|| {
+                ImportError::Catalog(format!(
+                    "table {}: deletion mark {} is not group ‖ position",
+                    self.table.name,
+                    it.key().escape_ascii()
+                ))
+            })?;
+            *marks.entry(g).or_insert(0) += 1;
             it.next();
         }
         it.status()?;
@@ -205,30 +229,27 @@ impl TableReader<'_> {
             ..Default::default()
         };
         let mut k = Vec::new();
-        let mut chunks: Vec<Vec<Chunk>> = Vec::with_capacity(groups.len());
-        let mut bytes_in: Vec<u64> = Vec::new();
+        let mut old: Vec<OldGroup> = Vec::with_capacity(groups.len().min(GROUPS_PER_BATCH));
         let mut live: Vec<LiveRow> = Vec::new();
-        let mut rows_in = Vec::with_capacity(groups.len());
-        let mut gone = Vec::with_capacity(groups.len());
-        let mut taken = 0;
-        for (gi, &g) in groups.iter().enumerate() {
-            if gi == GROUPS_PER_BATCH || bytes_in.iter().sum::<u64>() >= BATCH_BYTES {
+        let mut old_bytes = 0u64;
+        for &g in groups {
+            if old.len() == GROUPS_PER_BATCH || old_bytes >= BATCH_BYTES {
                 break;
             }
-            taken += 1;
-            bytes_in.push(0);
+            let gi = old.len();
+            let mut bytes = 0u64;
             let mut cols = Vec::with_capacity(t.columns.len());
             for (c, col) in t.columns.iter().enumerate() {
                 chunk_key(t, c, g, &mut k);
-                let Some(bytes) = self.db.get_opt(&k, &ropts)? else {
+                let Some(stored) = self.db.get_opt(&k, &ropts)? else {
                     if c == 0 {
                         break; // rewritten meanwhile by another rewrite of the table
                     }
                     return Err(chunk_error(t, c, Some(g), "missing"));
                 };
-                bytes_in[gi] += (k.len() + bytes.len()) as u64;
+                bytes += (k.len() + stored.len()) as u64;
                 let ch =
-                    Chunk::decode(&bytes, &col.ty).map_err(|e| chunk_error(t, c, Some(g), &e))?;
+                    Chunk::decode(&stored, &col.ty).map_err(|e| chunk_error(t, c, Some(g), &e))?;
                 if c > 0 && ch.rows() != cols.first().map_or(0, Chunk::rows) {
                     return Err(chunk_error(
                         t,
@@ -239,9 +260,8 @@ impl TableReader<'_> {
                 }
                 cols.push(ch);
             }
-            gone.push(cols.is_empty());
+            old_bytes += bytes;
             let rows = cols.first().map_or(0, Chunk::rows);
-            rows_in.push(rows as u64);
             for pos in 0..rows {
                 let mut pk = prefix(t.id, PRIMARY_INDEX_ID);
                 for &c in &t.primary_key {
@@ -271,19 +291,19 @@ impl TableReader<'_> {
                     pos,
                 });
             }
-            chunks.push(cols);
+            old.push(OldGroup { id: g, cols, bytes });
         }
+        let taken = old.len();
         // The highest group stays unless something is written above it (group ids only grow):
         // here, if it has no live row and nothing else is written.
         let keep = if live.is_empty() { top } else { None };
-        let groups = &groups[..taken];
         live.sort_unstable_by(|a, b| a.pk.cmp(&b.pk));
         let mut b = WriteBatch::new();
         let mut after = 0u64;
         let mut values = Vec::new();
         let mut chunk = Vec::new();
         let mut pv = Vec::new();
-        for part in new_groups(&live, &chunks) {
+        for part in new_groups(&live, &old) {
             let ng = *next_id;
             *next_id += 1;
             for (c, _) in t.columns.iter().enumerate() {
@@ -291,7 +311,7 @@ impl TableReader<'_> {
                 let mut bitmap = vec![0u8; part.len().div_ceil(8)];
                 let mut any_null = false;
                 for (i, r) in part.iter().enumerate() {
-                    match chunks[r.group][c].cell(r.pos) {
+                    match old[r.group].cols[c].cell(r.pos) {
                         Some(cell) => values.extend_from_slice(cell),
                         None => {
                             bitmap[i / 8] |= 1 << (i % 8);
@@ -319,13 +339,13 @@ impl TableReader<'_> {
         }
         let mut rewritten = 0u64;
         let (mut dropped, mut before) = (0u64, 0u64);
-        for (((&g, &rows), &bytes), &gone) in groups.iter().zip(&rows_in).zip(&bytes_in).zip(&gone)
-        {
-            if Some(g) == keep || gone {
+        for o in &old {
+            let g = o.id;
+            if Some(g) == keep || o.cols.is_empty() {
                 continue;
             }
-            dropped += rows;
-            before += bytes;
+            dropped += o.rows() as u64;
+            before += o.bytes;
             for c in 0..t.columns.len() {
                 chunk_key(t, c, g, &mut k);
                 b.delete(&k);
@@ -360,11 +380,12 @@ impl TableReader<'_> {
 
 /// Cuts `live` (in key order) into new groups: at most [`GROUP_ROWS`] rows each, ended early
 /// once the rows' cells reach [`GROUP_BYTES`].
-fn new_groups<'a>(live: &'a [LiveRow], chunks: &[Vec<Chunk>]) -> Vec<&'a [LiveRow]> {
+fn new_groups<'a>(live: &'a [LiveRow], old: &[OldGroup]) -> Vec<&'a [LiveRow]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0usize);
     for (i, r) in live.iter().enumerate() {
-        bytes += chunks[r.group]
+        bytes += old[r.group]
+            .cols
             .iter()
             .map(|c| c.cell(r.pos).map_or(0, <[u8]>::len))
             .sum::<usize>();
