@@ -212,6 +212,11 @@ impl Block {
         &self.data
     }
 
+    /// The block's bytes, given back (for reuse as a read buffer).
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Bytes of memory the block holds (for cache accounting).
     pub fn charge(&self) -> usize {
         self.data.capacity() + std::mem::size_of::<Block>()

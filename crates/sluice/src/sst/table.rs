@@ -25,7 +25,7 @@ use crate::base::range_tombstone::RangeTombstone;
 use crate::base::trace::{span, Trace};
 use crate::fs::RandomAccessFile;
 use crate::sst::block::{Block, KeyOrder};
-use crate::sst::cache::BlockCache;
+use crate::sst::cache::{BlockCache, Lookup};
 use crate::sst::filter::{BloomReader, FULL_FILTER_META_KEY, PARTITIONED_FILTER_META_KEY};
 use crate::sst::footer::{stored_block_checksum, INDEX_META_KEY};
 use crate::sst::format::{
@@ -255,7 +255,7 @@ impl Table {
         let mut parts: Vec<(u64, Arc<Block>)> = Vec::new();
         let mut budget = self.partitions_budget();
         for (_, h) in self.read_top_level(&Arc::clone(&self.index), top, "index")? {
-            let raw = self.read_raw_block_max(h, "index partition", budget)?;
+            let raw = self.read_raw_block_max(h, "index partition", budget, Vec::new())?;
             budget = budget.saturating_sub(raw.len());
             let block = Block::new(raw)
                 .map_err(|e| self.corruption(h.offset, format!("index partition block: {e}")))?;
@@ -458,7 +458,7 @@ impl Table {
             let mut parts = Vec::new();
             let mut budget = self.partitions_budget();
             for (sep, ph) in self.read_top_level(&top, h, "filter")? {
-                let raw = self.read_raw_block_max(ph, "filter partition", budget)?;
+                let raw = self.read_raw_block_max(ph, "filter partition", budget, Vec::new())?;
                 budget = budget.saturating_sub(raw.len());
                 let f = BloomReader::new(raw).map_err(|e| self.corruption(ph.offset, e))?;
                 parts.push((sep, f));
@@ -473,12 +473,19 @@ impl Table {
 
     /// Reads, verifies and decompresses the block at `h`.
     fn read_raw_block(&self, h: BlockHandle, what: &str) -> Result<Vec<u8>> {
-        self.read_raw_block_max(h, what, self.max_decompressed(what))
+        self.read_raw_block_max(h, what, self.max_decompressed(what), Vec::new())
     }
 
     /// [`Table::read_raw_block`] with at most `max` decompressed bytes (the partitions of an
     /// index or filter share one budget, see [`Table::partitions_budget`]).
-    fn read_raw_block_max(&self, h: BlockHandle, what: &str, max: usize) -> Result<Vec<u8>> {
+    /// `buf`: a buffer to read into (its contents are overwritten), e.g. a cache spare.
+    fn read_raw_block_max(
+        &self,
+        h: BlockHandle,
+        what: &str,
+        max: usize,
+        mut buf: Vec<u8>,
+    ) -> Result<Vec<u8>> {
         // Data blocks precede every meta block, the metaindex and the index: a data handle
         // reaching past them is corrupt, and never makes us read (allocate) beyond them.
         let limit = if what == "data" {
@@ -497,7 +504,8 @@ impl Table {
                     format!("{what} block handle (offset {}, size {}) lies outside the file of {} bytes", h.offset, h.size, self.size),
                 )
             })?;
-        let mut buf = vec![0u8; (end - h.offset) as usize];
+        // Every byte is read over: only bytes past a reused buffer's length are zeroed first.
+        buf.resize((end - h.offset) as usize, 0);
         self.file
             .read_exact_at(h.offset, &mut buf)
             .map_err(|e| Error::io(&self.path, e))?;
@@ -553,7 +561,12 @@ impl Table {
     }
 
     fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {
-        let raw = self.read_raw_block(h, what)?;
+        self.read_block_into(h, what, Vec::new())
+    }
+
+    /// [`Table::read_block`] into `buf` (see [`Table::read_raw_block_max`]).
+    fn read_block_into(&self, h: BlockHandle, what: &str, buf: Vec<u8>) -> Result<Block> {
+        let raw = self.read_raw_block_max(h, what, self.max_decompressed(what), buf)?;
         Block::new(raw).map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
     }
 
@@ -585,10 +598,11 @@ impl Table {
     /// The block and whether it came from the cache.
     fn data_block_cached(&self, h: BlockHandle) -> Result<(Arc<Block>, bool)> {
         if let Some(c) = &self.cache {
-            if let Some(b) = c.get((self.cache_id, h.offset)) {
-                return Ok((b, true));
-            }
-            let b = Arc::new(self.read_block(h, "data")?);
+            let spare = match c.lookup((self.cache_id, h.offset)) {
+                Lookup::Hit(b) => return Ok((b, true)),
+                Lookup::Miss(spare) => spare.unwrap_or_default(),
+            };
+            let b = Arc::new(self.read_block_into(h, "data", spare)?);
             c.insert((self.cache_id, h.offset), Arc::clone(&b));
             return Ok((b, false));
         }
