@@ -9,7 +9,8 @@
 //! from key to a slot, and the slots in a doubly linked recency list (indices into a slab).
 //!
 //! Evicted blocks no reader holds give their buffers to their shard's spares (at most
-//! [`SPARES`] of at most [`SPARE_MAX`] bytes), and a miss in that shard takes one to read the
+//! [`SPARES`] of at most [`SPARE_MAX`] bytes, and together at most an eighth of the shard's
+//! capacity, so the cache holds at most 1.125 × its capacity), and a miss in that shard takes one to read the
 //! block into: in a read-heavy workload over more data than the cache holds, each miss would
 //! otherwise free a cold 4 KiB buffer, whose allocator bookkeeping (its header, its
 //! neighbours') misses the CPU cache — 14% of readrandom's CPU in `bench/profiles/`.
@@ -78,6 +79,8 @@ struct Shard {
     tail: usize,
     usage: usize,
     spares: Vec<Vec<u8>>,
+    /// Capacity of the spares, in bytes.
+    spare_bytes: usize,
 }
 
 impl Default for Shard {
@@ -90,6 +93,7 @@ impl Default for Shard {
             tail: NONE,
             usage: 0,
             spares: Vec::new(),
+            spare_bytes: 0,
         }
     }
 }
@@ -206,7 +210,9 @@ impl BlockCache {
             }
             None => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
-                Lookup::Miss(if spare { s.spares.pop() } else { None })
+                let buf = if spare { s.spares.pop() } else { None };
+                s.spare_bytes -= buf.as_ref().map_or(0, Vec::capacity);
+                Lookup::Miss(buf)
             }
         }
     }
@@ -256,7 +262,9 @@ impl BlockCache {
             if s.spares.len() < SPARES {
                 if let Ok(b) = Arc::try_unwrap(b) {
                     let data = b.into_data();
-                    if data.capacity() <= SPARE_MAX {
+                    let bytes = s.spare_bytes + data.capacity();
+                    if data.capacity() <= SPARE_MAX && bytes <= self.shard_capacity / 8 {
+                        s.spare_bytes = bytes;
                         s.spares.push(data);
                     }
                 }
@@ -338,15 +346,16 @@ mod tests {
 
     #[test]
     fn evicted_blocks_no_reader_holds_become_spares() {
-        let cache = BlockCache::new(SHARDS * 10_000);
+        // A shard holds about 200 blocks; its spares may take 25,000 bytes (an eighth).
+        let cache = BlockCache::new(SHARDS * 200_000);
         let held = block(1000);
         cache.insert((1, 0), Arc::clone(&held));
         let shard = |k: CacheKey| cache.shard(k) as *const Mutex<Shard>;
         // Fill key (1, 0)'s shard until it is evicted, then until SPARES+ more are.
-        let same: Vec<CacheKey> = (1..10_000u64)
+        let same: Vec<CacheKey> = (1..100_000u64)
             .map(|o| (1, o))
             .filter(|&k| shard(k) == shard((1, 0)))
-            .take(SPARES + 20)
+            .take(200 + SPARES + 20)
             .collect();
         for &k in &same {
             cache.insert(k, block(1000));
@@ -373,6 +382,23 @@ mod tests {
             .find(|&k| shard(k) != shard((1, 0)) && cache.shard(k).lock().spares.is_empty())
             .unwrap();
         assert!(matches!(cache.lookup(other), Lookup::Miss(None)));
+        // A small cache keeps fewer: at most an eighth of a shard's capacity in spares.
+        let small = BlockCache::new(SHARDS * 10_000);
+        for o in 0..10_000u64 {
+            small.insert((1, o), block(1000));
+        }
+        for sh in &small.shards {
+            let sh = sh.lock();
+            assert!(
+                sh.spare_bytes <= 10_000 / 8 && sh.spares.len() == 1,
+                "{}",
+                sh.spare_bytes
+            );
+            assert_eq!(
+                sh.spare_bytes,
+                sh.spares.iter().map(Vec::capacity).sum::<usize>()
+            );
+        }
     }
 
     #[test]
