@@ -616,6 +616,17 @@ fn a_replacing_import_rewrites_the_groups_it_leaves_mostly_dead() {
         seen.push(read_all(&db, &cols, &probe));
     }
     assert!(seen.iter().all(|s| *s == seen[0]));
+    // An import asked to yield (here nice 0) leaves the rewrite to an explicit call.
+    let db = open_db(dir.path().join("nice"), true).unwrap();
+    import(&db, &schema("columnar", &cols), vec![f.clone()], last(None)).unwrap();
+    let nice = ImportOptions {
+        nice: Some(0),
+        ..last(Some(0.5))
+    };
+    let s = import(&db, &schema("columnar", &cols), vec![g.clone()], nice).unwrap();
+    assert_eq!((s.rewrite, s.rewrite_error), (None, None));
+    let t = TableReader::open(&db, Some("r")).unwrap().table;
+    assert_eq!(marks(&db, &t), [(0, 3000), (1, 100)].into());
     // A share outside (0, 1] is refused before anything is read.
     let db = open_db(dir.path().join("bad"), true).unwrap();
     let e = import(&db, &schema("columnar", &cols), vec![f], last(Some(1.5))).unwrap_err();

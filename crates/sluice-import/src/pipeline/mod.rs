@@ -249,6 +249,11 @@ impl Import {
         if self.opts.on_duplicate != OnDuplicate::Last || s.created {
             return;
         }
+        // An import asked to yield to other work does not follow up with an unpaced rewrite
+        // at the caller's priority (nor at its own: a batch holds the table's latch alone).
+        if self.opts.idle || self.opts.nice.is_some() || self.opts.rate_limiter.is_some() {
+            return;
+        }
         let r = crate::query::TableReader::open(db, Some(&s.table)).and_then(|r| {
             if r.table.layout != crate::schema::Layout::Columnar {
                 return Ok(None);

@@ -112,8 +112,9 @@ pub struct ImportOptions {
     /// (replaced rows only get deletion marks there, their bytes stay in their row groups),
     /// rewrite the table's row groups in which at least this share of the rows is dead
     /// (`TableReader::rewrite_groups`), so repeated replacing imports do not keep every old
-    /// copy's bytes. Default 0.5; `None`: never. A rewrite that fails leaves the import done
-    /// and is reported in [`Summary::rewrite_error`].
+    /// copy's bytes. Default 0.5; `None`: never. Not run for an import asked to yield (`idle`,
+    /// `nice`, `rate_limiter`): the rewrite would run unpaced. A rewrite that fails leaves the
+    /// import done and is reported in [`Summary::rewrite_error`].
     pub rewrite_dead: Option<f64>,
     /// Tests: fail with [`crate::ImportError::Internal`] right after this many checkpoints
     /// were written by this run, as if the process had been killed there.

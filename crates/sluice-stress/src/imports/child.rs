@@ -57,6 +57,13 @@ pub fn run_child_imports(
                     line(format!("resumed {n}\n"))?;
                 }
                 line(format!("done {n}\n"))?;
+                // The import's own rewrite (`ImportOptions::rewrite_dead`), then the child's.
+                if let Some(r) = s.rewrite {
+                    line(format!("rewrote {n}: {}\n", r.groups_rewritten))?;
+                }
+                if let Some(e) = &s.rewrite_error {
+                    line(format!("rewrite-failed {n}: {}\n", one_line(e)))?;
+                }
                 if let Some(l) = rewrite_groups(&db, &spec, n) {
                     line(l)?;
                 }
@@ -69,7 +76,8 @@ pub fn run_child_imports(
 }
 
 /// After an import into the columnar table (whose `--on-duplicate last` imports mark replaced
-/// rows dead): rewrites its groups with a quarter or more of their rows dead, so that kills
+/// rows dead, and rewrite the groups left half dead themselves): rewrites its groups with a
+/// quarter or more of their rows dead, so that kills
 /// also land inside rewrites. A rewrite changes no row: the driver's check that every table
 /// equals its model, in key order and in storage order, covers it. Logged as `rewrote N: G`
 /// (G groups) or `rewrite-failed N: reason`.

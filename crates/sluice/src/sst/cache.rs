@@ -55,7 +55,9 @@ struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // The table picks buckets by the low bits, which the product takes from the low bits
+        // of the words alone: fold the high half in.
+        self.0 ^ (self.0 >> 32)
     }
 
     fn write(&mut self, bytes: &[u8]) {

@@ -505,7 +505,12 @@ impl Table {
                 )
             })?;
         // Every byte is read over: only bytes past a reused buffer's length are zeroed first.
-        buf.resize((end - h.offset) as usize, 0);
+        // A spare far larger than the block is not kept (the cache charges capacity).
+        let len = (end - h.offset) as usize;
+        if buf.capacity() > 2 * len {
+            buf = Vec::new();
+        }
+        buf.resize(len, 0);
         self.file
             .read_exact_at(h.offset, &mut buf)
             .map_err(|e| Error::io(&self.path, e))?;
