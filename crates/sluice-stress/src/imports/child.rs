@@ -59,10 +59,10 @@ pub fn run_child_imports(
                 line(format!("done {n}\n"))?;
                 // The import's own rewrite (`ImportOptions::rewrite_dead`), then the child's.
                 if let Some(r) = s.rewrite {
-                    line(format!("rewrote {n}: {}\n", r.groups_rewritten))?;
+                    line(rewrite_line(n, Ok(r)))?;
                 }
                 if let Some(e) = &s.rewrite_error {
-                    line(format!("rewrite-failed {n}: {}\n", one_line(e)))?;
+                    line(rewrite_line(n, Err(e.clone())))?;
                 }
                 if let Some(l) = rewrite_groups(&db, &spec, n) {
                     line(l)?;
@@ -77,20 +77,25 @@ pub fn run_child_imports(
 
 /// After an import into the columnar table (whose `--on-duplicate last` imports mark replaced
 /// rows dead, and rewrite the groups left half dead themselves): rewrites its groups with a
-/// quarter or more of their rows dead, so that kills
-/// also land inside rewrites. A rewrite changes no row: the driver's check that every table
-/// equals its model, in key order and in storage order, covers it. Logged as `rewrote N: G`
-/// (G groups) or `rewrite-failed N: reason`.
+/// quarter or more of their rows dead, so that kills also land inside rewrites. A rewrite
+/// changes no row: the driver's check that every table equals its model, in key order and in
+/// storage order, covers it. Its log line: [`rewrite_line`].
 fn rewrite_groups(db: &Db, spec: &ImportSpec, n: u64) -> Option<String> {
     if spec.table_name() != "imp_col" {
         return None;
     }
     let r = sluice_import::TableReader::open(db, Some(spec.table_name()))
         .and_then(|r| r.rewrite_groups(0.25, false));
-    Some(match r {
+    Some(rewrite_line(n, r.map_err(|e| e.to_string())))
+}
+
+/// The log line of a group rewrite after import `n`: `rewrote N: G` (G groups rewritten) or
+/// `rewrite-failed N: reason`.
+fn rewrite_line(n: u64, r: Result<sluice_import::RewriteSummary, String>) -> String {
+    match r {
         Ok(s) => format!("rewrote {n}: {}\n", s.groups_rewritten),
-        Err(e) => format!("rewrite-failed {n}: {}\n", one_line(&e.to_string())),
-    })
+        Err(e) => format!("rewrite-failed {n}: {}\n", one_line(&e)),
+    }
 }
 
 /// Runs the import of `spec`; a resume refused for want of a checkpoint (into a table that
