@@ -335,7 +335,7 @@ class Db:
         ``delimiter``, ``quote``, ``null``, ``threads``, ``memory`` (bytes or "2GiB"),
         ``tmp_dir``, ``max_errors``, ``rejects``, ``on_duplicate`` ("error", "first",
         "last"), ``target_file_size``, ``progress`` ("auto", "plain", "off"), ``layout``
-        ("row", "columnar"), ``nice``, ``idle``, ``write_rate`` (bytes a second, or "100MiB";
+        ("row", "columnar"; default the schema's, else an existing table's), ``nice``, ``idle``, ``write_rate`` (bytes a second, or "100MiB";
         the import's file writes paced to it), ``chunk_size``, ``resume``,
         ``checkpoint_bytes``, ``rewrite_dead`` (a share in (0, 1], or ``None``). A bad row
         raises ``BadRowError`` naming file, line (for

@@ -107,8 +107,16 @@ def test_columnar_layout_reads_back_the_same_rows_and_counts(sluice, tmp):
     want = sum(json.loads(l)["year"] for l in rows)
     assert json.loads(sluice("scan", "--db", col_db, "--table", "penguins", "--count", "--sum", "year").stdout) == {
         "rows": 344, "sum": want}
-    # A table keeps its layout.
-    r = import_penguins(sluice, col_db, check=False)
+    assert "  layout columnar" in sluice("tables", "--db", col_db).stdout.decode()
+    # A later import keeps the stored layout without being told it again (the schema names
+    # none); naming another one is refused before anything is read.
+    s = json.loads(import_penguins(sluice, col_db, "--json", "--on-duplicate", "last").stdout)
+    assert s["rows"] == 344 and not s["created"]
+    assert "  layout columnar" in sluice("tables", "--db", col_db).stdout.decode()
+    for args in ([], ["--index", "by_species_island"]):
+        a = sluice("scan", "--db", row_db, "--table", "penguins", *args).stdout
+        assert sluice("scan", "--db", col_db, "--table", "penguins", *args).stdout == a
+    r = import_penguins(sluice, col_db, "--layout", "row", check=False)
     assert r.returncode == 2 and b"layout: stored as columnar, schema says row" in r.stderr
 
 

@@ -414,6 +414,7 @@ pub fn tables(db: PathBuf) -> CmdResult {
             .collect();
         println!("{} (id {}): {}", t.name, t.id, cols.join(", "));
         println!("  primary key ({})", pk.join(", "));
+        println!("  layout {}", t.layout);
         for i in &t.indexes {
             let c: Vec<&str> = i
                 .columns

@@ -98,10 +98,13 @@ pub fn choose(tables: &[TableDef], name: Option<&str>) -> Result<TableDef, Impor
 }
 
 /// Binds a schema definition to the catalog: an existing table keeps its id (and must be
-/// defined identically), a new one gets the next free id. Returns the definition to use and
-/// whether it is new.
+/// defined identically, but for a layout the definition leaves unnamed, which is the stored
+/// one), a new one gets the next free id. Returns the definition to use and whether it is new.
 pub fn bind(existing: &[TableDef], mut def: TableDef) -> Result<(TableDef, bool), ImportError> {
     if let Some(old) = find(existing, &def.name) {
+        if !def.layout_stated {
+            def.layout = old.layout;
+        }
         if let Some(diff) = old.difference(&def) {
             return Err(ImportError::InvalidArgument(format!(
                 "table {} already exists with a different definition: {diff}",

@@ -551,14 +551,7 @@ fn cells_layout_stores_one_kv_per_cell() {
     assert_eq!(t.layout, Layout::Cells);
     // Index ids under table c: 1 (primary: one marker a row), 2 (by_n), and only column n
     // (position 2) has cells: a and b are in the key, and row (1, y) has n NULL.
-    let mut per_index: std::collections::BTreeMap<u32, usize> = Default::default();
-    for (k, _) in dump(&db) {
-        if u32::from_be_bytes(k[..4].try_into().unwrap()) == t.id {
-            *per_index
-                .entry(u32::from_be_bytes(k[4..8].try_into().unwrap()))
-                .or_default() += 1;
-        }
-    }
+    let per_index = per_index_counts(&db, t.id);
     let cells = sluice_import::schema::COLUMN_INDEX_BASE + 2;
     assert_eq!(
         per_index,
@@ -592,6 +585,58 @@ fn cells_layout_stores_one_kv_per_cell() {
 }
 
 #[test]
+fn a_later_import_keeps_the_stored_layout_unless_it_names_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let with = "CREATE TABLE c (a INT PRIMARY KEY, n INT) WITH (layout = 'columnar');";
+    let plain = "CREATE TABLE c (a INT PRIMARY KEY, n INT);";
+    let f1 = write(dir.path(), "c1.csv", b"1,10\n2,20\n");
+    import(&db, with, vec![f1], opts()).unwrap();
+    // The schema without WITH, no layout option: the table's columnar layout, not row.
+    let f2 = write(dir.path(), "c2.csv", b"3,30\n");
+    let s = import(&db, plain, vec![f2], opts()).unwrap();
+    assert!(!s.created);
+    let r = TableReader::open(&db, Some("c")).unwrap();
+    assert_eq!(r.table.layout, Layout::Columnar);
+    assert_eq!(rows(&db, "c", None), vec!["1,10", "2,20", "3,30"]);
+    // Column n's chunks: one per import's row group (a row table has no column chunks).
+    assert_eq!(
+        per_index_counts(&db, r.table.id)[&(sluice_import::schema::COLUMN_INDEX_BASE + 1)],
+        2
+    );
+    // Named, a different layout is refused (by the options or by the schema), and nothing is
+    // written.
+    for (schema, layout) in [
+        (plain, Some(Layout::Row)),
+        (
+            "CREATE TABLE c (a INT PRIMARY KEY, n INT) WITH (layout = 'row');",
+            None,
+        ),
+    ] {
+        let f = write(dir.path(), "c3.csv", b"4,40\n");
+        let e = import(&db, schema, vec![f], ImportOptions { layout, ..opts() })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("layout: stored as columnar, schema says row"),
+            "{e}"
+        );
+    }
+    assert_eq!(rows(&db, "c", None), vec!["1,10", "2,20", "3,30"]);
+    // A new table without a named layout is row.
+    let f = write(dir.path(), "d.csv", b"1,2\n");
+    import(
+        &db,
+        "CREATE TABLE d (a INT PRIMARY KEY, n INT);",
+        vec![f],
+        opts(),
+    )
+    .unwrap();
+    let d = TableReader::open(&db, Some("d")).unwrap();
+    assert_eq!(d.table.layout, Layout::Row);
+}
+
+#[test]
 fn columnar_layout_stores_one_chunk_per_column_and_row_group() {
     let dir = tempfile::tempdir().unwrap();
     let db = open_db(dir.path().join("db"), true).unwrap();
@@ -605,16 +650,7 @@ fn columnar_layout_stores_one_chunk_per_column_and_row_group() {
     assert_eq!(t.layout, Layout::Columnar);
     // Index ids under table c: 1 (primary: one entry a row), 2 (by_n), and one chunk of each
     // column (key columns too) for the one row group.
-    let per_index = |db: &sluice::Db| {
-        let mut m: std::collections::BTreeMap<u32, usize> = Default::default();
-        for (k, _) in dump(db) {
-            if u32::from_be_bytes(k[..4].try_into().unwrap()) == t.id {
-                *m.entry(u32::from_be_bytes(k[4..8].try_into().unwrap()))
-                    .or_default() += 1;
-            }
-        }
-        m
-    };
+    let per_index = |db: &sluice::Db| per_index_counts(db, t.id);
     let base = sluice_import::schema::COLUMN_INDEX_BASE;
     assert_eq!(
         per_index(&db),
@@ -999,4 +1035,16 @@ fn an_idle_import_runs_its_threads_under_sched_idle() {
         seen_idle,
         "no thread of the import was seen under SCHED_IDLE"
     );
+}
+
+/// Keys under table `id`, counted by index id (the 4 bytes after the table id).
+fn per_index_counts(db: &sluice::Db, id: u32) -> std::collections::BTreeMap<u32, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for (k, _) in dump(db) {
+        if u32::from_be_bytes(k[..4].try_into().unwrap()) == id {
+            *out.entry(u32::from_be_bytes(k[4..8].try_into().unwrap()))
+                .or_default() += 1;
+        }
+    }
+    out
 }

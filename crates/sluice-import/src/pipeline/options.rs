@@ -58,8 +58,9 @@ pub struct ImportOptions {
     pub progress: ProgressMode,
     /// Chunk size in bytes (default: memory / 64, clamped to 64 KiB..4 MiB); tests set it small.
     pub chunk_size: Option<usize>,
-    /// Storage layout of the table (default: the schema's `WITH (layout = ...)`, else row). An
-    /// existing table keeps its layout: a different one is an error.
+    /// Storage layout of the table (default: the schema's `WITH (layout = ...)`; else, for an
+    /// existing table, its stored layout; else row). An existing table keeps its layout: naming
+    /// a different one is an error.
     pub layout: Option<Layout>,
     /// Run the import's threads at this nice value (0..=19), e.g. to let other processes of
     /// the machine go first. The import then runs on a thread of its own — the caller's

@@ -122,6 +122,7 @@ impl Import {
         let mut def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
         if let Some(l) = self.opts.layout {
             def.layout = l;
+            def.layout_stated = true;
         }
         let existing = catalog::load(db)?;
         catalog::bind(&existing, def)

@@ -153,6 +153,12 @@ pub struct TableDef {
     /// Storage layout (`WITH (layout = 'columnar')`; default row).
     #[serde(default)]
     pub layout: Layout,
+    /// The layout was named (by the schema's `WITH (layout = …)` or the import's options)
+    /// rather than defaulted. An unnamed layout binds to an existing table's stored one
+    /// (the catalog's `bind`), so a later import into a columnar table need not repeat it.
+    /// Never stored.
+    #[serde(skip)]
+    pub layout_stated: bool,
 }
 
 impl TableDef {

@@ -12,15 +12,16 @@ use super::index::{add_index, index_columns, refuse_using, resolve};
 use super::source::{err, ident_name, ident_pos, object_name, refuse, refuse_before, Pos, Source};
 use super::{ColumnDef, Layout, SchemaError, TableDef, ROWID_COLUMN};
 
-/// `WITH (layout = 'row' | 'columnar' | 'cells')`; any other table option is refused.
+/// `WITH (layout = 'row' | 'columnar' | 'cells')`; any other table option is refused. Returns
+/// the layout and whether the schema named it (row when it did not).
 pub(super) fn table_layout(
     src: &Source,
     opts: &CreateTableOptions,
     tail: Pos,
-) -> Result<Layout, SchemaError> {
+) -> Result<(Layout, bool), SchemaError> {
     use sqlparser::ast::SqlOption;
     let list = match opts {
-        CreateTableOptions::None => return Ok(Layout::Row),
+        CreateTableOptions::None => return Ok((Layout::Row, false)),
         CreateTableOptions::With(l) => l,
         CreateTableOptions::Options(_) => {
             return Err(refuse(
@@ -47,7 +48,7 @@ pub(super) fn table_layout(
             ))
         }
     };
-    let mut layout = Layout::Row;
+    let mut layout = (Layout::Row, false);
     for o in list {
         match o {
             SqlOption::KeyValue { key, value } if ident_name(key) == "layout" => {
@@ -60,12 +61,13 @@ pub(super) fn table_layout(
                     Expr::Identifier(i) => i.value.clone(),
                     other => other.to_string(),
                 };
-                layout = Layout::parse(&text).ok_or_else(|| {
+                let named = Layout::parse(&text).ok_or_else(|| {
                     err(
                         ident_pos(key),
                         format!("layout {text:?}: row, columnar or cells"),
                     )
                 })?;
+                layout = (named, true);
             }
             SqlOption::KeyValue { key, .. } => {
                 return Err(err(
@@ -338,6 +340,7 @@ pub(super) fn create_table(
     let (name, at) = object_name(&ct.name, stmt)?;
     refuse_table_clauses(src, ct, at)?;
     let tail = src.after_parens(at);
+    let (layout, layout_stated) = table_layout(src, &ct.table_options, tail)?;
     let mut t = TableDef {
         name,
         id: 0,
@@ -345,7 +348,8 @@ pub(super) fn create_table(
         columns: Vec::new(),
         primary_key: Vec::new(),
         indexes: Vec::new(),
-        layout: table_layout(src, &ct.table_options, tail)?,
+        layout,
+        layout_stated,
     };
     let mut keys = Keys::default();
     let mut nullable_at: Vec<Option<Pos>> = Vec::new();
