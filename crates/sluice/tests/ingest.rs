@@ -38,7 +38,7 @@ fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
     p
 }
 
-/// `version` lines: `L<level> <number>:<lo>-<hi> [data=<k1>,<k2>...]`; `ingest lo hi` prints
+/// `version` lines: `L<level> <number>:<lo>-<hi> [data=<k1>,<k2>...]`; `ingest lo hi [base=N]` prints
 /// the chosen level and whether a global seqno is needed; `running L lo hi` marks a running
 /// compaction output.
 #[test]
@@ -98,6 +98,14 @@ fn ingest_target_level_golden() {
                 "ingest" => {
                     let p: Vec<&str> = tc.input.split_whitespace().collect();
                     let (lo, hi) = (p[0].as_bytes(), p[1].as_bytes());
+                    // The picker's base level: given, or (for a version under
+                    // `max_bytes_for_level_base`) the first non-empty level below L0, else L6.
+                    let base = p
+                        .get(2)
+                        .and_then(|b| b.strip_prefix("base="))
+                        .map(|b| b.parse().unwrap())
+                        .or_else(|| (1..7).find(|&l| !version.levels[l].is_empty()))
+                        .unwrap_or(6);
                     let mut overlaps = |f: &FileMeta| -> sluice::Result<bool> {
                         Ok(data[&f.number]
                             .iter()
@@ -106,7 +114,8 @@ fn ingest_target_level_golden() {
                     let sluice::IngestPlan {
                         level,
                         needs_seqno: seqno,
-                    } = ingest_target_level(&version, lo, hi, &running, &mut overlaps).unwrap();
+                    } = ingest_target_level(&version, base, lo, hi, &running, &mut overlaps)
+                        .unwrap();
                     format!("level {level} seqno {}\n", if seqno { "new" } else { "0" })
                 }
                 d => panic!("unknown directive {d}"),

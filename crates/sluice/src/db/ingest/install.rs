@@ -175,6 +175,7 @@ impl Inner {
         running: &[RunningOutput],
     ) -> Result<Vec<IngestPlan>> {
         let bottom = NUM_LEVELS - 1;
+        let (_, base) = crate::compaction::picker::level_targets(version, &self.picker_options());
         let mut plans = Vec::with_capacity(files.len());
         for f in files {
             let plan = if opts.ingest_behind {
@@ -203,6 +204,7 @@ impl Inner {
                 };
                 ingest_target_level(
                     version,
+                    base,
                     &f.smallest,
                     &f.largest,
                     running,

@@ -18,8 +18,18 @@ pub struct IngestPlan {
 /// overlaps the file's *data* (`data_overlaps` opens the file to check, bounds alone are not
 /// enough), no file in the target level overlaps its *bounds* (levels ≥ 1 stay disjoint), and
 /// no running compaction writes into the range at or above it.
+///
+/// Only L0 and the levels from `base` (the picker's base level, [`level_targets`]) down are
+/// targets, as in Pebble's `ingestTargetLevel`: the levels between L1 and the base are kept
+/// empty by the picker, so a file put there (one that overlaps the base level) is only merged
+/// down level by level, a rewrite per level. Such a file goes to L0 instead, where one L0
+/// compaction takes it into the base level. Measured in `l0-ingest-random` (200 overlapping
+/// files): the L1→L2→L3→L4 cascade rewrote about 1.1 GB of 7.8 GB written.
+///
+/// [`level_targets`]: crate::compaction::picker::level_targets
 pub fn ingest_target_level(
     v: &Version,
+    base: usize,
     lo: &[u8],
     hi: &[u8],
     running: &[RunningOutput],
@@ -36,7 +46,7 @@ pub fn ingest_target_level(
             break;
         }
         let candidates = v.overlapping(level, Some(lo), Some(hi));
-        if level > 0 && candidates.is_empty() {
+        if level > 0 && level >= base && candidates.is_empty() {
             target = level;
         }
         let mut data = false;
@@ -51,8 +61,10 @@ pub fn ingest_target_level(
             break;
         }
     }
+    // A file in L0 always gets a fresh seqno: L0's sublevels order files by their newest
+    // seqno, and one of 0 would rank it below every L0 file its bounds overlap.
     Ok(IngestPlan {
         level: target,
-        needs_seqno: overlap,
+        needs_seqno: overlap || target == 0,
     })
 }
