@@ -85,6 +85,32 @@ def test_penguins_equal_single_machine(engine_name, tmp_path, request):
     assert not [p for p in (tmp_path / "many").iterdir() if p.name.startswith("sluice-job")]
 
 
+def table_readings(path, name, index):
+    """Every way of reading table `name`: all rows, one column alone, by `index`, in storage
+    order (sorted here), and a point read."""
+    with sluice.open(path, read_only=True) as db:
+        t = db.table(name)
+        return [t.to_arrow().to_pylist(), t.to_arrow(columns=["year"]).to_pylist(),
+                t.to_arrow(index=index).to_pylist(),
+                sorted(map(repr, t.to_arrow(ordered=False).to_pylist())), t.get(4)]
+
+
+@pytest.mark.parametrize("engine_name", ["ray", "spark"])
+def test_a_columnar_table_reads_back_as_the_single_machine_import(engine_name, tmp_path, request):
+    engine = request.getfixturevalue(f"{engine_name}_engine")
+    sql = PENGUINS_SQL.replace(");", ") WITH (layout = 'columnar');", 1)
+    assert "columnar" in sql
+    single_machine(tmp_path / "one", sql, [PENGUINS], header=True, null="NA")
+    s = run(engine, str(tmp_path / "many"), sql, [(str(PENGUINS), ("file", str(PENGUINS)))],
+            text={"header": True, "null": "NA"}, ranges=4)
+    assert s["rows"] == 344
+    assert all(f["level"] == 6 for f in s["files"])
+    one = table_readings(tmp_path / "one", "penguins", "by_species_island")
+    many = table_readings(tmp_path / "many", "penguins", "by_species_island")
+    assert many == one and len(one[0]) == 344 and one[4] is not None
+    assert not [p for p in (tmp_path / "many").iterdir() if p.name.startswith("sluice-job")]
+
+
 @pytest.mark.parametrize("policy", ["first", "last"])
 def test_many_small_files_eight_ranges_duplicates_by_source_order(policy, tmp_path, spark_engine):
     files = item_files(tmp_path)

@@ -64,6 +64,16 @@ fn single_machine(
     batches: &[RecordBatch],
     on_duplicate: OnDuplicate,
 ) -> Result<(), ImportError> {
+    single_machine_with(db, SCHEMA, batches, on_duplicate)
+}
+
+/// [`single_machine`] of `schema_sql`'s table.
+fn single_machine_with(
+    db: &sluice::Db,
+    schema_sql: &str,
+    batches: &[RecordBatch],
+    on_duplicate: OnDuplicate,
+) -> Result<(), ImportError> {
     let schema = batches[0].schema();
     let owned: Vec<Result<RecordBatch, ArrowError>> = batches.iter().cloned().map(Ok).collect();
     let stream = Box::new(RecordBatchIterator::new(owned, schema));
@@ -71,7 +81,7 @@ fn single_machine(
         on_duplicate,
         ..opts()
     };
-    Import::from_arrow(SCHEMA, stream, Some("input".into()), o)?.run(db)?;
+    Import::from_arrow(schema_sql, stream, Some("input".into()), o)?.run(db)?;
     Ok(())
 }
 
@@ -212,20 +222,34 @@ fn distributed(
     batches: &[RecordBatch],
     job: Job,
 ) -> Result<Vec<(u32, sluice::IngestedFile)>, ImportError> {
-    let (plan, encoded, bad) = plan_and_encode(db, batches, job)?;
+    distributed_with(db, dir, SCHEMA, batches, job)
+}
+
+/// [`distributed`] into `schema`'s table.
+fn distributed_with(
+    db: &sluice::Db,
+    dir: &std::path::Path,
+    schema: &str,
+    batches: &[RecordBatch],
+    job: Job,
+) -> Result<Vec<(u32, sluice::IngestedFile)>, ImportError> {
+    let (plan, encoded, bad) = plan_and_encode_with(db, schema, 3, batches, job)?;
     let work = dir.join("work");
     let manifests = build_all(&plan, &encoded, &work, job, Vec::new())?;
     tally(&plan, bad, &manifests)?;
     commit(db, &plan, manifests, &work)
 }
 
+/// Duplicate policies with the id modulus (duplicates when < 2,000) and ranges they run with.
+const POLICIES: [(OnDuplicate, i64, usize); 3] = [
+    (OnDuplicate::Error, i64::MAX, 4),
+    (OnDuplicate::First, 700, 8),
+    (OnDuplicate::Last, 700, 3),
+];
+
 #[test]
 fn equals_single_machine_import_in_every_byte() {
-    for (policy, modulo, ranges) in [
-        (OnDuplicate::Error, i64::MAX, 4),
-        (OnDuplicate::First, 700, 8),
-        (OnDuplicate::Last, 700, 3),
-    ] {
+    for (policy, modulo, ranges) in POLICIES {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         let (dba, dbb) = (open_db(&a, true).unwrap(), open_db(&b, true).unwrap());
@@ -640,4 +664,186 @@ fn zipf_skewed_keys_still_cut_into_even_ranges() {
             max / mean
         );
     }
+}
+
+/// The test table in the columnar layout.
+fn columnar_schema() -> String {
+    SCHEMA.replacen("n BIGINT);", "n BIGINT) WITH (layout = 'columnar');", 1)
+}
+
+/// Every way of reading table t: by primary key, by each index, as JSON, one column alone
+/// (read from its chunks only), and three point reads by primary key.
+fn readings(db: &sluice::Db) -> Vec<Vec<String>> {
+    let mut r = sluice_import::TableReader::open(db, Some("t")).unwrap();
+    let gets = [0i64, 5, 699]
+        .iter()
+        .map(|id| {
+            r.get(&[id.to_string()])
+                .unwrap()
+                .map(|row| r.format_row(&row, sluice_import::OutputFormat::Csv))
+                .unwrap_or_default()
+        })
+        .collect();
+    r.set_columns(Some(&["n".to_string()])).unwrap();
+    let mut n = Vec::new();
+    r.scan(None, None, None, None, |row| {
+        n.push(r.format_row(row, sluice_import::OutputFormat::Csv));
+        Ok(())
+    })
+    .unwrap();
+    vec![
+        common::rows(db, "t", None),
+        common::rows(db, "t", Some("by_grp")),
+        common::rows(db, "t", Some("by_email")),
+        json_rows(db, "t"),
+        n,
+        gets,
+    ]
+}
+
+/// The row groups of table t's column 0 (every group has a chunk of it).
+fn groups_of(db: &sluice::Db) -> Vec<u64> {
+    let t = sluice_import::TableReader::open(db, Some("t"))
+        .unwrap()
+        .table;
+    let mut prefix = t.id.to_be_bytes().to_vec();
+    prefix.extend(sluice_import::schema::COLUMN_INDEX_BASE.to_be_bytes());
+    dump(db)
+        .iter()
+        .filter(|(k, _)| k.starts_with(&prefix))
+        .filter_map(|(k, _)| sluice_import::chunk::chunk_group(k))
+        .collect()
+}
+
+#[test]
+fn a_columnar_table_reads_back_as_the_single_machine_import() {
+    use sluice_import::distributed::groups::RANGE_GROUP_IDS;
+    let schema = columnar_schema();
+    for (policy, modulo, ranges) in POLICIES {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let (dba, dbb) = (open_db(&a, true).unwrap(), open_db(&b, true).unwrap());
+        let input = rows(2000, modulo, true);
+        single_machine_with(&dba, &schema, &input, policy).unwrap();
+        let job = Job {
+            extra_attempt: true,
+            ..Job::new(policy, ranges)
+        };
+        let placed = distributed_with(&dbb, dir.path(), &schema, &input, job).unwrap();
+        assert_eq!(readings(&dba), readings(&dbb), "{policy:?}");
+        let t = sluice_import::TableReader::open(&dbb, Some("t"))
+            .unwrap()
+            .table;
+        assert_eq!(t.layout, sluice_import::Layout::Columnar);
+        // Each range numbered its groups in its own slice of the job's block.
+        let slices: std::collections::BTreeSet<u64> = groups_of(&dbb)
+            .iter()
+            .map(|g| g / RANGE_GROUP_IDS)
+            .collect();
+        assert!(slices.len() >= 2, "{policy:?}: slices {slices:?}");
+        assert!(placed.iter().all(|(_, f)| f.level == Some(6)), "{placed:?}");
+        assert!(!dir.path().join("work").join("sluice-job-job1").exists());
+    }
+}
+
+#[test]
+fn a_columnar_table_with_rows_takes_new_rows_but_refuses_replacing_them() {
+    let schema = columnar_schema();
+    let base = rows(400, i64::MAX, true);
+    let input = rows(2000, 700, true);
+    for job in [
+        Job::new(OnDuplicate::First, 5),
+        Job {
+            max_errors: 10_000,
+            ..Job::new(OnDuplicate::Error, 4)
+        },
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (dba, dbb) = (
+            open_db(dir.path().join("a"), true).unwrap(),
+            open_db(dir.path().join("b"), true).unwrap(),
+        );
+        for db in [&dba, &dbb] {
+            single_machine_with(db, &schema, &base, OnDuplicate::Error).unwrap();
+        }
+        let o = sluice_import::ImportOptions {
+            on_duplicate: job.on_duplicate,
+            max_errors: job.max_errors,
+            ..opts()
+        };
+        let owned: Vec<Result<RecordBatch, ArrowError>> = input.iter().cloned().map(Ok).collect();
+        let stream = Box::new(RecordBatchIterator::new(owned, input[0].schema()));
+        Import::from_arrow(&schema, stream, Some("input".into()), o)
+            .unwrap()
+            .run(&dba)
+            .unwrap();
+        distributed_with(&dbb, dir.path(), &schema, &input, job).unwrap();
+        assert_eq!(readings(&dba), readings(&dbb));
+    }
+    // last into a columnar table with rows: refused when planned, the Db untouched.
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    single_machine_with(&db, &schema, &base, OnDuplicate::Error).unwrap();
+    let before = dump(&db);
+    let e = distributed_with(
+        &db,
+        dir.path(),
+        &schema,
+        &input,
+        Job::new(OnDuplicate::Last, 3),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("cannot replace rows"), "{e}");
+    assert_eq!(dump(&db), before);
+}
+
+#[test]
+fn a_columnar_commit_refuses_group_ids_taken_since_its_plan() {
+    let schema = columnar_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    single_machine_with(&db, &schema, &rows(300, i64::MAX, true), OnDuplicate::Error).unwrap();
+    let input: Vec<RecordBatch> = (1000..1400)
+        .map(|i| one_row(i, &format!("{i}@y")))
+        .collect();
+    let job = Job::new(OnDuplicate::Error, 3);
+    let work = dir.path().join("work");
+    // A plan whose block the stored groups already use (a stale plan): refused at commit,
+    // nothing changed, the job's directory gone.
+    let (plan, encoded, _) = plan_and_encode_with(&db, &schema, 3, &input, job).unwrap();
+    let mut stale = plan.clone();
+    stale.group_base = 0;
+    let manifests = build_all(&stale, &encoded, &work, job, Vec::new()).unwrap();
+    let before = dump(&db);
+    let e = commit(&db, &stale, manifests, &work).unwrap_err();
+    assert!(e.to_string().contains("taken by another import"), "{e}");
+    assert_eq!(dump(&db), before);
+    assert!(!job_dir(&work, "job1").exists());
+    // The plan holds its block: a single-machine import meanwhile numbers its groups past it,
+    // and the job then commits beside it.
+    let meanwhile = one_row(5000, "5000@z");
+    single_machine_with(&db, &schema, &[meanwhile], OnDuplicate::Error).unwrap();
+    let manifests = build_all(&plan, &encoded, &work, job, Vec::new()).unwrap();
+    commit(&db, &plan, manifests, &work).unwrap();
+    let all = common::rows(&db, "t", None);
+    assert_eq!(all.len(), 300 + 400 + 1);
+    assert!(all.iter().any(|r| r.starts_with("5000,")));
+    let groups = groups_of(&db);
+    let unique: std::collections::BTreeSet<_> = groups.iter().collect();
+    assert_eq!(
+        unique.len(),
+        groups.len(),
+        "a group id used twice: {groups:?}"
+    );
+    // Its ranges cannot be exported (chunks are keyed by group, not by primary key).
+    let later = [one_row(7000, "7000@q")];
+    let (plan, encoded, _) = plan_and_encode_with(&db, &schema, 3, &later, job).unwrap();
+    let manifests = build_all(&plan, &encoded, &work, job, Vec::new()).unwrap();
+    let e = export_ranges(&plan, manifests, &work, &dir.path().join("out")).unwrap_err();
+    assert!(e.to_string().contains("cannot be exported"), "{e}");
+    // The cells layout is refused when planned.
+    let cells = SCHEMA.replacen("n BIGINT);", "n BIGINT) WITH (layout = 'cells');", 1);
+    let fresh = open_db(dir.path().join("fresh"), true).unwrap();
+    let e = JobPlan::new(&fresh, &cells, None, OnDuplicate::Error, "c", vec![]).unwrap_err();
+    assert!(e.to_string().contains("cells layout"), "{e}");
 }

@@ -11,14 +11,16 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 use sluice::{Db, IngestOptions, SstWriter, TableOptions};
 
+use super::groups;
 use super::job::job_dir;
 use super::rejects::{over_limit, RowReject};
 use super::JobPlan;
 use crate::catalog;
 use crate::error::{OtherRow, RowPlace};
-use crate::merge::FinalWriter;
+use crate::merge::{column_file_options, FinalWriter};
 use crate::parse::LINE_BITS;
 use crate::pipeline::merge::policy::{row_record, secondary_keys};
+use crate::schema::Layout;
 use crate::ImportError;
 
 /// One SST of a range.
@@ -158,6 +160,13 @@ pub fn build_range(
         TableOptions::default(),
         Arc::new(AtomicU64::new(0)),
     );
+    let columnar = slot == 0 && plan.table.layout == Layout::Columnar;
+    if columnar {
+        // Each row kept becomes its primary entry here and a cell of its group's chunks.
+        let first_group = groups::range_first_group(plan, range)?;
+        let opts = column_file_options(TableOptions::default());
+        w.split_columns(&plan.table, opts, 1, Vec::new(), first_group);
+    }
     let mut res = Resolution {
         plan,
         dropped: Vec::new(),
@@ -224,8 +233,11 @@ pub fn build_range(
     for d in deletions {
         w.delete(d)?;
     }
-    let files = w
-        .finish()?
+    let files = w.finish()?;
+    if columnar {
+        groups::check_range_files(plan, range, &files)?;
+    }
+    let files = files
         .into_iter()
         .map(|f| RangeFile {
             path: f.path,
@@ -435,6 +447,10 @@ fn commit_inner(
     let opts = IngestOptions {
         link_files: true,
         ..IngestOptions::default()
+    };
+    let _hold = match plan.table.layout {
+        Layout::Columnar => Some(groups::hold_for_commit(db, plan)?),
+        _ => None,
     };
     let placed = db.ingest(&paths, &opts)?;
     Ok(slots.into_iter().zip(placed).collect())

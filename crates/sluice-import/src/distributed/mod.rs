@@ -36,11 +36,19 @@
 //! the table's primary and unique indexes by the coordinator (under `last` the primary with its
 //! rows' values), and those entries through the shuffle.
 //!
-//! Not yet: tables without a primary key (their hidden row ids are assigned by one reader),
-//! the columnar layout.
+//! A columnar table: the primary builds write each range's row groups (every column's chunks
+//! and the primary entries naming them) from a slice of group ids the coordinator reserved
+//! ([`groups`]); the secondary indexes are built as for a row table. The commit holds the
+//! table's latch, as `sluice import` does.
+//!
+//! Not yet: tables without a primary key (their hidden row ids are assigned by one reader);
+//! the cells layout; `last` into a columnar table that holds rows (the replaced rows'
+//! positions would need marking and their values reading from chunks: `sluice import` does
+//! it); exporting a columnar table's ranges ([`export_ranges`]).
 
 mod build;
 mod files;
+pub mod groups;
 pub mod job;
 mod output;
 pub mod rejects;
@@ -57,7 +65,7 @@ use crate::arrow_io::parquet::match_columns;
 use crate::catalog;
 use crate::input::Format;
 use crate::parse::{parse_chunk, ArrowBatch, Chunk, FieldMap, ParseConfig};
-use crate::schema::{parse_schema, TableDef};
+use crate::schema::{parse_schema, Layout, TableDef};
 use crate::{ImportError, OnDuplicate};
 
 pub use build::{attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest};
@@ -91,6 +99,10 @@ pub struct JobPlan {
     /// Bad rows (and, under `error`, duplicate keys) tolerated across the job (default 0).
     #[serde(default)]
     pub max_errors: u64,
+    /// A columnar table: the first id of the block of row-group ids the job holds; range `r`
+    /// numbers its groups from `group_base + r ×` [`groups::RANGE_GROUP_IDS`].
+    #[serde(default)]
+    pub group_base: u64,
 }
 
 /// Encoded entries and the rows rejected on the way.
@@ -142,13 +154,23 @@ impl JobPlan {
                 table.name
             )));
         }
-        if table.layout.by_column() {
-            return Err(ImportError::InvalidArgument(format!(
-                "table {}: the columnar layout is not supported by the distributed import yet",
-                table.name
-            )));
-        }
         let existing_rows = !created && has_rows(db, &table)?;
+        let group_base = match table.layout {
+            Layout::Row => 0,
+            Layout::Cells => {
+                return Err(ImportError::InvalidArgument(format!(
+                    "table {}: the cells layout (kept for Dbs made before chunks) is not                      supported by the distributed import",
+                    table.name
+                )))
+            }
+            Layout::Columnar if existing_rows && on_duplicate == OnDuplicate::Last => {
+                return Err(ImportError::InvalidArgument(format!(
+                    "table {}: a distributed import cannot replace rows (on_duplicate last)                      of a columnar table that holds rows yet; use sluice import, or                      on_duplicate error or first",
+                    table.name
+                )))
+            }
+            Layout::Columnar => groups::reserve(db, &table, job_id)?,
+        };
         let on_duplicate = match on_duplicate {
             OnDuplicate::Error => "error",
             OnDuplicate::First => "first",
@@ -165,6 +187,7 @@ impl JobPlan {
             text: TextOptions::default(),
             existing_rows,
             max_errors: 0,
+            group_base,
         })
     }
 

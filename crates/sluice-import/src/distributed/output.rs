@@ -93,6 +93,13 @@ fn export_inner(
     dir: &Path,
     out: &Path,
 ) -> Result<RangesManifest, ImportError> {
+    if plan.table.layout.by_column() {
+        return Err(ImportError::InvalidArgument(format!(
+            "table {}: a columnar table's ranges cannot be exported (its column chunks are \
+             keyed by row group, not by primary key); commit the job into a Db instead",
+            plan.table.name
+        )));
+    }
     let index_path = out.join("ranges.json");
     if index_path.exists() {
         return Err(ImportError::InvalidArgument(format!(

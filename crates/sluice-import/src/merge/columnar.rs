@@ -48,6 +48,17 @@ const ROW_BATCH_BYTES: usize = 4 << 20;
 /// Write buffer of each cell file (a columnar table has one open per column).
 pub const CELL_WRITE_BUFFER: usize = 128 << 10;
 
+/// The table options of a columnar table's column files, from those of its index files:
+/// cells are read by scans (a cursor per column), rarely by point reads, so no filter and
+/// bigger blocks.
+pub fn column_file_options(index: TableOptions) -> TableOptions {
+    TableOptions {
+        bloom_bits_per_key: None,
+        block_size: 16 << 10,
+        ..index
+    }
+}
+
 /// Memory of the cell writers of a table with `columns` columns on `threads` threads: each
 /// column's write buffer, data block (16 KiB) and index block, the row batches in flight
 /// (one filling, up to two queued per thread, one being read), and each thread's batch

@@ -17,7 +17,9 @@ mod final_writer;
 mod runs;
 mod sources;
 
-pub use columnar::{cell_writers_memory, chunk_writers_memory, CellFiles, CELL_WRITE_BUFFER};
+pub use columnar::{
+    cell_writers_memory, chunk_writers_memory, column_file_options, CellFiles, CELL_WRITE_BUFFER,
+};
 pub use final_writer::FinalWriter;
 pub use runs::{
     merge_fan_in, open_files_for_runs, reduce_runs, run_table_options, write_run, RUN_READ_COST,

@@ -64,13 +64,8 @@ impl Import {
                 self.merge_checkpoint(plan, ctx, indexes, slot + 1, counters, checkpoints)?;
                 continue;
             }
-            let cell_opts = (slot == 0 && columnar).then(|| TableOptions {
-                // Cells are read by scans (a cursor per column), rarely by point reads: no
-                // filter, bigger blocks.
-                bloom_bits_per_key: None,
-                block_size: 16 << 10,
-                ..self.final_options()
-            });
+            let cell_opts = (slot == 0 && columnar)
+                .then(|| crate::merge::column_file_options(self.final_options()));
             // Bounded fan-in: at most `fan_in` runs are read at once by each merge thread.
             let (fan_in, merge_threads) =
                 merge_fan_in(plan.merge_memory, open_files_for_runs(), self.opts.threads);
