@@ -654,7 +654,9 @@ def main():
                 "sluice": str(sluice_bin()), "dir": str(args.dir), "nproc": os.cpu_count()}
     if ONLINE in args.workloads:
         settings.update({"online: baseline s": args.online_seconds,
-                         "online: import threads": args.online_threads,
+                         "online: import threads": f"{args.online_threads} asked (Sluice "
+                         "under SCHED_IDLE uses at most all cores but one: "
+                         "ImportOptions::worker_threads)",
                          "online: Sluice import priority": ("SCHED_IDLE" if args.online_idle
                          else (f"nice {args.online_nice}" if args.online_nice >= 0 else "none"))
                          + (f", writes paced to {args.online_write_rate}/s"

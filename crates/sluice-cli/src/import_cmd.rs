@@ -108,7 +108,8 @@ pub struct ImportArgs {
     nice: Option<i32>,
     /// Run the import's threads under SCHED_IDLE (Linux): only when no other thread wants a
     /// CPU, preempted at once by any other (beside a serving workload: keeps its latency;
-    /// can starve the import on a machine that is never idle). Overrides --nice.
+    /// can starve the import on a machine that is never idle), on at most all cores but one
+    /// (--threads is capped). Overrides --nice.
     #[arg(long)]
     idle: bool,
     /// Write the import's files no faster than this many bytes a second, all threads

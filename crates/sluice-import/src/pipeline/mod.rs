@@ -219,6 +219,8 @@ impl Import {
             Some((s, n)) => (Some(s), Some(n.unwrap_or_else(|| "arrow".into()))),
             None => (None, None),
         };
+        let mut opts = opts;
+        opts.threads = opts.worker_threads();
         Ok(Import {
             tables,
             files,
