@@ -808,21 +808,36 @@ fn a_columnar_commit_refuses_group_ids_taken_since_its_plan() {
         .collect();
     let job = Job::new(OnDuplicate::Error, 3);
     let work = dir.path().join("work");
-    // A plan whose block the stored groups already use (a stale plan): refused at commit,
-    // nothing changed, the job's directory gone.
+    // A plan whose block the stored groups already use (a stale copy under another job id):
+    // refused at commit, nothing changed, its job directory gone.
     let (plan, encoded, _) = plan_and_encode_with(&db, &schema, 3, &input, job).unwrap();
     let mut stale = plan.clone();
     stale.group_base = 0;
+    stale.job_id = "stale".into();
     let manifests = build_all(&stale, &encoded, &work, job, Vec::new()).unwrap();
     let before = dump(&db);
     let e = commit(&db, &stale, manifests, &work).unwrap_err();
     assert!(e.to_string().contains("taken by another import"), "{e}");
     assert_eq!(dump(&db), before);
-    assert!(!job_dir(&work, "job1").exists());
-    // The plan holds its block: a single-machine import meanwhile numbers its groups past it,
-    // and the job then commits beside it.
+    assert!(!job_dir(&work, "stale").exists());
+    // The plan holds its block: a single-machine import meanwhile numbers its groups past it.
+    // It changed the table the job checked its keys against, so the job's commit is refused,
+    // the Db as the import left it.
     let meanwhile = one_row(5000, "5000@z");
     single_machine_with(&db, &schema, &[meanwhile], OnDuplicate::Error).unwrap();
+    let past = plan.group_base + sluice_import::chunk::IDS_PER_IMPORT;
+    assert!(
+        groups_of(&db).iter().any(|&g| g >= past),
+        "{:?}",
+        groups_of(&db)
+    );
+    let manifests = build_all(&plan, &encoded, &work, job, Vec::new()).unwrap();
+    let before = dump(&db);
+    let e = commit(&db, &plan, manifests, &work).unwrap_err();
+    assert!(e.to_string().contains("was changed"), "{e}");
+    assert_eq!(dump(&db), before);
+    // Run again (planned afresh), the job commits beside the import's rows.
+    let (plan, encoded, _) = plan_and_encode_with(&db, &schema, 3, &input, job).unwrap();
     let manifests = build_all(&plan, &encoded, &work, job, Vec::new()).unwrap();
     commit(&db, &plan, manifests, &work).unwrap();
     let all = common::rows(&db, "t", None);
@@ -835,6 +850,16 @@ fn a_columnar_commit_refuses_group_ids_taken_since_its_plan() {
         groups.len(),
         "a group id used twice: {groups:?}"
     );
+    // Planned twice in one process (a rerun of the job): the second plan gets the block
+    // back, so a plan saved by the first run still commits.
+    let first = plan_and_encode_with(&db, &schema, 3, &[one_row(6000, "6000@q")], job).unwrap();
+    let second = plan_and_encode_with(&db, &schema, 3, &[one_row(6000, "6000@q")], job).unwrap();
+    assert_eq!(first.0.group_base, second.0.group_base);
+    let manifests = build_all(&first.0, &first.1, &work, job, Vec::new()).unwrap();
+    commit(&db, &first.0, manifests, &work).unwrap();
+    assert!(common::rows(&db, "t", None)
+        .iter()
+        .any(|r| r.starts_with("6000,")));
     // Its ranges cannot be exported (chunks are keyed by group, not by primary key).
     let later = [one_row(7000, "7000@q")];
     let (plan, encoded, _) = plan_and_encode_with(&db, &schema, 3, &later, job).unwrap();

@@ -434,13 +434,11 @@ fn commit_inner(
             slots.push(*slot);
         }
     }
-    if let Some(path) = catalog_sst(plan, dir)? {
-        paths.push(path);
-        slots.push(u32::MAX);
-    }
-    if paths.is_empty() {
+    if paths.is_empty() && !plan.created {
         return Ok(Vec::new());
     }
+    paths.push(catalog_sst(plan, dir)?);
+    slots.push(u32::MAX);
     // Files from other processes or machines: every block is verified. They are handed over
     // (the job's directory goes next), so they are hard-linked into the Db where they share
     // its filesystem, copied where they do not.
@@ -452,6 +450,7 @@ fn commit_inner(
         Layout::Columnar => Some(groups::hold_for_commit(db, plan)?),
         _ => None,
     };
+    check_table_unchanged(db, plan)?;
     let placed = db.ingest(&paths, &opts)?;
     Ok(slots.into_iter().zip(placed).collect())
 }
@@ -491,11 +490,36 @@ pub(super) fn choose_manifests(
     Ok(chosen)
 }
 
-/// The catalog entry of a table the job creates, as an SST under the job's directory.
-pub(super) fn catalog_sst(plan: &JobPlan, dir: &Path) -> Result<Option<PathBuf>, ImportError> {
-    if !plan.created {
-        return Ok(None);
+/// The table as the job's plan saw it ([`JobPlan::table_seqno`]): a table the job creates
+/// that exists now, or an existing table whose entries or catalog entry moved since (the
+/// builds checked duplicates against what was stored then), refuses the commit.
+fn check_table_unchanged(db: &Db, plan: &JobPlan) -> Result<(), ImportError> {
+    let now = catalog::load(db)?;
+    let t = &plan.table;
+    let changed = match (plan.created, catalog::find(&now, &t.name)) {
+        (true, Some(_)) => Some("was created by another import"),
+        (true, None) => now
+            .iter()
+            .any(|o| o.id == t.id)
+            .then_some("has its id taken by another table"),
+        (false, None) => Some("was dropped"),
+        (false, Some(_)) => (crate::pipeline::checkpoint::table_seqno(db, t)? != plan.table_seqno)
+            .then_some("was changed (rows imported, replaced or deleted)"),
+    };
+    match changed {
+        Some(what) => Err(ImportError::InvalidArgument(format!(
+            "table {} {what} since job {} was planned, so its files were not committed and \
+             nothing was changed; run the job again under a new job id",
+            t.name, plan.job_id
+        ))),
+        None => Ok(()),
     }
+}
+
+/// The table's catalog entry, as an SST under the job's directory: a table the job creates
+/// gets it, an existing one gets it again, as from every import (it moves the table's newest
+/// seqno, which an interrupted `sluice import` of the table checks before it resumes).
+pub(super) fn catalog_sst(plan: &JobPlan, dir: &Path) -> Result<PathBuf, ImportError> {
     let path = attempt_dir(dir, &plan.job_id, "commit").join("catalog.sst");
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
@@ -505,5 +529,5 @@ pub(super) fn catalog_sst(plan: &JobPlan, dir: &Path) -> Result<Option<PathBuf>,
         &catalog::table_key(&plan.table.name),
         &catalog::table_value(&plan.table),
     )?;
-    Ok(Some(w.finish()?.path))
+    Ok(w.finish()?.path)
 }

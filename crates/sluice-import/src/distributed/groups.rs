@@ -46,11 +46,15 @@ static HELD: Mutex<BTreeMap<(PathBuf, String), GroupIds>> = Mutex::new(BTreeMap:
 /// Plans job `job_id` into columnar table `t`: reserves a block of group ids and holds it
 /// until the job's commit. Returns the block's first id.
 pub(super) fn reserve(db: &Db, t: &TableDef, job_id: &str) -> Result<u64, ImportError> {
+    let key = (db.path().to_path_buf(), job_id.to_string());
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    // A job planned again (a rerun in this process) lets its earlier block go first, so it
+    // gets the same block back while nothing was stored past it: the block its saved plan
+    // names.
+    drop(held.remove(&key));
     let ids = reserve_group_ids(db, t, 0)?;
     let start = ids.start;
-    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    // A job planned again (a resumed job) lets its earlier block go.
-    held.insert((db.path().to_path_buf(), job_id.to_string()), ids);
+    held.insert(key, ids);
     Ok(start)
 }
 
@@ -106,14 +110,13 @@ pub(super) fn hold_for_commit(db: &Db, plan: &JobPlan) -> Result<CommitHold, Imp
     let t = &plan.table;
     let latch = TableLatch::for_import(db, t);
     let key = (db.path().to_path_buf(), plan.job_id.clone());
-    let mine = {
-        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        // Another plan of the same job id (a stale copy) keeps the block it holds.
-        match held.get(&key) {
-            Some(ids) if ids.start == plan.group_base => held.remove(&key),
-            _ => None,
-        }
-    };
+    // The block this job's latest plan holds; one not the plan's (the job planned again
+    // since, with ids stored meanwhile) goes before the plan's block is reserved again.
+    let mine = HELD
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&key)
+        .filter(|ids| ids.start == plan.group_base);
     let ids = match mine {
         Some(ids) => ids,
         None => reserve_group_ids(db, t, plan.group_base)?,

@@ -103,6 +103,11 @@ pub struct JobPlan {
     /// numbers its groups from `group_base + r ×` [`groups::RANGE_GROUP_IDS`].
     #[serde(default)]
     pub group_base: u64,
+    /// An existing table: the newest seqno of its entries and catalog entry when the job was
+    /// planned. The commit refuses if it moved (another import or a delete changed the table
+    /// the builds checked their rows against).
+    #[serde(default)]
+    pub table_seqno: u64,
 }
 
 /// Encoded entries and the rows rejected on the way.
@@ -159,17 +164,24 @@ impl JobPlan {
             Layout::Row => 0,
             Layout::Cells => {
                 return Err(ImportError::InvalidArgument(format!(
-                    "table {}: the cells layout (kept for Dbs made before chunks) is not                      supported by the distributed import",
+                    "table {}: the cells layout (kept for Dbs made before chunks) is not \
+                     supported by the distributed import",
                     table.name
                 )))
             }
             Layout::Columnar if existing_rows && on_duplicate == OnDuplicate::Last => {
                 return Err(ImportError::InvalidArgument(format!(
-                    "table {}: a distributed import cannot replace rows (on_duplicate last)                      of a columnar table that holds rows yet; use sluice import, or                      on_duplicate error or first",
+                    "table {}: a distributed import cannot replace rows (on_duplicate last) \
+                     of a columnar table that holds rows yet; use sluice import, or \
+                     on_duplicate error or first",
                     table.name
                 )))
             }
             Layout::Columnar => groups::reserve(db, &table, job_id)?,
+        };
+        let table_seqno = match created {
+            true => 0,
+            false => crate::pipeline::checkpoint::table_seqno(db, &table)?,
         };
         let on_duplicate = match on_duplicate {
             OnDuplicate::Error => "error",
@@ -188,6 +200,7 @@ impl JobPlan {
             existing_rows,
             max_errors: 0,
             group_base,
+            table_seqno,
         })
     }
 

@@ -147,13 +147,16 @@ fn export_inner(
             files,
         });
     }
-    let catalog = match catalog_sst(plan, dir)? {
-        Some(p) => {
+    // The catalog entry of a table the job creates (the stores that take the sets hold the
+    // entry of an existing one already).
+    let catalog = match plan.created {
+        true => {
+            let p = catalog_sst(plan, dir)?;
             move_file(&p, &out.join("catalog/catalog.sst"))?;
             dirs.insert(out.join("catalog"));
             Some("catalog/catalog.sst".to_string())
         }
-        None => None,
+        false => None,
     };
     let manifest = RangesManifest {
         job_id: plan.job_id.clone(),

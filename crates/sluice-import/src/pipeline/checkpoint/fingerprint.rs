@@ -96,7 +96,7 @@ impl Import {
 /// its catalog entry (which every import into the table writes again, see
 /// `Import::write_catalog`: data files ingested at seqno 0 — they overlapped nothing — do not
 /// move the first, the catalog entry's file always overlaps the entry before it).
-fn table_seqno(db: &Db, table: &TableDef) -> Result<u64, ImportError> {
+pub(crate) fn table_seqno(db: &Db, table: &TableDef) -> Result<u64, ImportError> {
     let lo = table.id.to_be_bytes();
     let hi = crate::keycode::prefix_successor(&lo).unwrap_or_else(|| vec![0xff; 9]);
     let entry = crate::catalog::table_key(&table.name);

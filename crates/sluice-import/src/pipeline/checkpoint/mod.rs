@@ -64,7 +64,7 @@ use serde::{Deserialize, Serialize};
 use sluice::SstFileInfo;
 
 use fingerprint::difference;
-pub(crate) use fingerprint::Fingerprint;
+pub(crate) use fingerprint::{table_seqno, Fingerprint};
 pub(crate) use merge_state::{load_merge_state, MergingCk};
 use merge_state::{store_merge_state, Crcs};
 use policy_file::store_policy;
