@@ -109,6 +109,12 @@ def test_a_columnar_table_reads_back_as_the_single_machine_import(engine_name, t
     many = table_readings(tmp_path / "many", "penguins", "by_species_island")
     assert many == one and len(one[0]) == 344 and one[4] is not None
     assert not [p for p in (tmp_path / "many").iterdir() if p.name.startswith("sluice-job")]
+    # Range sets of a columnar table are refused before any task runs.
+    with pytest.raises(ValueError, match="cannot be exported"):
+        run(engine, str(tmp_path / "other"), sql, [(str(PENGUINS), ("file", str(PENGUINS)))],
+            text={"header": True, "null": "NA"}, ranges=4, output="files",
+            out_dir=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("policy", ["first", "last"])

@@ -401,6 +401,11 @@ def run(
         plan = _sluice.plan_job(
             raw, schema_sql, job, names, table, on_duplicate, text or {}, max_errors
         )
+        if output == "files" and str(json.loads(plan)["table"].get("layout")).lower() == "columnar":
+            raise ValueError(
+                "output='files': a columnar table's ranges cannot be exported (its column chunks "
+                "are keyed by row group, not by primary key); commit the job into a Db instead"
+            )
         options = json.dumps({
             "ranges": ranges,
             "sample_every": sample_every,
