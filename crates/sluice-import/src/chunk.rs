@@ -268,9 +268,11 @@ impl Drop for GroupIds {
 /// an earlier attempt's checkpointed files hold). Imports one after another get the same ids
 /// as before; imports at once, disjoint ones.
 pub fn reserve_group_ids(db: &Db, t: &TableDef, at_least: u64) -> Result<GroupIds, sluice::Error> {
-    let stored = next_group_id(db, t)?;
     let key = (db.path().to_path_buf(), t.id);
     let mut m = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    // Read under the lock: a block let go after its groups were ingested (an import's or a
+    // distributed job's) is then either still held here or already stored, never neither.
+    let stored = next_group_id(db, t)?;
     let held = &mut m.entry(key.clone()).or_default().id_blocks;
     let past_held = held
         .iter()

@@ -503,7 +503,8 @@ fn check_table_unchanged(db: &Db, plan: &JobPlan) -> Result<(), ImportError> {
             .any(|o| o.id == t.id)
             .then_some("has its id taken by another table"),
         (false, None) => Some("was dropped"),
-        (false, Some(_)) => (crate::pipeline::checkpoint::table_seqno(db, t)? != plan.table_seqno)
+        // Newer only (a compaction dropping the table's newest entries lowers it).
+        (false, Some(_)) => (crate::pipeline::checkpoint::table_seqno(db, t)? > plan.table_seqno)
             .then_some("was changed (rows imported, replaced or deleted)"),
     };
     match changed {

@@ -159,6 +159,12 @@ impl JobPlan {
                 table.name
             )));
         }
+        // Read before the stored rows are looked at: a write between the two then shows at
+        // the commit as a newer seqno.
+        let table_seqno = match created {
+            true => 0,
+            false => crate::pipeline::checkpoint::table_seqno(db, &table)?,
+        };
         let existing_rows = !created && has_rows(db, &table)?;
         let group_base = match table.layout {
             Layout::Row => 0,
@@ -178,10 +184,6 @@ impl JobPlan {
                 )))
             }
             Layout::Columnar => groups::reserve(db, &table, job_id)?,
-        };
-        let table_seqno = match created {
-            true => 0,
-            false => crate::pipeline::checkpoint::table_seqno(db, &table)?,
         };
         let on_duplicate = match on_duplicate {
             OnDuplicate::Error => "error",

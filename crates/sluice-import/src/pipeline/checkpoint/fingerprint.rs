@@ -169,7 +169,10 @@ pub(crate) fn difference(then: &Fingerprint, now: &Fingerprint) -> Option<String
                 .into(),
         );
     }
-    if then.table_seqno != now.table_seqno
+    // Newer only: a write takes a sequence number above every stored one, while a compaction
+    // that drops the table's newest entries (a deletion at the bottom level, with what it
+    // hid) lowers the newest one without changing the table.
+    if now.table_seqno > then.table_seqno
         || then.existing_rows != now.existing_rows
         || then.rowid_base != now.rowid_base
     {
