@@ -31,6 +31,7 @@ use super::JobPlan;
 use crate::chunk::{
     chunk_group, chunk_key, reserve_group_ids, GroupIds, TableLatch, IDS_PER_IMPORT,
 };
+use crate::keycode::prefix;
 use crate::schema::{TableDef, COLUMN_INDEX_BASE};
 use crate::ImportError;
 
@@ -70,31 +71,26 @@ pub(super) fn range_first_group(plan: &JobPlan, range: u32) -> Result<u64, Impor
     Ok(plan.group_base + u64::from(range) * RANGE_GROUP_IDS)
 }
 
-/// Invariant 3: every chunk file of `range` names groups of its slice only.
+/// Invariant 3: every chunk file of `range` names groups of its slice only. Every group has a
+/// chunk of column 0, so the last key of column 0's files names the range's highest group.
 pub(super) fn check_range_files(
     plan: &JobPlan,
     range: u32,
     files: &[SstFileInfo],
 ) -> Result<(), ImportError> {
     let first = range_first_group(plan, range)?;
-    for f in files {
-        let index = f
-            .largest_key
-            .get(4..8)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_be_bytes);
-        if index.is_none_or(|i| i < COLUMN_INDEX_BASE) {
-            continue;
-        }
-        if let Some(g) = chunk_group(&f.largest_key) {
-            if g >= first + RANGE_GROUP_IDS {
-                return Err(ImportError::InvalidArgument(format!(
-                    "table {}: range {range} holds more than {RANGE_GROUP_IDS} row groups; \
-                     cut the job into more ranges",
-                    plan.table.name
-                )));
-            }
-        }
+    let column0 = prefix(plan.table.id, COLUMN_INDEX_BASE);
+    let highest = files
+        .iter()
+        .filter(|f| f.largest_key.starts_with(&column0))
+        .filter_map(|f| chunk_group(&f.largest_key))
+        .max();
+    if highest.is_some_and(|g| g >= first + RANGE_GROUP_IDS) {
+        return Err(ImportError::InvalidArgument(format!(
+            "table {}: range {range} holds more than {RANGE_GROUP_IDS} row groups; cut the job \
+             into more ranges",
+            plan.table.name
+        )));
     }
     Ok(())
 }
