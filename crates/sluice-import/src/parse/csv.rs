@@ -3,7 +3,10 @@
 use crate::input::count_line_ends;
 use crate::types::Value;
 
-use super::{expected_fields, reject, src_pos, Chunk, ChunkOutput, Encoder, ParseConfig, Written};
+use super::{
+    expected_fields, null_row, recycle, reject, src_pos, Chunk, ChunkOutput, Encoder, ParseConfig,
+    Written,
+};
 
 /// Bytes that end a CSV record (csv-core takes CR, LF and CRLF).
 pub(super) fn is_terminator(c: u8) -> bool {
@@ -59,6 +62,7 @@ pub(super) fn parse_csv(
     // Unescaped fields of one record and their ends; grown on demand.
     let mut buf = vec![0u8; data.len().clamp(1, 1 << 16)];
     let mut ends = vec![0usize; chunk.map.fields.len().max(1) + 1];
+    let mut spare: Vec<Value<'static>> = Vec::new();
     let mut pos = 0usize;
     let mut line = chunk.first_line;
     loop {
@@ -128,7 +132,7 @@ pub(super) fn parse_csv(
             if nend != chunk.map.fields.len() {
                 return Err(expected_fields(&chunk.map, nend));
             }
-            let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+            let mut values: Vec<Value<'_>> = null_row(&mut spare, ncols);
             let mut start = 0;
             for (f, &end) in ends[..nend].iter().enumerate() {
                 let col = chunk.map.fields[f];
@@ -147,7 +151,9 @@ pub(super) fn parse_csv(
                 };
                 values[col] = enc.field(col, field, how)?;
             }
-            enc.emit(&mut values, chunk.offset + rec_start as u64, src, out)
+            let r = enc.emit(&mut values, chunk.offset + rec_start as u64, src, out);
+            spare = recycle(values);
+            r
         })();
         if let Err(e) = result {
             out.rejects.push(reject(cfg, chunk, rec_line, e, raw));

@@ -75,10 +75,10 @@ pub(super) fn json_value<'a>(
             let s: JsonStr<'a> = serde_json::from_str(text)
                 .map_err(|e| row_error(Some(&c.name), format!("bad JSON string: {e}")))?;
             match s.0 {
-                Cow::Borrowed(b) => enc.field(col, b.as_bytes(), Written::Text),
-                Cow::Owned(o) => enc
+                Cow::Borrowed(b) => Ok(enc.field(col, b.as_bytes(), Written::Text)?),
+                Cow::Owned(o) => Ok(enc
                     .field(col, o.as_bytes(), Written::Text)
-                    .map(Value::into_owned),
+                    .map(Value::into_owned)?),
             }
         }
         Some(b'{' | b'[') => Err(row_error(
@@ -89,7 +89,7 @@ pub(super) fn json_value<'a>(
             ),
         )),
         // A number or true/false: its text exactly as written.
-        _ => enc.field(col, text.as_bytes(), Written::Literal),
+        _ => Ok(enc.field(col, text.as_bytes(), Written::Literal)?),
     }
 }
 

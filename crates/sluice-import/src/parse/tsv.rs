@@ -4,7 +4,8 @@ use crate::input::next_line;
 use crate::types::Value;
 
 use super::{
-    expected_fields, reject, row_error, src_pos, Chunk, ChunkOutput, Encoder, ParseConfig, Written,
+    expected_fields, null_row, recycle, reject, row_error, src_pos, Chunk, ChunkOutput, Encoder,
+    ParseConfig, Written,
 };
 
 /// Undoes TSV backslash escapes into `out`; returns false on an unknown escape.
@@ -53,6 +54,7 @@ pub(super) fn parse_tsv(
     let mut pos = 0usize;
     let mut scratch: Vec<u8> = Vec::new();
     let mut bounds: Vec<(usize, usize, bool)> = Vec::new();
+    let mut spare: Vec<Value<'static>> = Vec::new();
     let data = &chunk.data;
     while pos < data.len() {
         let (content_end, end) = next_line(data, pos);
@@ -111,14 +113,16 @@ pub(super) fn parse_tsv(
                 return Err(expected_fields(&chunk.map, bounds.len()));
             }
             let text: &[u8] = if escaped { &scratch } else { rec };
-            let mut values: Vec<Value<'_>> = vec![Value::Null; ncols];
+            let mut values: Vec<Value<'_>> = null_row(&mut spare, ncols);
             for (f, &(s, e, is_null)) in bounds.iter().enumerate() {
                 let col = chunk.map.fields[f];
                 if !is_null {
                     values[col] = enc.field(col, &text[s..e], Written::Text)?;
                 }
             }
-            enc.emit(&mut values, offset, src, out)
+            let r = enc.emit(&mut values, offset, src, out);
+            spare = recycle(values);
+            r
         })();
         if let Err(e) = result {
             out.rejects.push(reject(cfg, chunk, line, e, raw_record));

@@ -251,6 +251,42 @@ fn number_error(b: &[u8], ty: &ColumnType, e: NumberError) -> TypeError {
 /// assert!(parse_value(&ColumnType::Double, b"1e400").is_err());
 /// ```
 pub fn parse_value<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeError> {
+    match parse_value_fast(ty, b) {
+        Some(v) => Ok(v),
+        None => parse_value_slow(ty, b),
+    }
+}
+
+/// The common cases of [`parse_value`], without its error path: a plain decimal integer in
+/// range of an integer column, and text within its length limit. `None`: anything else, for
+/// [`parse_value`] to parse or to explain. A value this returns is the one `parse_value`
+/// returns (it calls the same parser, with no spaces to trim).
+///
+/// This runs once per field of an import (105 million times for 1M `hits` rows): returning a
+/// small `Option` where the full path returns a `Result` carrying an error's strings, and
+/// inlined into the parser's loop, it saves the copy and test of that result per field.
+#[inline]
+pub(crate) fn parse_value_fast<'a>(ty: &ColumnType, b: &'a [u8]) -> Option<Value<'a>> {
+    match ty {
+        ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
+            let v = number::parse_int(b)?;
+            let (lo, hi) = ty.int_range()?;
+            (lo..=hi).contains(&v).then_some(Value::Int(v))
+        }
+        ColumnType::Text { max_chars } => {
+            let s = std::str::from_utf8(b).ok()?;
+            // Bytes bound characters: a string of at most `n` bytes has at most `n` chars.
+            match max_chars {
+                Some(n) if s.len() > *n as usize => None,
+                _ => Some(Value::Text(std::borrow::Cow::Borrowed(s))),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// [`parse_value`] for every form and every error.
+fn parse_value_slow<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeError> {
     let t = trim(b);
     match ty {
         ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => parse_integer(t, ty)
@@ -582,5 +618,30 @@ mod tests {
             refused(&ColumnType::Date, "2024-13-01"),
             "\"2024-13-01\" is not a DATE"
         );
+    }
+
+    proptest::proptest! {
+        /// Whenever the fast path gives a value, the full parser gives the same one: fields
+        /// near the integer types' limits, with signs, spaces, leading zeros, fractions and
+        /// exponents, and text over and under its character limit (multi-byte characters).
+        #[test]
+        fn the_fast_path_agrees_with_the_full_parser(
+            field in "[ +-]?[0-9]{0,21}(\\.[0-9]{0,2})?(e[0-9])? ?|[a-zé€ ]{0,12}",
+            limit in proptest::option::of(0u32..10),
+        ) {
+            let types = [
+                ColumnType::SmallInt,
+                ColumnType::Int,
+                ColumnType::BigInt,
+                ColumnType::Text { max_chars: limit },
+                ColumnType::Double,
+                ColumnType::Date,
+            ];
+            for ty in &types {
+                if let Some(v) = parse_value_fast(ty, field.as_bytes()) {
+                    proptest::prop_assert_eq!(Ok(v), parse_value_slow(ty, field.as_bytes()));
+                }
+            }
+        }
     }
 }
