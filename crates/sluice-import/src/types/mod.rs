@@ -257,10 +257,9 @@ pub fn parse_value<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeEr
     }
 }
 
-/// The common cases of [`parse_value`], without its error path: a plain decimal integer in
-/// range of an integer column, and text within its length limit. `None`: anything else, for
-/// [`parse_value`] to parse or to explain. A value this returns is the one `parse_value`
-/// returns (it calls the same parser, with no spaces to trim).
+/// [`parse_value`]'s successes, without its error path: `None` for a field it refuses (or
+/// BYTES, which may need decoding), for [`parse_value`] to explain. A value this returns is
+/// the one `parse_value` returns: it calls the same parsers on the same trimmed bytes.
 ///
 /// This runs once per field of an import (105 million times for 1M `hits` rows): returning a
 /// small `Option` where the full path returns a `Result` carrying an error's strings, and
@@ -269,7 +268,11 @@ pub fn parse_value<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeEr
 pub(crate) fn parse_value_fast<'a>(ty: &ColumnType, b: &'a [u8]) -> Option<Value<'a>> {
     match ty {
         ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
-            let v = number::parse_int(b)?;
+            // The plain form first (no spaces to trim, no fraction or exponent).
+            let v = match number::parse_int(b) {
+                Some(v) => v,
+                None => parse_integer(trim(b), ty).ok()?,
+            };
             let (lo, hi) = ty.int_range()?;
             (lo..=hi).contains(&v).then_some(Value::Int(v))
         }
@@ -277,11 +280,18 @@ pub(crate) fn parse_value_fast<'a>(ty: &ColumnType, b: &'a [u8]) -> Option<Value
             let s = std::str::from_utf8(b).ok()?;
             // Bytes bound characters: a string of at most `n` bytes has at most `n` chars.
             match max_chars {
-                Some(n) if s.len() > *n as usize => None,
+                Some(n) if s.len() > *n as usize && s.chars().count() > *n as usize => None,
                 _ => Some(Value::Text(std::borrow::Cow::Borrowed(s))),
             }
         }
-        _ => None,
+        ColumnType::Double => parse_double(trim(b)).ok().map(Value::Double),
+        ColumnType::Decimal { precision, scale } => parse_decimal(trim(b), *precision, *scale)
+            .ok()
+            .map(Value::Decimal),
+        ColumnType::Bool => parse_bool(trim(b)).map(Value::Bool),
+        ColumnType::Date => parse_date(trim(b)).map(Value::Date),
+        ColumnType::Timestamp => parse_timestamp(trim(b)).ok().map(Value::Timestamp),
+        ColumnType::Bytes => None,
     }
 }
 
@@ -626,7 +636,11 @@ mod tests {
         /// exponents, and text over and under its character limit (multi-byte characters).
         #[test]
         fn the_fast_path_agrees_with_the_full_parser(
-            field in "[ +-]?[0-9]{0,21}(\\.[0-9]{0,2})?(e[0-9])? ?|[a-zé€ ]{0,12}",
+            field in concat!(
+                "[ +-]?[0-9]{0,21}(\\.[0-9]{0,2})?(e[0-9])? ?|[a-zé€ ]{0,12}|[tTfF]|true|no|",
+                " ?[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}( [0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?)? ?|",
+                " ?20[0-9]{2}-[01][0-9]-[0-2][1-9]( [0-2][0-9]:[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?)? ?",
+            ),
             limit in proptest::option::of(0u32..10),
         ) {
             let types = [
@@ -635,10 +649,22 @@ mod tests {
                 ColumnType::BigInt,
                 ColumnType::Text { max_chars: limit },
                 ColumnType::Double,
+                ColumnType::Decimal { precision: 20, scale: 2 },
+                ColumnType::Decimal { precision: 3, scale: 0 },
+                ColumnType::Bool,
                 ColumnType::Date,
+                ColumnType::Timestamp,
             ];
             for ty in &types {
-                if let Some(v) = parse_value_fast(ty, field.as_bytes()) {
+                let fast = parse_value_fast(ty, field.as_bytes());
+                if matches!(ty, ColumnType::Timestamp) && field.len() == 19 {
+                    // Most generated timestamps are valid ones: the fast path must take them.
+                    proptest::prop_assert_eq!(
+                        fast.is_some(),
+                        parse_value_slow(ty, field.as_bytes()).is_ok()
+                    );
+                }
+                if let Some(v) = fast {
                     proptest::prop_assert_eq!(Ok(v), parse_value_slow(ty, field.as_bytes()));
                 }
             }
