@@ -467,6 +467,52 @@ fn a_checkpoint_of_another_import_is_refused_and_kept() {
     assert!(leftovers(&tmp).is_empty());
 }
 
+/// The layout counts as the table's, not as typed: an import into a columnar table that named
+/// no layout resumes with `--layout columnar` added (the same table, the same result); a new
+/// table's layout is what the first run chose, so a resume naming another one is refused.
+#[test]
+fn a_resume_naming_the_layout_the_table_has_goes_on() {
+    use sluice_import::Layout;
+    let (dir, dbdir, tmp, a, o) = setup();
+    let files = vec![a];
+    let db = open_db(&dbdir, true).unwrap();
+    let s0 = write(dir.path(), "s0.csv", b"5000,1,s0@x,s\n");
+    let columnar = ImportOptions {
+        layout: Some(Layout::Columnar),
+        ..opts()
+    };
+    import(&db, SCHEMA, vec![s0.clone()], columnar.clone()).unwrap();
+    db.close().unwrap();
+    let unnamed = ImportOptions { layout: None, ..o };
+    let db = interrupted(&dbdir, &tmp, &files, &unnamed);
+    let named = ImportOptions {
+        layout: Some(Layout::Columnar),
+        ..unnamed.clone()
+    };
+    resume_ok(&db, &files, &named);
+    // The same rows as an uninterrupted import of both files into a columnar table.
+    let want_db = open_db(dir.path().join("want"), true).unwrap();
+    import(&want_db, SCHEMA, vec![s0], columnar).unwrap();
+    import(
+        &want_db,
+        SCHEMA,
+        files.clone(),
+        opts_like(&unnamed, dir.path()),
+    )
+    .unwrap();
+    assert!(dump(&db) == dump(&want_db), "the resumed import differs");
+    db.close().unwrap();
+
+    // A new table: the first run made it a row table; a resume naming columnar is refused.
+    let dbdir2 = dir.path().join("db2");
+    let db = interrupted(&dbdir2, &tmp, &files, &unnamed);
+    let e = refused(&db, SCHEMA, files, named);
+    assert!(
+        e.contains("table's definition") || e.contains("differs"),
+        "{e}"
+    );
+}
+
 #[test]
 fn writes_beside_the_table_resume_and_writes_into_it_are_refused() {
     let (dir, dbdir, tmp, a, o) = setup();

@@ -559,3 +559,77 @@ fn header_error(file: &str, value: Option<&str>, reason: String) -> ImportError 
         reason,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::decode_row;
+    use crate::schema::parse_schema;
+    use crate::types::ColumnType;
+
+    /// The values buffer a parser keeps across rows ([`recycle`]) starts every row NULL: a row
+    /// rejected mid-row (its first values already parsed) and a row with values leave nothing
+    /// in the NULL fields of the rows after them, in TSV and CSV.
+    #[test]
+    fn a_rejected_row_leaves_nothing_in_the_next_rows_nulls() {
+        let mut table = parse_schema("CREATE TABLE t (id INT PRIMARY KEY, a INT, b TEXT);")
+            .unwrap()
+            .remove(0);
+        table.id = 1;
+        let types: Vec<ColumnType> = table.columns.iter().map(|c| c.ty).collect();
+        for (format, d) in [(Format::Tsv, b'\t'), (Format::Csv, b',')] {
+            let cfg = ParseConfig {
+                table: table.clone(),
+                format,
+                delimiter: d,
+                quote: Some(b'"'),
+                null: Some(b"NA".to_vec()),
+                files: vec!["t".into()],
+                rowid_base: 0,
+                pool: None,
+            };
+            let rows = ["1|10|x", "2|7x|y", "3|NA|NA", "4|40|z", "5|NA|NA"];
+            let mut data = Vec::new();
+            for r in rows {
+                data.extend(r.bytes().map(|c| if c == b'|' { d } else { c }));
+                data.push(b'\n');
+            }
+            let out = parse_chunk(
+                &cfg,
+                Chunk {
+                    seq: 0,
+                    file: 0,
+                    data,
+                    first_line: 1,
+                    offset: 0,
+                    map: Arc::new(FieldMap {
+                        fields: (0..3).collect(),
+                    }),
+                    batch: None,
+                },
+            );
+            assert_eq!(out.rejects.len(), 1, "{format:?}");
+            assert_eq!(out.rejects[0].error.place.line, 2, "{format:?}");
+            assert_eq!(
+                out.rejects[0].error.column.as_deref(),
+                Some("a"),
+                "{format:?}"
+            );
+            let e = &out.indexes[0];
+            let got: Vec<Vec<Value<'static>>> = (0..e.items.len())
+                .map(|i| decode_row(e.value(i), &types).unwrap())
+                .collect();
+            let text = |s: &str| Value::Text(std::borrow::Cow::Owned(s.into()));
+            assert_eq!(
+                got,
+                vec![
+                    vec![Value::Int(1), Value::Int(10), text("x")],
+                    vec![Value::Int(3), Value::Null, Value::Null],
+                    vec![Value::Int(4), Value::Int(40), text("z")],
+                    vec![Value::Int(5), Value::Null, Value::Null],
+                ],
+                "{format:?}"
+            );
+        }
+    }
+}

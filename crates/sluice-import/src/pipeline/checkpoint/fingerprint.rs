@@ -61,6 +61,9 @@ impl Import {
             });
         }
         let o = &self.opts;
+        // Not the layout option: the bound table (`table` below) holds the layout the import
+        // writes, whether named or the stored table's, so naming the layout a table already
+        // has does not refuse a resume, and any other layout does.
         let options: BTreeMap<String, String> = [
             ("format", format!("{:?}", o.format)),
             ("header", o.header.to_string()),
@@ -73,7 +76,6 @@ impl Import {
                 "on_duplicate",
                 format!("{:?}", o.on_duplicate).to_lowercase(),
             ),
-            ("layout", format!("{:?}", o.layout)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
