@@ -39,7 +39,7 @@ use crate::input::Format;
 use crate::keycode::{encode_prefix, encode_value};
 use crate::row::encode_row;
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
-use crate::types::{parse_value, parse_value_fast, Value};
+use crate::types::{parse_value_fast, parse_value_slow, Value};
 use crate::ImportError;
 
 use arrow::parse_batch;
@@ -394,7 +394,7 @@ impl<'c> Encoder<'c> {
         if let Some(v) = parse_value_fast(&c.ty, raw) {
             return Ok(v);
         }
-        parse_value(&c.ty, raw).map_err(|e| {
+        parse_value_slow(&c.ty, raw).map_err(|e| {
             Box::new(RowError {
                 column: Some(c.name.clone()),
                 value: Some(e.value.clone()),

@@ -268,7 +268,8 @@ pub fn parse_value<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeEr
 pub(crate) fn parse_value_fast<'a>(ty: &ColumnType, b: &'a [u8]) -> Option<Value<'a>> {
     match ty {
         ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => {
-            // The plain form first (no spaces to trim, no fraction or exponent).
+            // The plain form first (no spaces to trim, no fraction or exponent): calling
+            // `parse_integer(trim(b))` alone cost hits 3% more import CPU.
             let v = match number::parse_int(b) {
                 Some(v) => v,
                 None => parse_integer(trim(b), ty).ok()?,
@@ -295,8 +296,9 @@ pub(crate) fn parse_value_fast<'a>(ty: &ColumnType, b: &'a [u8]) -> Option<Value
     }
 }
 
-/// [`parse_value`] for every form and every error.
-fn parse_value_slow<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeError> {
+/// [`parse_value`] for every form and every error (a caller that tried
+/// [`parse_value_fast`] already goes on here).
+pub(crate) fn parse_value_slow<'a>(ty: &ColumnType, b: &'a [u8]) -> Result<Value<'a>, TypeError> {
     let t = trim(b);
     match ty {
         ColumnType::SmallInt | ColumnType::Int | ColumnType::BigInt => parse_integer(t, ty)
