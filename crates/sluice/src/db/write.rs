@@ -24,7 +24,11 @@ use super::{Inner, State, WriteOptions};
 pub(super) const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(super) struct PendingWrite {
+    /// The batch, for the leader that takes this write into its group; `None` for a writer
+    /// that led from the start (it keeps its batch) and for a barrier.
     pub(super) batch: Mutex<Option<WriteBatch>>,
+    /// The batch's size in bytes, fixed when the write is queued.
+    pub(super) size: usize,
     /// The writer's options, less its trace (which stays with the writer's thread).
     pub(super) opts: WriteOptions<'static>,
     pub(super) result: Mutex<Option<Result<()>>>,
@@ -76,8 +80,18 @@ impl Inner {
                 self.queue_cv.wait(&mut q);
             }
         }
+        // A writer that finds the queue empty leads at once and keeps its batch; a queued
+        // one hands it to whichever leader takes it.
+        let leads_now = q.q.is_empty();
+        let size = batch.size_bytes();
+        let (own, queued) = if leads_now {
+            (Some(batch), None)
+        } else {
+            (None, Some(batch))
+        };
         let me = Arc::new(PendingWrite {
-            batch: Mutex::new(Some(batch)),
+            batch: Mutex::new(queued),
+            size,
             opts: WriteOptions {
                 sync: opts.sync,
                 disable_wal: opts.disable_wal,
@@ -89,14 +103,16 @@ impl Inner {
         q.q.push_back(Arc::clone(&me));
         let wait = span(trace, || "group commit wait".to_string());
         loop {
+            // At the front, this write has not been taken by a leader (a group leaves the
+            // queue with its results set): it leads.
+            if q.q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                break;
+            }
             if let Some(r) = me.result.lock().take() {
                 if let Some(wait) = &wait {
                     wait.field("role", "follower (a leader logged and applied this write)");
                 }
                 return r;
-            }
-            if Arc::ptr_eq(q.q.front().expect("queue holds me"), &me) {
-                break;
             }
             self.queue_cv.wait(&mut q);
         }
@@ -104,75 +120,73 @@ impl Inner {
             wait.field("role", "leader");
         }
         drop(wait);
-        // Leader: take a group of consecutive writers.
-        let mut group = Vec::new();
-        let mut bytes = 0;
-        for w in q.q.iter() {
+        // Leader: take the consecutive writers queued behind it (no allocation when none).
+        let mut followers: Vec<Arc<PendingWrite>> = Vec::new();
+        let mut bytes = me.size;
+        for w in q.q.iter().skip(1) {
             if w.barrier {
                 // A barrier's owner pops it itself once it reaches the front.
                 break;
             }
-            let size = w.batch.lock().as_ref().map_or(0, |b| b.size_bytes());
-            if !group.is_empty()
-                && (bytes + size > MAX_GROUP_BYTES || (w.opts.sync && !me.opts.sync))
-            {
+            if bytes + w.size > MAX_GROUP_BYTES || (w.opts.sync && !me.opts.sync) {
                 break;
             }
-            bytes += size;
-            group.push(Arc::clone(w));
+            bytes += w.size;
+            followers.push(Arc::clone(w));
         }
         drop(q);
         let result = {
             let leader = span(trace, || "write group (leader)".to_string());
             if let Some(leader) = &leader {
-                leader.field("writes", group.len());
+                leader.field("writes", 1 + followers.len());
                 leader.field("bytes", bytes);
             }
-            self.write_group(&group, trace)
+            let own = own.or_else(|| me.batch.lock().take()).unwrap_or_default();
+            self.write_group(own, &me.opts, &followers, trace)
         };
         let mut q = self.queue.lock();
-        for w in &group {
+        q.q.pop_front();
+        for w in &followers {
             q.q.pop_front();
-            if !Arc::ptr_eq(w, &me) {
-                *w.result.lock() = Some(match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(crate::base::error::clone_error(e)),
-                });
-            }
+            *w.result.lock() = Some(match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(crate::base::error::clone_error(e)),
+            });
         }
         self.queue_cv.notify_all();
         result
     }
 
-    /// The leader's work, in steps: make room, assign seqnos, log, apply, publish.
+    /// The leader's work, in steps: make room, assign seqnos, log, apply, publish. `own` is
+    /// the leader's batch (options `opts`), `followers` the writes it took behind it.
     pub(super) fn write_group(
         self: &Arc<Self>,
-        group: &[Arc<PendingWrite>],
+        own: WriteBatch,
+        opts: &WriteOptions<'_>,
+        followers: &[Arc<PendingWrite>],
         trace: Option<&Trace>,
     ) -> Result<()> {
         let mem = self.make_room_for_write(trace)?;
-        let mut sync = false;
-        let mut use_wal = false;
-        for w in group {
+        let mut sync = opts.sync;
+        let mut use_wal = !opts.disable_wal;
+        for w in followers {
             sync |= w.opts.sync;
             use_wal |= !w.opts.disable_wal;
         }
         // A group of one writes its own batch, uncopied; a larger group's batches are copied
         // into one of their summed size.
-        let mut combined = match group {
-            [w] => w.batch.lock().take().unwrap_or_default(),
-            _ => {
-                let size = |w: &Arc<PendingWrite>| {
-                    w.batch.lock().as_ref().map_or(0, WriteBatch::size_bytes)
-                };
-                let mut combined = WriteBatch::with_capacity(group.iter().map(size).sum());
-                for w in group {
-                    if let Some(b) = w.batch.lock().take() {
-                        combined.append(&b);
-                    }
+        let mut combined = if followers.is_empty() {
+            own
+        } else {
+            let total = own.size_bytes() + followers.iter().map(|w| w.size).sum::<usize>();
+            let mut combined = WriteBatch::with_capacity(total);
+            combined.append(&own);
+            for w in followers {
+                if let Some(b) = w.batch.lock().take() {
+                    combined.append(&b);
                 }
-                combined
             }
+            combined
         };
         let count = u64::from(combined.count());
         // fetch_add: an ingest may allocate a seqno concurrently.
@@ -321,6 +335,7 @@ impl Inner {
     pub(super) fn enter_queue_barrier(&self) -> Arc<PendingWrite> {
         let me = Arc::new(PendingWrite {
             batch: Mutex::new(None),
+            size: 0,
             opts: WriteOptions::default(),
             result: Mutex::new(None),
             barrier: true,

@@ -232,7 +232,7 @@ impl std::io::Write for SyncingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         #[cfg(feature = "failpoints")]
         if failpoints::fires("sst_writer::write", self.fault_path.as_deref()) {
-            let _ = self.file.write_all(&buf[..buf.len() / 2]);
+            let _ = self.write_at_end(&buf[..buf.len() / 2]);
             return Err(failpoints::injected());
         }
         let buf = match &self.limiter {
@@ -243,7 +243,7 @@ impl std::io::Write for SyncingFile {
             }
             None => buf,
         };
-        let n = self.file.write(buf)?;
+        let n = self.write_at_end(buf)?;
         self.since_sync += n as u64;
         self.written += n as u64;
         if self.since_sync >= BACKGROUND_SYNC_BYTES && self.mode == Writeback::Initiate {
@@ -279,6 +279,21 @@ impl Drop for SyncingFile {
 }
 
 impl SyncingFile {
+    /// Writes at the end of what this wrapper wrote (`pwrite(2)` on Unix). The file is written
+    /// sequentially from offset 0, so this is the file position; a positional write skips the
+    /// kernel's file-position lock, which a multi-threaded process takes on every `write(2)`
+    /// (`fdget_pos`, 1.4% of a fillseq's CPU).
+    fn write_at_end(&self, buf: &[u8]) -> std::io::Result<usize> {
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::write_at(&self.file, buf, self.written)
+        }
+        #[cfg(not(unix))]
+        {
+            (&self.file).write(buf)
+        }
+    }
+
     /// Waits for background syncs, then makes the file's data durable (no metadata).
     pub fn sync_data(&mut self) -> std::io::Result<()> {
         self.reap(true)?;
