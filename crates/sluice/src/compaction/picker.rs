@@ -213,14 +213,14 @@ pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions
 
 /// L0's score ×100: its depth ([`l0_depth`]) over the trigger.
 fn l0_score(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> u64 {
-    l0_depth(v, l0, o) as u64 * 100 / o.l0_compaction_trigger.max(1) as u64
+    l0_depth(v, l0, o.l0_sublevels) as u64 * 100 / o.l0_compaction_trigger.max(1) as u64
 }
 
 /// What L0's compaction score and the write slowdown/stop triggers count: its read
 /// amplification, sublevels (many narrow files side by side cost a read nothing); with
 /// sublevels off, its files (as RocksDB counts).
-pub fn l0_depth(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> usize {
-    if o.l0_sublevels {
+pub fn l0_depth(v: &Version, l0: &L0Sublevels, sublevels: bool) -> usize {
+    if sublevels {
         l0.sublevel_count()
     } else {
         v.levels[0].len()

@@ -21,11 +21,8 @@ impl StallCondition {
     /// soft limit (delayed). Backpressure by L0 counts sublevels, not files: many narrow files
     /// side by side cost a read nothing; files with `l0_sublevels` off (RocksDB's L0).
     pub(crate) fn of(o: &Options, s: &State) -> Option<StallCondition> {
-        let depth = crate::compaction::picker::l0_depth(
-            &s.version,
-            &s.l0,
-            &super::super::picker_options(o),
-        );
+        // The option itself: building the picker's options costs a little on every write.
+        let depth = crate::compaction::picker::l0_depth(&s.version, &s.l0, o.l0_sublevels);
         let sublevels = s.l0.sublevel_count();
         let pending = s.pending_compaction_bytes;
         let l0 = |limit| StallCause::L0Sublevels {

@@ -237,7 +237,7 @@ impl Inner {
             if let Some(e) = self.read_only_error(&s) {
                 return Err(e);
             }
-            let l0 = crate::compaction::picker::l0_depth(&s.version, &s.l0, &self.picker_options());
+            let l0 = crate::compaction::picker::l0_depth(&s.version, &s.l0, self.opts.l0_sublevels);
             let l0_busy = l0 + 1 >= self.opts.l0_slowdown_writes_trigger
                 && l0 >= self.opts.l0_compaction_trigger;
             let soft = self.opts.soft_pending_compaction_bytes_limit;
