@@ -520,13 +520,18 @@ pub fn scan(
     if fmt == OutputFormat::Csv {
         writeln!(out, "{}", reader.csv_header())?;
     }
+    // One line buffer for the whole scan.
+    let mut line = String::new();
     reader.scan(
         t.index.as_deref(),
         start.as_deref(),
         end.as_deref(),
         limit,
         |row| {
-            writeln!(out, "{}", reader.format_row(row, fmt))
+            line.clear();
+            reader.format_row_into(row, fmt, &mut line);
+            line.push('\n');
+            out.write_all(line.as_bytes())
                 .map_err(|e| sluice_import::ImportError::io(std::path::Path::new("<stdout>"), e))
         },
     )?;

@@ -589,9 +589,14 @@ impl<'a> TableReader<'a> {
     /// One row as a CSV line or a JSON object (no trailing newline).
     pub fn format_row(&self, row: &[Value<'_>], fmt: OutputFormat) -> String {
         let mut s = String::new();
+        self.format_row_into(row, fmt, &mut s);
+        s
+    }
+
+    /// [`TableReader::format_row`], appended to `s` (a scan reuses one buffer for its lines).
+    pub fn format_row_into(&self, row: &[Value<'_>], fmt: OutputFormat, s: &mut String) {
         match fmt {
             OutputFormat::Csv => {
-                let mut field = String::new();
                 for (n, i) in self.shown.iter().copied().enumerate() {
                     let c = &self.table.columns[i];
                     if n > 0 {
@@ -601,11 +606,16 @@ impl<'a> TableReader<'a> {
                         s.push_str(&self.csv_null);
                         continue;
                     }
-                    field.clear();
-                    format_text(&row[i], &c.ty, &mut field);
+                    // Formatted in place, then quoted if it must be (rare: moved once).
+                    let start = s.len();
+                    format_text(&row[i], &c.ty, s);
+                    let field = &s[start..];
                     // An empty value or one that reads as the NULL marker must be quoted.
                     let force = field.is_empty() || field == self.csv_null;
-                    push_csv_field(&mut s, &field, force);
+                    if force || needs_csv_quotes(field) {
+                        let field = s.split_off(start);
+                        push_csv_field(s, &field, true);
+                    }
                 }
             }
             OutputFormat::Json => {
@@ -617,19 +627,25 @@ impl<'a> TableReader<'a> {
                     }
                     s.push_str(&serde_json::to_string(&c.name).unwrap_or_default());
                     s.push(':');
-                    format_json(&row[i], &c.ty, &mut s);
+                    format_json(&row[i], &c.ty, s);
                 }
                 s.push('}');
             }
         }
-        s
     }
+}
+
+/// True if `field` holds a comma, a quote, CR or LF (bytes: all four are ASCII).
+fn needs_csv_quotes(field: &str) -> bool {
+    field
+        .bytes()
+        .any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'))
 }
 
 /// Appends one CSV field (RFC 4180): quoted, quotes doubled, when it holds a comma, a quote,
 /// CR or LF, or when `force` says so.
 fn push_csv_field(out: &mut String, field: &str, force: bool) {
-    if force || field.contains([',', '"', '\r', '\n']) {
+    if force || needs_csv_quotes(field) {
         out.push('"');
         out.push_str(&field.replace('"', "\"\""));
         out.push('"');
