@@ -543,8 +543,26 @@ mod tests {
         assert!(Chunk::decode(&out, &ColumnType::Int).is_ok());
         // Every truncation and every single-byte change either fails or decodes to a chunk
         // whose values all decode; none panics.
+        // The thread's zstd context is reused: after a truncated frame stopped it midway, the
+        // next chunk on this thread still decodes to its own values.
+        assert!(
+            out.len() < 100,
+            "the test chunk is zstd-compressed: {} bytes",
+            out.len()
+        );
         for n in 0..out.len() {
             let _ = Chunk::decode(&out[..n], &ColumnType::Int);
+            let ch = Chunk::decode(&out, &ColumnType::Int).unwrap();
+            assert_eq!(
+                ch.value(299, &ColumnType::Int).unwrap(),
+                Value::Int(4),
+                "after {n}"
+            );
+            assert_eq!(
+                ch.value(0, &ColumnType::Int).unwrap(),
+                Value::Int(0),
+                "after {n}"
+            );
         }
         for i in 0..out.len() {
             for x in [0x01u8, 0x80, 0xff] {

@@ -152,7 +152,8 @@ pub struct SyncingFile {
     #[cfg(feature = "failpoints")]
     fault_path: Option<std::path::PathBuf>,
     since_sync: u64,
-    /// Bytes written through this wrapper (the file is written sequentially from offset 0).
+    /// Where the next write goes: the file's position when wrapped, plus the bytes written
+    /// through this wrapper since (the file is written sequentially).
     written: u64,
     syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     mode: Writeback,
@@ -176,14 +177,17 @@ impl SyncingFile {
         Self::with_writeback(file, Writeback::SyncThread)
     }
 
-    /// Wraps an open file, writing back as `mode` says.
+    /// Wraps an open file, writing back as `mode` says. Writes go on from the file's position
+    /// now (`pwrite(2)` at the offset this wrapper keeps): write the file only through it.
     pub fn with_writeback(file: std::fs::File, mode: Writeback) -> Self {
+        use std::io::Seek as _;
+        let written = (&file).stream_position().unwrap_or(0);
         SyncingFile {
             file,
             #[cfg(feature = "failpoints")]
             fault_path: None,
             since_sync: 0,
-            written: 0,
+            written,
             syncer: None,
             mode,
             limiter: None,
@@ -232,7 +236,11 @@ impl std::io::Write for SyncingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         #[cfg(feature = "failpoints")]
         if failpoints::fires("sst_writer::write", self.fault_path.as_deref()) {
-            let _ = self.write_at_end(&buf[..buf.len() / 2]);
+            // The torn half stays in the file, and later writes land after it (as `write(2)`
+            // moved the file position).
+            if let Ok(n) = self.write_at_end(&buf[..buf.len() / 2]) {
+                self.written += n as u64;
+            }
             return Err(failpoints::injected());
         }
         let buf = match &self.limiter {
@@ -280,7 +288,7 @@ impl Drop for SyncingFile {
 
 impl SyncingFile {
     /// Writes at the end of what this wrapper wrote (`pwrite(2)` on Unix). The file is written
-    /// sequentially from offset 0, so this is the file position; a positional write skips the
+    /// sequentially from where it was wrapped, so this is the file position; a positional write skips the
     /// kernel's file-position lock, which a multi-threaded process takes on every `write(2)`
     /// (`fdget_pos`, 1.4% of a fillseq's CPU).
     fn write_at_end(&self, buf: &[u8]) -> std::io::Result<usize> {
@@ -490,5 +498,36 @@ impl FileSystem for RealFs {
             )),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `SyncingFile` writes with `pwrite(2)` at its own offset: from where the file was when
+    /// wrapped (a file opened at its end is appended to, not overwritten), each write after
+    /// the last, as `write(2)` through the file position did.
+    #[test]
+    fn a_syncing_file_writes_on_from_the_files_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"head|").unwrap();
+        let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        use std::io::Seek as _;
+        f.seek(std::io::SeekFrom::End(0)).unwrap();
+        let mut s = SyncingFile::new(f);
+        s.write_all(b"one|").unwrap();
+        s.write_all(b"two").unwrap();
+        s.sync_data().unwrap();
+        drop(s);
+        assert_eq!(std::fs::read(&p).unwrap(), b"head|one|two");
+        // A new file from offset 0.
+        let q = dir.path().join("g");
+        let mut s = SyncingFile::new(std::fs::File::create_new(&q).unwrap());
+        s.write_all(b"abc").unwrap();
+        s.write_all(b"def").unwrap();
+        drop(s);
+        assert_eq!(std::fs::read(&q).unwrap(), b"abcdef");
     }
 }
