@@ -541,15 +541,15 @@ mod tests {
         let vals: Vec<Value<'_>> = (0..300).map(|i| Value::Int(i % 5)).collect();
         let out = encoded(&vals);
         assert!(Chunk::decode(&out, &ColumnType::Int).is_ok());
-        // Every truncation and every single-byte change either fails or decodes to a chunk
-        // whose values all decode; none panics.
-        // The thread's zstd context is reused: after a truncated frame stopped it midway, the
-        // next chunk on this thread still decodes to its own values.
         assert!(
             out.len() < 100,
             "the test chunk is zstd-compressed: {} bytes",
             out.len()
         );
+        // Every truncation and every single-byte change either fails or decodes to a chunk
+        // whose values all decode; none panics. The thread's zstd context is reused: after a
+        // truncated frame stopped it midway, the next chunk on this thread still decodes to
+        // its own values.
         for n in 0..out.len() {
             let _ = Chunk::decode(&out[..n], &ColumnType::Int);
             let ch = Chunk::decode(&out, &ColumnType::Int).unwrap();

@@ -15,19 +15,12 @@ pub fn format_date(days: i32, out: &mut String) {
 fn push_ymd(out: &mut String, y: i64, m: u32, d: u32) {
     if (0..=9999).contains(&y) {
         let y = y as u32;
-        let b = [
-            b'0' + (y / 1000) as u8,
-            b'0' + (y / 100 % 10) as u8,
-            b'0' + (y / 10 % 10) as u8,
-            b'0' + (y % 10) as u8,
-            b'-',
-            b'0' + (m / 10) as u8,
-            b'0' + (m % 10) as u8,
-            b'-',
-            b'0' + (d / 10) as u8,
-            b'0' + (d % 10) as u8,
-        ];
-        out.push_str(std::str::from_utf8(&b).unwrap_or_default());
+        push_2(out, y / 100);
+        push_2(out, y % 100);
+        out.push('-');
+        push_2(out, m);
+        out.push('-');
+        push_2(out, d);
     } else {
         let _ = write!(out, "{y:04}-{m:02}-{d:02}");
     }
