@@ -450,6 +450,8 @@ fn commit_inner(
         Layout::Columnar => Some(groups::hold_for_commit(db, plan)?),
         _ => None,
     };
+    // The check and the ingest as one step: no other import's or job's commit lands between.
+    let _lock = crate::pipeline::commit::CommitLock::take(db);
     check_table_unchanged(db, plan)?;
     let placed = db.ingest(&paths, &opts)?;
     Ok(slots.into_iter().zip(placed).collect())

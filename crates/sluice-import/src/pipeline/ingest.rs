@@ -3,6 +3,7 @@
 use sluice::{Db, IngestOptions, SstFileInfo, SstWriter};
 
 use crate::catalog;
+use crate::pipeline::commit::{Baseline, CommitLock};
 use crate::pipeline::options::FileSummary;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
@@ -26,10 +27,13 @@ impl Import {
         Ok(Some(w.finish()?))
     }
 
-    /// Step 6: one atomic ingest of every file, handed over by hard link.
+    /// Step 6: one atomic ingest of every file, handed over by hard link — once the table is
+    /// found as it was when the import began, under the Db's commit lock (`commit`).
     pub(crate) fn ingest(
         &self,
         db: &Db,
+        plan: &Plan,
+        baseline: &Baseline,
         indexes: &[IndexState],
         catalog_file: Option<SstFileInfo>,
     ) -> Result<Vec<FileSummary>, ImportError> {
@@ -49,6 +53,13 @@ impl Import {
             return Ok(Vec::new());
         }
         crate::failpoints::inject_at("import::ingest", &paths[0])?;
+        let _lock = CommitLock::take(db);
+        let primary: Vec<&std::path::Path> = indexes
+            .iter()
+            .filter(|st| st.slot == 0)
+            .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
+            .collect();
+        baseline.check(db, &plan.table, plan.created, &primary)?;
         let placed = db.ingest(
             &paths,
             &IngestOptions {

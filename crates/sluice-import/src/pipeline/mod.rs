@@ -40,6 +40,7 @@
 //! run, one SST builder per index with its index and filter blocks).
 
 pub(crate) mod checkpoint;
+pub(crate) mod commit;
 mod db;
 mod ingest;
 pub(crate) mod merge;
@@ -126,6 +127,8 @@ pub(crate) struct Staged {
     pub(crate) counters: Arc<Counters>,
     pub(crate) reporter: Reporter,
     pub(crate) plan: Plan,
+    /// The Db as the import found it, checked at the commit.
+    pub(crate) baseline: commit::Baseline,
     pub(crate) indexes: Vec<IndexState>,
     pub(crate) catalog_file: Option<SstFileInfo>,
     pub(crate) rows: u64,
@@ -316,8 +319,10 @@ impl Import {
             .sum();
         counters.bytes_total.store(total, Ordering::Relaxed);
         let reporter = Reporter::start(self.opts.progress, Arc::clone(&counters));
-        // Steps 1 and 2.
+        // Steps 1 and 2; the Db as found first (see `commit`).
+        let mut baseline = commit::Baseline::take(db);
         let (table, created) = self.bind_table(db)?;
+        baseline.bound(created);
         let plan = self.prepare(db, table, created)?;
         let mut ctx = EmitCtx::new(db, &plan, &self.opts)?;
         let mut indexes = self.index_states(&plan)?;
@@ -389,6 +394,7 @@ impl Import {
             counters,
             reporter,
             plan,
+            baseline,
             indexes,
             catalog_file,
             rows,
@@ -401,7 +407,7 @@ impl Import {
 
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
-        let files = self.ingest(db, &s.indexes, s.catalog_file)?;
+        let files = self.ingest(db, &s.plan, &s.baseline, &s.indexes, s.catalog_file)?;
         if s.plan.tmp.resumable {
             // Ingested: nothing is left to resume.
             self.owned_dir
