@@ -451,7 +451,7 @@ fn commit_inner(
         _ => None,
     };
     // The check and the ingest as one step: no other import's or job's commit lands between.
-    let _lock = crate::pipeline::commit::CommitLock::take(db);
+    let _lock = crate::pipeline::commit::CommitLock::take(db, &plan.table, plan.created);
     check_table_unchanged(db, plan)?;
     let placed = db.ingest(&paths, &opts)?;
     Ok(slots.into_iter().zip(placed).collect())

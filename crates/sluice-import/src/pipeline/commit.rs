@@ -8,26 +8,32 @@
 //! under one primary key in a columnar table, a secondary-index entry left pointing at a
 //! replaced row, a duplicate `--on-duplicate error` never reported, row ids given twice.
 //!
-//! 1. [`Baseline::take`], before the import reads the catalog: the Db's sequence number and,
-//!    for a table that exists, a [`Snapshot`] of the Db (the view the import's decisions
-//!    were made against, or an older one).
+//! 1. [`Baseline::take`], once the table is bound and (columnar) its latch held, before the
+//!    import reads any of its rows: a [`Snapshot`] of the Db (none for a table the import
+//!    creates), taken under the table's commit lock so that no commit of the table is half
+//!    done at that moment.
 //! 2. [`CommitLock::take`] at step 6, held from the check through the ingest: every import's
-//!    commit (and every distributed job's, see `distributed::build::commit`) takes it, so no
-//!    other commit lands between a check and its ingest.
+//!    commit (and every distributed job's, see `distributed::build::commit`) takes its table's
+//!    lock — or, creating a table, the one lock all creating commits share (new tables take
+//!    the next free id) — so no other commit of the table lands between a check and its
+//!    ingest. Commits of other tables do not wait.
 //! 3. [`Baseline::check`]: the catalog still matches (a table the import creates does not
 //!    exist yet and its id is free; an existing table is still there under its id). Then, if
-//!    the table's newest sequence number is not past the baseline's, nothing changed: every
+//!    the table's newest sequence number is not past the snapshot's, nothing changed: every
 //!    import writes the table's catalog entry again, at a fresh sequence number (its file
-//!    overlaps the entry before it), and row writes take fresh ones. Otherwise every primary
-//!    key the import's files hold is read at the snapshot and now; a difference refuses the
-//!    commit, as does any change at all to a table with a unique index (whose entries are
-//!    not keyed by the primary key). Imports of one table with disjoint keys still commit
-//!    side by side.
+//!    overlaps the entry before it), and row writes take fresh ones. Otherwise each primary
+//!    key the import's files hold must have nothing newer than the snapshot and read the same
+//!    at the snapshot and now (a file ingested at sequence number 0 is absent from the
+//!    snapshot's version); else the commit is refused. Any change at all refuses a table
+//!    with a unique index (whose entries are not keyed by the primary key). Imports of one
+//!    table with disjoint keys still commit side by side.
 //!
-//! A refused commit changes nothing in the Db; the error says which key moved. Cost: the
-//! snapshot pins the version and memtables it was taken on (files compacted away meanwhile
-//! stay on disk until the import ends); the per-key reads (two point reads per primary key)
-//! run only when the table changed during the import.
+//! A refused commit changes nothing in the Db; the error names the key that moved. Cost: the
+//! snapshot holds the Db as it was for the import's length — the version and memtables it
+//! was taken on (files compacted away meanwhile stay on disk until the import ends), and
+//! compactions anywhere in the Db keep the versions it can see; the per-key reads (a newest
+//! sequence number and two point reads per primary key) run only when the table changed
+//! during the import.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -40,26 +46,34 @@ use crate::keycode::{prefix, prefix_successor};
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
 use crate::ImportError;
 
-/// Db directories whose commit lock is held in this process (a Db is open in one process).
-static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+/// The commit locks held in this process: (Db directory, table name — or `None` for the one
+/// every import creating a table takes, since new tables take the next free id). A Db is open
+/// in one process only (its LOCK file).
+type Held = BTreeSet<(PathBuf, Option<String>)>;
+static HELD: Mutex<Held> = Mutex::new(Held::new());
 static FREED: Condvar = Condvar::new();
 
-/// The Db's commit lock, held until dropped (see the module documentation, step 2).
+/// A commit lock, held until dropped (see the module documentation, step 2): one per table
+/// of a Db, and one for every commit that creates a table.
 #[derive(Debug)]
 pub(crate) struct CommitLock {
-    dir: PathBuf,
+    key: (PathBuf, Option<String>),
 }
 
 impl CommitLock {
-    /// Waits until no other commit into `db` holds the lock, then holds it.
-    pub(crate) fn take(db: &Db) -> CommitLock {
-        let dir = db.path().to_path_buf();
+    /// Waits until no other commit of `table` (or, if `created`, no other commit creating a
+    /// table) into `db` holds the lock, then holds it.
+    pub(crate) fn take(db: &Db, table: &TableDef, created: bool) -> CommitLock {
+        let key = (
+            db.path().to_path_buf(),
+            (!created).then(|| table.name.clone()),
+        );
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        while held.contains(&dir) {
+        while held.contains(&key) {
             held = FREED.wait(held).unwrap_or_else(|e| e.into_inner());
         }
-        held.insert(dir.clone());
-        CommitLock { dir }
+        held.insert(key.clone());
+        CommitLock { key }
     }
 }
 
@@ -67,41 +81,36 @@ impl Drop for CommitLock {
     fn drop(&mut self) {
         HELD.lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.dir);
+            .remove(&self.key);
         FREED.notify_all();
     }
 }
 
 /// The Db as an import found it (see the module documentation, step 1).
 pub(crate) struct Baseline {
-    seqno: u64,
+    /// `None` for a table the import creates: nothing of it was read.
     snapshot: Option<Snapshot>,
 }
 
 impl std::fmt::Debug for Baseline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Baseline")
-            .field("seqno", &self.seqno)
-            .field("snapshot", &self.snapshot.is_some())
-            .finish()
+        let seqno = self.snapshot.as_ref().map(Snapshot::seqno);
+        f.debug_struct("Baseline").field("seqno", &seqno).finish()
     }
 }
 
 impl Baseline {
-    /// Taken before the import reads anything of the Db.
-    pub(crate) fn take(db: &Db) -> Baseline {
-        let snapshot = db.snapshot();
-        Baseline {
-            seqno: snapshot.seqno(),
-            snapshot: Some(snapshot),
-        }
-    }
-
-    /// Once the table is bound: a table the import creates needs no snapshot (nothing of it
-    /// was read), so the pin goes at once.
-    pub(crate) fn bound(&mut self, created: bool) {
+    /// Taken once the table is bound (and, for a columnar table, its latch held), before the
+    /// import reads any of its rows, under the table's commit lock: no commit of the table
+    /// is then half done (an ingest takes its sequence number before it publishes it, so a
+    /// snapshot taken during one could have a larger number and still not see its files).
+    pub(crate) fn take(db: &Db, table: &TableDef, created: bool) -> Baseline {
         if created {
-            self.snapshot = None;
+            return Baseline { snapshot: None };
+        }
+        let _lock = CommitLock::take(db, table, false);
+        Baseline {
+            snapshot: Some(db.snapshot()),
         }
     }
 
@@ -135,7 +144,13 @@ impl Baseline {
             }
             (false, Some(_)) => {}
         }
-        if crate::pipeline::checkpoint::table_seqno(db, table)? <= self.seqno {
+        let Some(snapshot) = &self.snapshot else {
+            return Err(ImportError::Internal(
+                "an existing table's baseline has no snapshot".into(),
+            ));
+        };
+        let seqno = snapshot.seqno();
+        if crate::pipeline::checkpoint::table_seqno(db, table)? <= seqno {
             return Ok(());
         }
         if table.indexes.iter().any(|i| i.unique) {
@@ -145,11 +160,6 @@ impl Baseline {
                     .into(),
             );
         }
-        let Some(snapshot) = &self.snapshot else {
-            return Err(ImportError::Internal(
-                "an existing table's baseline has no snapshot".into(),
-            ));
-        };
         let lo = prefix(table.id, PRIMARY_INDEX_ID);
         let bounds = IterBounds {
             upper: prefix_successor(&lo),
@@ -159,13 +169,22 @@ impl Baseline {
             snapshot: Some(snapshot),
             ..Default::default()
         };
+        let mut after = Vec::new();
         for path in files {
             let t = Table::open_path(path, &TableReadOptions::new())?;
             let mut it = t.iter(bounds.clone());
             it.seek_to_first();
             while it.valid() {
                 let key = sluice::key::user_key(it.key());
-                if db.get_opt(key, &then)? != db.get(key)? {
+                after.clear();
+                after.extend_from_slice(key);
+                after.push(0);
+                // Written since (a sequence number past the snapshot's: also a row changed
+                // and changed back), or there now and not then (a file ingested at sequence
+                // number 0, which overlapped nothing — the snapshot's version lacks it).
+                if db.max_seqno_in_range(key, &after)? > seqno
+                    || db.get_opt(key, &then)? != db.get(key)?
+                {
                     return refuse(format!(
                         "had the row under primary key {} written (imported, replaced or \
                          deleted) by someone else",
@@ -322,6 +341,35 @@ mod tests {
     }
 
     #[test]
+    fn a_row_deleted_and_stored_again_meanwhile_refuses_an_import_holding_it() {
+        // Row 7 reads the same at the baseline and at the commit, but it was deleted and
+        // imported again in between: A, which found it stored, must not commit over it.
+        let (dir, db) = setup(Layout::Row);
+        let a = import(
+            Layout::Row,
+            OnDuplicate::Last,
+            csv(dir.path(), "a.csv", 5..20, "a"),
+        );
+        let staged = a.stage(&db).unwrap();
+        TableReader::open(&db, Some("t"))
+            .unwrap()
+            .delete(&["7".to_string()], false)
+            .unwrap();
+        import(
+            Layout::Row,
+            OnDuplicate::Error,
+            csv(dir.path(), "again.csv", 7..8, "s"),
+        )
+        .run(&db)
+        .unwrap();
+        let before = rows(&db);
+        assert!(before.0.contains(&"7,s7".to_string()), "{before:?}");
+        let err = a.install(&db, staged).unwrap_err().to_string();
+        assert!(err.contains("(7)"), "{err}");
+        assert_eq!(rows(&db), before);
+    }
+
+    #[test]
     fn two_imports_creating_one_table_commit_once() {
         let dir = tempfile::tempdir().unwrap();
         let db = crate::open_db(dir.path().join("db"), true).unwrap();
@@ -348,13 +396,14 @@ mod tests {
     fn the_commit_lock_is_held_by_one_commit_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let db = crate::open_db(dir.path().join("db"), true).unwrap();
+        let t = crate::parse_schema(SCHEMA).unwrap().remove(0);
         let inside = std::sync::atomic::AtomicUsize::new(0);
         let most = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..200 {
-                        let _l = CommitLock::take(&db);
+                        let _l = CommitLock::take(&db, &t, false);
                         let n = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                         most.fetch_max(n, std::sync::atomic::Ordering::SeqCst);
                         std::thread::yield_now();

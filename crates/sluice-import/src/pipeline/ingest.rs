@@ -3,7 +3,7 @@
 use sluice::{Db, IngestOptions, SstFileInfo, SstWriter};
 
 use crate::catalog;
-use crate::pipeline::commit::{Baseline, CommitLock};
+use crate::pipeline::commit::CommitLock;
 use crate::pipeline::options::FileSummary;
 use crate::pipeline::plan::{IndexState, Plan};
 use crate::pipeline::Import;
@@ -33,7 +33,6 @@ impl Import {
         &self,
         db: &Db,
         plan: &Plan,
-        baseline: &Baseline,
         indexes: &[IndexState],
         catalog_file: Option<SstFileInfo>,
     ) -> Result<Vec<FileSummary>, ImportError> {
@@ -53,13 +52,14 @@ impl Import {
             return Ok(Vec::new());
         }
         crate::failpoints::inject_at("import::ingest", &paths[0])?;
-        let _lock = CommitLock::take(db);
+        let _lock = CommitLock::take(db, &plan.table, plan.created);
         let primary: Vec<&std::path::Path> = indexes
             .iter()
             .filter(|st| st.slot == 0)
             .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
             .collect();
-        baseline.check(db, &plan.table, plan.created, &primary)?;
+        plan.baseline
+            .check(db, &plan.table, plan.created, &primary)?;
         let placed = db.ingest(
             &paths,
             &IngestOptions {

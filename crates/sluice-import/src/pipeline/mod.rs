@@ -127,8 +127,6 @@ pub(crate) struct Staged {
     pub(crate) counters: Arc<Counters>,
     pub(crate) reporter: Reporter,
     pub(crate) plan: Plan,
-    /// The Db as the import found it, checked at the commit.
-    pub(crate) baseline: commit::Baseline,
     pub(crate) indexes: Vec<IndexState>,
     pub(crate) catalog_file: Option<SstFileInfo>,
     pub(crate) rows: u64,
@@ -319,10 +317,8 @@ impl Import {
             .sum();
         counters.bytes_total.store(total, Ordering::Relaxed);
         let reporter = Reporter::start(self.opts.progress, Arc::clone(&counters));
-        // Steps 1 and 2; the Db as found first (see `commit`).
-        let mut baseline = commit::Baseline::take(db);
+        // Steps 1 and 2.
         let (table, created) = self.bind_table(db)?;
-        baseline.bound(created);
         let plan = self.prepare(db, table, created)?;
         let mut ctx = EmitCtx::new(db, &plan, &self.opts)?;
         let mut indexes = self.index_states(&plan)?;
@@ -394,7 +390,6 @@ impl Import {
             counters,
             reporter,
             plan,
-            baseline,
             indexes,
             catalog_file,
             rows,
@@ -407,7 +402,7 @@ impl Import {
 
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
-        let files = self.ingest(db, &s.plan, &s.baseline, &s.indexes, s.catalog_file)?;
+        let files = self.ingest(db, &s.plan, &s.indexes, s.catalog_file)?;
         if s.plan.tmp.resumable {
             // Ingested: nothing is left to resume.
             self.owned_dir

@@ -32,6 +32,8 @@ pub(crate) struct Plan {
     /// so that no group rewrite moves a stored row whose position the merge has read.
     pub(crate) _latch: Option<crate::chunk::TableLatch>,
     pub(crate) created: bool,
+    /// The Db as the import found it, checked at the commit (`commit`).
+    pub(crate) baseline: super::commit::Baseline,
     pub(crate) tmp: TmpDir,
     pub(crate) existing_rows: bool,
     pub(crate) rowid_base: i64,
@@ -170,6 +172,8 @@ impl Import {
     ) -> Result<Plan, ImportError> {
         let latch = (table.layout == Layout::Columnar)
             .then(|| crate::chunk::TableLatch::for_import(db, &table));
+        // Before any row is read, with the latch held (see `commit`).
+        let baseline = super::commit::Baseline::take(db, &table, created);
         let mut it = crate::catalog::index_iter(db, table.id, PRIMARY_INDEX_ID)?;
         it.seek_to_first();
         let existing_rows = it.valid();
@@ -299,6 +303,7 @@ impl Import {
         Ok(Plan {
             group_ids: std::sync::Mutex::new(None),
             _latch: latch,
+            baseline,
             table,
             created,
             tmp,
