@@ -321,8 +321,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_row_deleted_meanwhile_refuses_an_import_holding_it() {
+    /// Import A (`last`, rows 5..20) found row 7 stored; it is deleted before A commits —
+    /// and, if `stored_again`, imported again with the value it had, so that it reads the
+    /// same at the baseline and at the commit. A must not commit over it either way.
+    fn row_7_moved_refuses(stored_again: bool) {
         let (dir, db) = setup(Layout::Row);
         let a = import(
             Layout::Row,
@@ -334,39 +336,27 @@ mod tests {
             .unwrap()
             .delete(&["7".to_string()], false)
             .unwrap();
+        if stored_again {
+            let again = csv(dir.path(), "again.csv", 7..8, "s");
+            import(Layout::Row, OnDuplicate::Error, again)
+                .run(&db)
+                .unwrap();
+        }
         let before = rows(&db);
+        assert_eq!(before.0.contains(&"7,s7".to_string()), stored_again);
         let err = a.install(&db, staged).unwrap_err().to_string();
         assert!(err.contains("(7)"), "{err}");
         assert_eq!(rows(&db), before);
     }
 
     #[test]
+    fn a_row_deleted_meanwhile_refuses_an_import_holding_it() {
+        row_7_moved_refuses(false);
+    }
+
+    #[test]
     fn a_row_deleted_and_stored_again_meanwhile_refuses_an_import_holding_it() {
-        // Row 7 reads the same at the baseline and at the commit, but it was deleted and
-        // imported again in between: A, which found it stored, must not commit over it.
-        let (dir, db) = setup(Layout::Row);
-        let a = import(
-            Layout::Row,
-            OnDuplicate::Last,
-            csv(dir.path(), "a.csv", 5..20, "a"),
-        );
-        let staged = a.stage(&db).unwrap();
-        TableReader::open(&db, Some("t"))
-            .unwrap()
-            .delete(&["7".to_string()], false)
-            .unwrap();
-        import(
-            Layout::Row,
-            OnDuplicate::Error,
-            csv(dir.path(), "again.csv", 7..8, "s"),
-        )
-        .run(&db)
-        .unwrap();
-        let before = rows(&db);
-        assert!(before.0.contains(&"7,s7".to_string()), "{before:?}");
-        let err = a.install(&db, staged).unwrap_err().to_string();
-        assert!(err.contains("(7)"), "{err}");
-        assert_eq!(rows(&db), before);
+        row_7_moved_refuses(true);
     }
 
     #[test]
