@@ -88,3 +88,58 @@ fn writes_beside_a_range_leave_it_and_writes_in_it_raise_it() {
     assert_eq!(max_b(&db), m4);
     db.close().unwrap();
 }
+
+#[test]
+fn newest_seqno_of_a_key_follows_every_write_to_it_and_no_other() {
+    let fs = MemFs::new();
+    let db = Db::open(Path::new("/db"), tiny_opts(&fs)).unwrap();
+    assert_eq!(db.newest_seqno(b"k").unwrap(), 0, "no entry");
+    fill(&db, "a/", 0, 200);
+    db.put(b"k", b"1").unwrap();
+    let s1 = db.snapshot().seqno();
+    assert_eq!(db.newest_seqno(b"k").unwrap(), s1, "a put in the memtable");
+    // Neighbours written, flushed and compacted around it: it stays.
+    fill(&db, "a/", 0, 300);
+    fill(&db, "z/", 0, 300);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(
+        db.newest_seqno(b"k").unwrap(),
+        s1,
+        "in a table, after compaction"
+    );
+    assert_eq!(
+        db.newest_seqno(b"j").unwrap(),
+        0,
+        "a missing key between files"
+    );
+    // A deletion, then the same value again: newer each time, though it reads the same.
+    db.delete(b"k").unwrap();
+    let s2 = db.snapshot().seqno();
+    assert_eq!(db.newest_seqno(b"k").unwrap(), s2);
+    db.put(b"k", b"1").unwrap();
+    let s3 = db.snapshot().seqno();
+    assert!(s3 > s2);
+    assert_eq!(db.newest_seqno(b"k").unwrap(), s3);
+    db.flush().unwrap();
+    assert_eq!(db.newest_seqno(b"k").unwrap(), s3, "flushed");
+    // A range deletion covering it, flushed or not.
+    db.delete_range(b"j", b"l").unwrap();
+    let s4 = db.snapshot().seqno();
+    assert_eq!(db.newest_seqno(b"k").unwrap(), s4);
+    db.flush().unwrap();
+    assert_eq!(
+        db.newest_seqno(b"k").unwrap(),
+        s4,
+        "a flushed range deletion"
+    );
+    // An ingested file overlapping it takes a fresh seqno; one overlapping nothing, seqno 0.
+    let over = external_sst(&fs, "over.sst", &[("k", "2")], &[]);
+    db.ingest(&[over], &IngestOptions::default()).unwrap();
+    assert!(db.newest_seqno(b"k").unwrap() > s4);
+    let alone = external_sst(&fs, "alone.sst", &[("~x", "3")], &[]);
+    db.ingest(&[alone], &IngestOptions::default()).unwrap();
+    assert_eq!(db.get(b"~x").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(db.newest_seqno(b"~x").unwrap(), 0, "ingested over nothing");
+}

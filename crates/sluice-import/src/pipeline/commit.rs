@@ -33,7 +33,10 @@
 //! was taken on (files compacted away meanwhile stay on disk until the import ends), and
 //! compactions anywhere in the Db keep the versions it can see; the per-key reads (a newest
 //! sequence number and two point reads per primary key) run only when the table changed
-//! during the import.
+//! during the import, each found as a point read finds its key (Bloom filters, one file a level).
+//!
+//! The baseline is taken on the import's own thread, which may run at idle priority
+//! (`--idle`): it holds the table's commit lock for one `Db::snapshot` call.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -169,22 +172,16 @@ impl Baseline {
             snapshot: Some(snapshot),
             ..Default::default()
         };
-        let mut after = Vec::new();
         for path in files {
             let t = Table::open_path(path, &TableReadOptions::new())?;
             let mut it = t.iter(bounds.clone());
             it.seek_to_first();
             while it.valid() {
                 let key = sluice::key::user_key(it.key());
-                after.clear();
-                after.extend_from_slice(key);
-                after.push(0);
                 // Written since (a sequence number past the snapshot's: also a row changed
                 // and changed back), or there now and not then (a file ingested at sequence
                 // number 0, which overlapped nothing — the snapshot's version lacks it).
-                if db.max_seqno_in_range(key, &after)? > seqno
-                    || db.get_opt(key, &then)? != db.get(key)?
-                {
+                if db.newest_seqno(key)? > seqno || db.get_opt(key, &then)? != db.get(key)? {
                     return refuse(format!(
                         "had the row under primary key {} written (imported, replaced or \
                          deleted) by someone else",

@@ -335,6 +335,16 @@ impl Db {
         self.inner.max_seqno_in_range(lower, upper)
     }
 
+    /// The sequence number of the newest entry for `key` — a value, a deletion, or a range
+    /// deletion covering it — in the current view, found as a point read finds the key (Bloom
+    /// filters, one file a level); 0 if there is none, or if that entry came in a file
+    /// ingested at sequence number 0 (which overlapped nothing). A write to `key` after a
+    /// seqno `s` was published makes this larger than `s`. Used by an import's commit check
+    /// (`sluice-import`), one key at a time.
+    pub fn newest_seqno(&self, key: &[u8]) -> Result<u64> {
+        self.inner.newest_seqno(key)
+    }
+
     /// Approximate bytes on disk of the keys in `[start, end)` (`None` = unbounded): every
     /// table overlapping the range, the tables at its edges pro-rated by their index (RocksDB's
     /// `GetApproximateSizes` without memtables). Reads only table indexes.

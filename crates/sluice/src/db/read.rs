@@ -76,6 +76,26 @@ impl Inner {
         snapshot: Option<&Snapshot>,
         trace: Option<&Trace>,
     ) -> Result<Option<Vec<u8>>> {
+        let (found, max_tomb) = self.probe_newest(user_key, snapshot, trace)?;
+        Ok(found.and_then(|f| resolve(f, max_tomb)))
+    }
+
+    /// The sequence number of the newest entry (a value or a deletion) or range deletion
+    /// touching `user_key` in the current view; 0 if none (see
+    /// [`Db::newest_seqno`](super::Db::newest_seqno)).
+    pub(super) fn newest_seqno(self: &Arc<Self>, user_key: &[u8]) -> Result<u64> {
+        let (found, max_tomb) = self.probe_newest(user_key, None, None)?;
+        Ok(found.map_or(0, |(_, _, seqno)| seqno).max(max_tomb))
+    }
+
+    /// The newest entry for `user_key` in the view, and the newest range deletion covering it
+    /// in the sources consulted up to that entry (every source if there is none).
+    fn probe_newest(
+        self: &Arc<Self>,
+        user_key: &[u8],
+        snapshot: Option<&Snapshot>,
+        trace: Option<&Trace>,
+    ) -> Result<(Option<Found>, u64)> {
         let (seq, View { mem, imm, version }) = self.sources(snapshot);
         // The pin owns the reader's only reference to the version.
         let pin = self.pin(version);
@@ -87,7 +107,7 @@ impl Inner {
             trace,
         };
         if let Some(found) = probe.memtable(&mem, "active", &mut max_tomb) {
-            return Ok(resolve(found, max_tomb));
+            return Ok((Some(found), max_tomb));
         }
         for entry in imm.iter().rev() {
             let found = match entry {
@@ -97,7 +117,7 @@ impl Inner {
                 }
             };
             if let Some(found) = found {
-                return Ok(resolve(found, max_tomb));
+                return Ok((Some(found), max_tomb));
             }
         }
         // Sublevels are named only in traces, and computed only for them.
@@ -121,10 +141,10 @@ impl Inner {
                 self.files_lookup(&candidates, &probe, Place::Level(level), &mut max_tomb)?
             };
             if let Some(found) = found {
-                return Ok(resolve(found, max_tomb));
+                return Ok((Some(found), max_tomb));
             }
         }
-        Ok(None)
+        Ok((None, max_tomb))
     }
 
     /// The newest entry for the probed key visible at its seqno in the first of `files`
