@@ -496,19 +496,15 @@ pub(super) fn choose_manifests(
 /// that exists now, or an existing table whose entries or catalog entry moved since (the
 /// builds checked duplicates against what was stored then), refuses the commit.
 fn check_table_unchanged(db: &Db, plan: &JobPlan) -> Result<(), ImportError> {
-    let now = catalog::load(db)?;
     let t = &plan.table;
-    let changed = match (plan.created, catalog::find(&now, &t.name)) {
-        (true, Some(_)) => Some("was created by another import"),
-        (true, None) => now
-            .iter()
-            .any(|o| o.id == t.id)
-            .then_some("has its id taken by another table"),
-        (false, None) => Some("was dropped"),
-        // Newer only (a compaction dropping the table's newest entries lowers it).
-        (false, Some(_)) => (crate::pipeline::checkpoint::table_seqno(db, t)? > plan.table_seqno)
-            .then_some("was changed (rows imported, replaced or deleted)"),
-    };
+    let mut changed = crate::pipeline::commit::catalog_change(&catalog::load(db)?, t, plan.created);
+    // Newer only (a compaction dropping the table's newest entries lowers it).
+    if changed.is_none()
+        && !plan.created
+        && crate::pipeline::checkpoint::table_seqno(db, t)? > plan.table_seqno
+    {
+        changed = Some("was changed (rows imported, replaced or deleted)".into());
+    }
     match changed {
         Some(what) => Err(ImportError::InvalidArgument(format!(
             "table {} {what} since job {} was planned, so its files were not committed and \

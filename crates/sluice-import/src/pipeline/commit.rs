@@ -89,17 +89,27 @@ impl Drop for CommitLock {
     }
 }
 
+/// How the catalog `now` differs for `table` (which the import or job creates if `created`)
+/// from what its plan found, worded to follow the table's name; `None` if it does not: a
+/// table to create is still absent and its id free, an existing one still there under its id.
+/// Shared by every commit's check (`Baseline::check`, the distributed job's).
+pub(crate) fn catalog_change(now: &[TableDef], table: &TableDef, created: bool) -> Option<String> {
+    match (created, catalog::find(now, &table.name)) {
+        (true, Some(_)) => Some("was created by another import".into()),
+        (true, None) => now
+            .iter()
+            .any(|o| o.id == table.id)
+            .then(|| format!("had its id {} taken by another table", table.id)),
+        (false, None) => Some("was dropped".into()),
+        (false, Some(t)) => (t.id != table.id).then(|| "was dropped and created again".into()),
+    }
+}
+
 /// The Db as an import found it (see the module documentation, step 1).
+#[derive(Debug)]
 pub(crate) struct Baseline {
     /// `None` for a table the import creates: nothing of it was read.
     snapshot: Option<Snapshot>,
-}
-
-impl std::fmt::Debug for Baseline {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let seqno = self.snapshot.as_ref().map(Snapshot::seqno);
-        f.debug_struct("Baseline").field("seqno", &seqno).finish()
-    }
 }
 
 impl Baseline {
@@ -134,18 +144,11 @@ impl Baseline {
                 table.name
             )))
         };
-        let now = catalog::load(db)?;
-        match (created, catalog::find(&now, &table.name)) {
-            (true, Some(_)) => return refuse("was created by another import".into()),
-            (true, None) if now.iter().any(|o| o.id == table.id) => {
-                return refuse(format!("had its id {} taken by another table", table.id))
-            }
-            (true, None) => return Ok(()),
-            (false, None) => return refuse("was dropped".into()),
-            (false, Some(t)) if t.id != table.id => {
-                return refuse("was dropped and created again".into())
-            }
-            (false, Some(_)) => {}
+        if let Some(what) = catalog_change(&catalog::load(db)?, table, created) {
+            return refuse(what);
+        }
+        if created {
+            return Ok(());
         }
         let Some(snapshot) = &self.snapshot else {
             return Err(ImportError::Internal(

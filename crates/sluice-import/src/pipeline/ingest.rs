@@ -28,7 +28,7 @@ impl Import {
     }
 
     /// Step 6: one atomic ingest of every file, handed over by hard link — once the table is
-    /// found as it was when the import began, under the Db's commit lock (`commit`).
+    /// found as it was when the import began, under the table's commit lock (`commit`).
     pub(crate) fn ingest(
         &self,
         db: &Db,
