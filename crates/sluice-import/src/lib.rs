@@ -29,6 +29,7 @@
 pub mod arrow_io;
 pub mod catalog;
 pub mod chunk;
+pub(crate) mod commit_lock;
 pub mod distributed;
 pub(crate) mod durable;
 pub mod error;

@@ -9,6 +9,13 @@
 //!    succeeded, each with its own import's value; a failed import left nothing;
 //! 3. the secondary index holds exactly the entries the rows make;
 //! 4. no import left a temporary directory behind.
+//!
+//! And imports under `--on-duplicate last` at once with a thread deleting rows: whatever
+//! commits or is refused, the secondary index holds exactly the entries the rows make (a
+//! delete between an import's read of a row and its commit, or a commit between a delete's
+//! read and write, would leave an entry of a row that is gone), every row holds the value of
+//! the seed or of an import that succeeded and had its key, and the rows only imports hold
+//! (which no delete touches) are all there.
 
 mod common;
 
@@ -134,5 +141,124 @@ fn imports_of_one_table_at_once_commit_as_some_serial_order_would() {
     for seed in 0..8u64 {
         round(Layout::Row, 1000 + seed);
         round(Layout::Columnar, 2000 + seed);
+    }
+}
+
+/// Three `last` imports of one table and a thread deleting random rows, at once (see the
+/// module documentation).
+fn round_with_deletes(layout: Layout, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sluice_import::open_db(dir.path().join("db"), true).unwrap();
+    let mut rng = seed;
+    let o = |on_duplicate| sluice_import::ImportOptions {
+        layout: Some(layout),
+        on_duplicate,
+        ..opts()
+    };
+    let seeded: BTreeSet<u64> = (0..200).map(|_| splitmix(&mut rng) % 400).collect();
+    let body: String = seeded.iter().map(|k| format!("{k},seed\n")).collect();
+    let seed_file = write(dir.path(), "seed.csv", body.as_bytes());
+    Import::new(SCHEMA, vec![seed_file], o(OnDuplicate::Error))
+        .unwrap()
+        .run(&db)
+        .unwrap();
+    // Each: 20–80 keys of 0..400 (many stored, some in other imports) and 20,000 of its own.
+    let sets: Vec<(BTreeSet<u64>, Vec<u64>)> = (0..3u64)
+        .map(|i| {
+            let n = 20 + splitmix(&mut rng) % 60;
+            let shared: BTreeSet<u64> = (0..n).map(|_| splitmix(&mut rng) % 400).collect();
+            let own: Vec<u64> = (0..20_000).map(|j| 10_000 + i * 100_000 + j).collect();
+            (shared, own)
+        })
+        .collect();
+    let files: Vec<_> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, (shared, own))| {
+            let mut keys: Vec<u64> = shared.iter().chain(own).copied().collect();
+            keys.reverse();
+            let body: String = keys.iter().map(|k| format!("{k},imp{i}\n")).collect();
+            write(dir.path(), &format!("i{i}.csv"), body.as_bytes())
+        })
+        .collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let deletes = std::sync::atomic::AtomicU64::new(0);
+    let results: Vec<bool> = std::thread::scope(|s| {
+        let (db, done, deletes) = (&db, &done, &deletes);
+        let mut drng = splitmix(&mut rng);
+        s.spawn(move || {
+            let reader = sluice_import::TableReader::open(db, Some("t")).unwrap();
+            while done.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+                let k = splitmix(&mut drng) % 400;
+                if reader.delete(&[k.to_string()], false).unwrap() {
+                    deletes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        let handles: Vec<_> = files
+            .iter()
+            .map(|f| {
+                let f = f.clone();
+                s.spawn(move || {
+                    let r = Import::new(SCHEMA, vec![f], o(OnDuplicate::Last))
+                        .unwrap()
+                        .run(db);
+                    done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    match r {
+                        Ok(_) => true,
+                        Err(e) => {
+                            let m = e.to_string();
+                            assert!(m.contains("nothing was changed"), "seed {seed}: {m}");
+                            false
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(deletes.into_inner() > 0, "seed {seed}: no row was deleted");
+    let table = rows(&db, "t", None);
+    let mut by_v = rows(&db, "t", Some("by_v"));
+    by_v.sort_by_key(|r| r.split(',').next().unwrap().parse::<u64>().unwrap());
+    assert_eq!(
+        by_v, table,
+        "{layout:?} seed {seed}: the index and the rows differ"
+    );
+    let got: BTreeMap<u64, String> = table
+        .iter()
+        .map(|r| {
+            let (k, v) = r.split_once(',').unwrap();
+            (k.parse().unwrap(), v.to_string())
+        })
+        .collect();
+    for (k, v) in &got {
+        let fine = match v.strip_prefix("imp") {
+            Some(i) => {
+                let i: usize = i.parse().unwrap();
+                results[i] && (sets[i].0.contains(k) || sets[i].1.contains(k))
+            }
+            None => v == "seed" && seeded.contains(k),
+        };
+        assert!(
+            fine,
+            "{layout:?} seed {seed}: row {k},{v} (results {results:?})"
+        );
+    }
+    for (i, (_, own)) in sets.iter().enumerate() {
+        let held = own.iter().filter(|k| got.contains_key(k)).count();
+        let want = if results[i] { own.len() } else { 0 };
+        assert_eq!(held, want, "{layout:?} seed {seed}: import {i}'s own rows");
+    }
+    let left = common::leftovers(&dir.path().join("db"));
+    assert!(left.is_empty(), "{layout:?} seed {seed}: {left:?}");
+}
+
+#[test]
+fn replacing_imports_and_row_deletes_at_once_keep_the_index_equal_to_the_rows() {
+    for seed in 0..4u64 {
+        round_with_deletes(Layout::Row, 3000 + seed);
+        round_with_deletes(Layout::Columnar, 4000 + seed);
     }
 }

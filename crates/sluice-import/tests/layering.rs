@@ -10,7 +10,7 @@ use layers::Layering;
 
 /// Bottom to top (lib.rs above them all): test-only fault injection, helper threads, values and
 /// their encodings, the schema, errors,
-/// the catalog, reading and parsing input, sorted sources and writers, reading tables back,
+/// the catalog, column chunks and table latches, commit locks, reading and parsing input, sorted sources and writers, reading tables back,
 /// progress, then the pipeline that drives them all.
 const LAYERS: &[&str] = &[
     "failpoints",
@@ -23,6 +23,7 @@ const LAYERS: &[&str] = &[
     "durable",
     "catalog",
     "chunk",
+    "commit_lock",
     "arrow_io",
     "input",
     "parse",

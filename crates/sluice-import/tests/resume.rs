@@ -603,6 +603,66 @@ fn an_import_into_the_table_meanwhile_refuses_the_resume_even_at_seqno_0() {
     assert!(e.contains("table u changed since the checkpoint"), "{e}");
 }
 
+/// A row deleted while the import is down, its tombstone and the row then compacted away:
+/// the table's newest entry is again what the checkpoint saw, yet the import (`first`) had
+/// dropped its own row under that key as a duplicate of the stored one. The resume is
+/// refused, and a fresh run stores the row. (Before row deletes wrote the table's deletes
+/// key, the resume was taken and the row was missing from the table.)
+#[test]
+fn a_row_deleted_and_compacted_away_meanwhile_refuses_the_resume() {
+    const U: &str = "CREATE TABLE u (id INT PRIMARY KEY, v TEXT);";
+    let dir = tempfile::tempdir().unwrap();
+    let (dbdir, tmp) = (dir.path().join("db"), dir.path().join("tmp"));
+    let first = write(dir.path(), "first.csv", b"1,old1\n3,old3\n5,old5\n");
+    // The import's rows, 0..4000 shuffled: 3 among them.
+    let a_rows: String = (0..4000u64)
+        .map(|i| format!("{},a{}\n", (i * 7919) % 4000, (i * 7919) % 4000))
+        .collect();
+    let a = write(dir.path(), "a.csv", a_rows.as_bytes());
+    let db = open_db(&dbdir, true).unwrap();
+    import(&db, U, vec![first], opts()).unwrap();
+    let o = ImportOptions {
+        on_duplicate: OnDuplicate::First,
+        ..ck_opts(&tmp)
+    };
+    let a_run = ImportOptions {
+        interrupt_after_checkpoints: Some(2),
+        ..o.clone()
+    };
+    assert!(import(&db, U, vec![a.clone()], a_run).is_err());
+    assert_eq!(leftovers(&tmp).len(), 1);
+    let reader = sluice_import::TableReader::open(&db, Some("u")).unwrap();
+    let table_seqno = |db: &sluice::Db| {
+        let id = reader.table.id;
+        db.max_seqno_in_range(&id.to_be_bytes(), &(id + 1).to_be_bytes())
+            .unwrap()
+    };
+    let before = table_seqno(&db);
+    assert!(reader.delete(&["3".to_string()], false).unwrap());
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // The delete's tombstone and row 3 are gone from the files; only the deletes key keeps
+    // the table's newest sequence number past the checkpoint's.
+    let deletes_key =
+        sluice_import::keycode::prefix(reader.table.id, sluice_import::query::DELETES_INDEX_ID);
+    assert!(db.get(&deletes_key).unwrap().is_some());
+    assert_eq!(db.newest_seqno(&deletes_key).unwrap(), table_seqno(&db));
+    assert!(table_seqno(&db) > before);
+    let e = refused(&db, U, vec![a.clone()], o.clone());
+    assert!(e.contains("table u changed since the checkpoint"), "{e}");
+    import(&db, U, vec![a], o).unwrap();
+    let mut rows = Vec::new();
+    reader
+        .scan(None, None, None, None, |row| {
+            rows.push(reader.format_row(row, sluice_import::OutputFormat::Csv));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(rows.len(), 4000);
+    assert!(rows.contains(&"3,a3".to_string()), "row 3 is missing");
+    assert!(rows.contains(&"1,old1".to_string()));
+}
+
 /// `o` without its checkpoint settings: an uninterrupted import's options.
 fn opts_like(o: &ImportOptions, dir: &Path) -> ImportOptions {
     ImportOptions {

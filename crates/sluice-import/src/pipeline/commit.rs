@@ -38,56 +38,15 @@
 //! The baseline is taken on the import's own thread, which may run at idle priority
 //! (`--idle`): it holds the table's commit lock for one `Db::snapshot` call.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::path::Path;
 
 use sluice::{Db, InternalIterator, IterBounds, ReadOptions, Snapshot, Table, TableReadOptions};
 
 use crate::catalog;
+pub(crate) use crate::commit_lock::CommitLock;
 use crate::keycode::{prefix, prefix_successor};
 use crate::schema::{TableDef, PRIMARY_INDEX_ID};
 use crate::ImportError;
-
-/// The commit locks held in this process: (Db directory, table name — or `None` for the one
-/// every import creating a table takes, since new tables take the next free id). A Db is open
-/// in one process only (its LOCK file).
-type Held = BTreeSet<(PathBuf, Option<String>)>;
-static HELD: Mutex<Held> = Mutex::new(Held::new());
-static FREED: Condvar = Condvar::new();
-
-/// A commit lock, held until dropped (see the module documentation, step 2): one per table
-/// of a Db, and one for every commit that creates a table.
-#[derive(Debug)]
-pub(crate) struct CommitLock {
-    key: (PathBuf, Option<String>),
-}
-
-impl CommitLock {
-    /// Waits until no other commit of `table` (or, if `created`, no other commit creating a
-    /// table) into `db` holds the lock, then holds it.
-    pub(crate) fn take(db: &Db, table: &TableDef, created: bool) -> CommitLock {
-        let key = (
-            db.path().to_path_buf(),
-            (!created).then(|| table.name.clone()),
-        );
-        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        while held.contains(&key) {
-            held = FREED.wait(held).unwrap_or_else(|e| e.into_inner());
-        }
-        held.insert(key.clone());
-        CommitLock { key }
-    }
-}
-
-impl Drop for CommitLock {
-    fn drop(&mut self) {
-        HELD.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.key);
-        FREED.notify_all();
-    }
-}
 
 /// How the catalog `now` differs for `table` (which the import or job creates if `created`)
 /// from what its plan found, worded to follow the table's name; `None` if it does not: a
@@ -203,6 +162,7 @@ impl Baseline {
 mod tests {
     use super::*;
     use crate::{Import, ImportOptions, Layout, OnDuplicate, ProgressMode, TableReader};
+    use std::path::PathBuf;
 
     const SCHEMA: &str = "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT);\n\
                           CREATE INDEX by_v ON t (v);";
@@ -359,6 +319,54 @@ mod tests {
         row_7_moved_refuses(true);
     }
 
+    /// Import A (`last`, rows 5..20) found row 7 stored and commits while a delete of row 7
+    /// has read the row and not yet written: the commit waits for the delete and is then
+    /// refused (row 7 moved after A read it), and the index and the rows agree. Before the
+    /// delete held the commit lock, A committed in between and the delete, writing what it
+    /// had read, left A's index entry for row 7 pointing at no row.
+    #[test]
+    fn a_commit_waits_for_a_row_delete_between_its_read_and_write() {
+        use crate::query::BETWEEN;
+        for layout in [Layout::Row, Layout::Columnar] {
+            let (dir, db) = setup(layout);
+            let db = std::sync::Arc::new(db);
+            let a = import(
+                layout,
+                OnDuplicate::Last,
+                csv(dir.path(), "a.csv", 5..20, "a"),
+            );
+            let staged = a.stage(&db).unwrap();
+            let t = crate::parse_schema(SCHEMA).unwrap().remove(0);
+            let (tx, rx) = std::sync::mpsc::channel();
+            let db2 = db.clone();
+            let hook = move || {
+                let db3 = db2.clone();
+                let commit = std::thread::spawn(move || {
+                    a.install(&db3, staged)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                });
+                // Until A committed, or is seen waiting for the lock.
+                while !commit.is_finished() && CommitLock::commits_waiting(&db2, &t) == 0 {
+                    std::thread::yield_now();
+                }
+                tx.send(commit).unwrap();
+            };
+            *BETWEEN.lock().unwrap() = Some((db.path().to_path_buf(), Box::new(hook)));
+            let deleted = TableReader::open(&db, Some("t"))
+                .unwrap()
+                .delete(&["7".to_string()], false)
+                .unwrap();
+            assert!(deleted);
+            let committed = rx.recv().unwrap().join().unwrap();
+            let err = committed.expect_err("A committed between the delete's read and write");
+            assert!(err.contains("(7)"), "{layout:?}: {err}");
+            let (by_pk, _) = rows(&db);
+            assert_eq!(by_pk.len(), 9, "{layout:?}: {by_pk:?}");
+            assert!(!by_pk.iter().any(|r| r.starts_with("7,")), "{by_pk:?}");
+        }
+    }
+
     #[test]
     fn two_imports_creating_one_table_commit_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -380,28 +388,5 @@ mod tests {
         let (by_pk, _) = rows(&db);
         assert_eq!(by_pk.len(), 50);
         assert!(by_pk.iter().all(|r| r.contains(",b")), "{by_pk:?}");
-    }
-
-    #[test]
-    fn the_commit_lock_is_held_by_one_commit_at_a_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = crate::open_db(dir.path().join("db"), true).unwrap();
-        let t = crate::parse_schema(SCHEMA).unwrap().remove(0);
-        let inside = std::sync::atomic::AtomicUsize::new(0);
-        let most = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..200 {
-                        let _l = CommitLock::take(&db, &t, false);
-                        let n = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                        most.fetch_max(n, std::sync::atomic::Ordering::SeqCst);
-                        std::thread::yield_now();
-                        inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                    }
-                });
-            }
-        });
-        assert_eq!(most.into_inner(), 1);
     }
 }

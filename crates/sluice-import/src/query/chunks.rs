@@ -114,7 +114,7 @@ pub(super) fn chunk_error(t: &TableDef, c: usize, group: Option<u64>, what: &str
 /// The chunks of a columnar table's row groups, read as a primary-key-ordered scan (or a point
 /// read) needs them: per column, the last chunk read, decoded. Rows of one group come in a
 /// run in such a scan, so each chunk is read once.
-pub(super) struct ChunkCursors<'t> {
+pub(crate) struct ChunkCursors<'t> {
     t: &'t TableDef,
     /// Per column read: the column and its cached `(group, chunk)`.
     cols: Vec<(usize, Option<(u64, Chunk)>)>,
@@ -124,7 +124,7 @@ pub(super) struct ChunkCursors<'t> {
 
 impl<'t> ChunkCursors<'t> {
     /// Reads `cols` (`None`: every column) of `t`'s rows.
-    pub(super) fn new(t: &'t TableDef, cols: Option<&[usize]>) -> Self {
+    pub(crate) fn new(t: &'t TableDef, cols: Option<&[usize]>) -> Self {
         let cols = match cols {
             Some(c) => c.iter().map(|&c| (c, None)).collect(),
             None => (0..t.columns.len()).map(|c| (c, None)).collect(),
@@ -133,7 +133,7 @@ impl<'t> ChunkCursors<'t> {
     }
 
     /// The row with primary key `key` (prefix included) and primary-index value `v`.
-    pub(super) fn row(
+    pub(crate) fn row(
         &mut self,
         db: &Db,
         ropts: &ReadOptions<'_>,

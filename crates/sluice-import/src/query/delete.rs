@@ -10,6 +10,7 @@ use sluice::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 use super::{cell_key, TableReader};
 use crate::chunk::decode_pk_value;
+use crate::commit_lock::CommitLock;
 use crate::keycode::{encode_prefix, encode_value, prefix, prefix_successor};
 use crate::schema::{Layout, TableDef, COLUMN_INDEX_BASE, PRIMARY_INDEX_ID};
 use crate::types::Value;
@@ -18,6 +19,13 @@ use crate::ImportError;
 /// Index id of a columnar table's deletion marks: below the column chunks, above every
 /// secondary index.
 pub const DEAD_INDEX_ID: u32 = COLUMN_INDEX_BASE - 1;
+
+/// Index id of the key every row delete writes again, `table ‖ DELETES_INDEX_ID` (empty
+/// value): below the deletion marks. A put's newest version is never dropped by a
+/// compaction, so its sequence number keeps the table's newest one (what a resumed import
+/// and a distributed job's commit compare, `checkpoint::table_seqno`) past every row delete,
+/// even once the delete's tombstones and the row they hid are compacted away.
+pub const DELETES_INDEX_ID: u32 = COLUMN_INDEX_BASE - 2;
 
 /// The deletion mark of position `pos` of row group `group`.
 pub fn dead_key(t: &TableDef, group: u64, pos: u32, out: &mut Vec<u8>) {
@@ -55,13 +63,17 @@ pub fn index_keys(t: &TableDef, pk_key: &[u8], vals: &[Value<'_>]) -> Vec<Vec<u8
 impl TableReader<'_> {
     /// Deletes the row with primary key `pk` (one value per key column, as text), with its
     /// secondary index entries, in one write batch (`sync`: fsync the WAL first). Returns
-    /// whether there was such a row. A concurrent writer of the same row is not excluded:
-    /// the last write wins, as for any two writes of one key.
+    /// whether there was such a row. No import's commit of the table lands between the
+    /// delete's read of the row and its write (the table's commit lock, held side by side
+    /// with other deletes): an import replacing the row commits before the delete, which
+    /// then removes the new row with its index entries, or after it, and is then refused if
+    /// it read the row before the delete (see `pipeline::commit`).
     pub fn delete(&self, pk: &[String], sync: bool) -> Result<bool, ImportError> {
         let key = self.primary_key(pk)?;
         // Columnar: no group rewrite moves the row between the read and the write.
         let _latch = (self.table.layout == Layout::Columnar)
             .then(|| crate::chunk::TableLatch::for_delete(self.db, &self.table));
+        let _commits = CommitLock::for_delete(self.db, &self.table);
         let ropts = ReadOptions::default();
         let Some(v) = self.db.get_opt(&key, &ropts)? else {
             return Ok(false);
@@ -72,6 +84,7 @@ impl TableReader<'_> {
         };
         let mut b = WriteBatch::new();
         b.delete(&key);
+        b.put(&prefix(self.table.id, DELETES_INDEX_ID), &[]);
         for k in index_keys(&self.table, &key, &vals) {
             b.delete(&k);
         }
@@ -94,6 +107,8 @@ impl TableReader<'_> {
                 b.put(&k, &[]);
             }
         }
+        #[cfg(test)]
+        between_read_and_write(self.db);
         self.db.write(
             b,
             WriteOptions {
@@ -117,6 +132,25 @@ impl TableReader<'_> {
         let mut key = prefix(self.table.id, PRIMARY_INDEX_ID);
         self.encode_values(&self.table.primary_key, pk, &mut key)?;
         Ok(key)
+    }
+}
+
+/// Tests: a hook run by the next [`TableReader::delete`] in the Db at the path given, after
+/// it read the row and before it writes the batch.
+#[cfg(test)]
+pub(crate) type BetweenHook = (std::path::PathBuf, Box<dyn FnOnce() + Send>);
+
+/// The hook [`TableReader::delete`] runs (see [`BetweenHook`]).
+#[cfg(test)]
+pub(crate) static BETWEEN: std::sync::Mutex<Option<BetweenHook>> = std::sync::Mutex::new(None);
+
+#[cfg(test)]
+fn between_read_and_write(db: &Db) {
+    let mut slot = BETWEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.as_ref().is_some_and(|(p, _)| p == db.path()) {
+        let (_, f) = slot.take().expect("checked");
+        drop(slot);
+        f();
     }
 }
 

@@ -32,8 +32,10 @@ mod delete;
 mod rewrite;
 
 pub use chunks::chunked_row;
-use chunks::ChunkCursors;
-pub use delete::{dead_key, dead_mark, index_keys, DEAD_INDEX_ID};
+pub(crate) use chunks::ChunkCursors;
+#[cfg(test)]
+pub(crate) use delete::BETWEEN;
+pub use delete::{dead_key, dead_mark, index_keys, DEAD_INDEX_ID, DELETES_INDEX_ID};
 pub use rewrite::RewriteSummary;
 
 /// How rows are printed.
