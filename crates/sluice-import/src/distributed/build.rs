@@ -16,6 +16,7 @@ use super::job::job_dir;
 use super::rejects::{over_limit, RowReject};
 use super::JobPlan;
 use crate::catalog;
+use crate::chunk::decode_pk_value;
 use crate::error::{OtherRow, RowPlace};
 use crate::merge::{column_file_options, FinalWriter};
 use crate::parse::LINE_BITS;
@@ -67,6 +68,10 @@ pub struct RangeManifest {
     /// and do not have themselves; the secondary builds delete them.
     #[serde(default)]
     pub deletions: Vec<(u32, Vec<u8>)>,
+    /// A columnar table's stored rows that input rows replaced (`last`): the deletion marks
+    /// of their positions (`table ‖ DEAD_INDEX_ID ‖ group ‖ position`), written by the commit.
+    #[serde(default)]
+    pub dead_marks: Vec<Vec<u8>>,
 }
 
 /// What the primary ranges decided that the secondary ranges must follow.
@@ -173,6 +178,7 @@ pub fn build_range(
         duplicates: 0,
         rejects: Vec::new(),
         deletions: Vec::new(),
+        dead_marks: Vec::new(),
     };
     let mut entries = 0u64;
     let t = &plan.table;
@@ -258,6 +264,7 @@ pub fn build_range(
         duplicates: res.duplicates,
         rejects: res.rejects,
         deletions: res.deletions,
+        dead_marks: res.dead_marks,
     })
 }
 
@@ -297,6 +304,7 @@ struct Resolution<'p> {
     duplicates: u64,
     rejects: Vec<RowReject>,
     deletions: Vec<(u32, Vec<u8>)>,
+    dead_marks: Vec<Vec<u8>>,
 }
 
 impl Resolution<'_> {
@@ -363,8 +371,28 @@ impl Resolution<'_> {
                 Ok(None)
             }
             _ => {
+                let mut old_row = stored.1;
+                if plan.table.layout == Layout::Columnar {
+                    // The stored row's position gets a deletion mark (its chunks stay).
+                    let (pointer, row) = split_stored_columnar(stored.1).ok_or_else(|| {
+                        ImportError::InvalidArgument(format!(
+                            "the stored entry of row {} is not a position and a row",
+                            plan.table.show_pk(key)
+                        ))
+                    })?;
+                    let (group, pos) = decode_pk_value(pointer).ok_or_else(|| {
+                        ImportError::Catalog(format!(
+                            "row {} names no row group",
+                            plan.table.show_pk(key)
+                        ))
+                    })?;
+                    let mut mark = Vec::new();
+                    crate::query::dead_key(&plan.table, group, pos as u32, &mut mark);
+                    self.dead_marks.push(mark);
+                    old_row = row;
+                }
                 let new_keys = secondary_keys(&plan.table, key, kept.1);
-                let old_keys = secondary_keys(&plan.table, key, stored.1);
+                let old_keys = secondary_keys(&plan.table, key, old_row);
                 for (n, k) in old_keys.into_iter().enumerate() {
                     if new_keys.get(n) != Some(&k) {
                         self.deletions.push((n as u32 + 1, k));
@@ -436,6 +464,10 @@ fn commit_inner(
     }
     if paths.is_empty() && !plan.created {
         return Ok(Vec::new());
+    }
+    if let Some(marks) = dead_marks_sst(plan, &chosen, dir)? {
+        paths.push(marks);
+        slots.push(0);
     }
     paths.push(catalog_sst(plan, dir)?);
     slots.push(u32::MAX);
@@ -513,6 +545,57 @@ fn check_table_unchanged(db: &Db, plan: &JobPlan) -> Result<(), ImportError> {
         ))),
         None => Ok(()),
     }
+}
+
+/// A columnar table's stored row as the coordinator exports it under `last`
+/// ([`JobPlan::existing_entries`]): its primary-index value `pointer` (group and position),
+/// length-prefixed, then the row `vals` (its indexed columns and primary key; the other
+/// columns NULL) as a row record, from which the build finds the index entries to delete.
+pub(super) fn stored_columnar_value(
+    t: &crate::schema::TableDef,
+    pointer: &[u8],
+    vals: &[crate::types::Value<'_>],
+    out: &mut Vec<u8>,
+) {
+    let mut row = Vec::new();
+    crate::row::encode_row(&mut row, t.version, vals);
+    out.clear();
+    out.push(pointer.len() as u8);
+    out.extend_from_slice(pointer);
+    out.extend_from_slice(&row);
+}
+
+/// [`stored_columnar_value`]'s parts: (pointer, row record); `None` if it is not one.
+fn split_stored_columnar(v: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&n, rest) = v.split_first()?;
+    (rest.len() >= n as usize).then(|| rest.split_at(n as usize))
+}
+
+/// The deletion marks of every primary manifest of `chosen` as one SST under the job's
+/// directory (`None`: there are none), sorted and without repeats.
+fn dead_marks_sst(
+    plan: &JobPlan,
+    chosen: &BTreeMap<(u32, u32), RangeManifest>,
+    dir: &Path,
+) -> Result<Option<PathBuf>, ImportError> {
+    let mut marks: Vec<&[u8]> = (chosen.values())
+        .filter(|m| m.slot == 0)
+        .flat_map(|m| m.dead_marks.iter().map(Vec::as_slice))
+        .collect();
+    if marks.is_empty() {
+        return Ok(None);
+    }
+    marks.sort_unstable();
+    marks.dedup();
+    let path = attempt_dir(dir, &plan.job_id, "commit").join("dead-marks.sst");
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ImportError::io(parent, e))?;
+    }
+    let mut w = SstWriter::create(&path, TableOptions::default())?;
+    for m in marks {
+        w.put(m, &[])?;
+    }
+    Ok(Some(w.finish()?.path))
 }
 
 /// The table's catalog entry, as an SST under the job's directory: a table the job creates

@@ -41,10 +41,14 @@
 //! ([`groups`]); the secondary indexes are built as for a row table. The commit holds the
 //! table's latch, as `sluice import` does.
 //!
+//! `last` into a columnar table that holds rows: the coordinator's export of the stored rows
+//! carries each row's position and its indexed columns' values, read from the chunks; a
+//! primary build that replaces a stored row returns the position's deletion mark
+//! ([`RangeManifest::dead_marks`]) besides the index entries to delete, and the commit writes
+//! every mark in one more file of the same ingest — as `sluice import` marks a replaced row.
+//!
 //! Not yet: tables without a primary key (their hidden row ids are assigned by one reader);
-//! the cells layout; `last` into a columnar table that holds rows (the replaced rows'
-//! positions would need marking and their values reading from chunks: `sluice import` does
-//! it); exporting a columnar table's ranges ([`export_ranges`]).
+//! the cells layout; exporting a columnar table's ranges ([`export_ranges`]).
 
 mod build;
 mod files;
@@ -59,7 +63,7 @@ use arrow_array::builder::{BinaryBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
-use sluice::Db;
+use sluice::{Db, ReadOptions};
 
 use crate::arrow_io::parquet::match_columns;
 use crate::catalog;
@@ -172,14 +176,6 @@ impl JobPlan {
                 return Err(ImportError::InvalidArgument(format!(
                     "table {}: the cells layout (kept for Dbs made before chunks) is not \
                      supported by the distributed import",
-                    table.name
-                )))
-            }
-            Layout::Columnar if existing_rows && on_duplicate == OnDuplicate::Last => {
-                return Err(ImportError::InvalidArgument(format!(
-                    "table {}: a distributed import cannot replace rows (on_duplicate last) \
-                     of a columnar table that holds rows yet; use sluice import, or \
-                     on_duplicate error or first",
                     table.name
                 )))
             }
@@ -361,11 +357,26 @@ impl JobPlan {
         let mut b = EntriesBuilder::new(self);
         let mut last = None;
         let mut n = 0;
+        let replacing = slot == 0 && self.on_duplicate == "last";
+        // A columnar table's stored rows: their positions and indexed columns, read from the
+        // chunks (each chunk once for a run of rows of its group).
+        let mut indexed: Vec<usize> = (self.table.indexes.iter())
+            .flat_map(|i| i.columns.iter().copied())
+            .collect();
+        indexed.sort_unstable();
+        indexed.dedup();
+        let mut chunks = (replacing && self.table.layout == Layout::Columnar)
+            .then(|| crate::query::ChunkCursors::new(&self.table, Some(&indexed)));
+        let mut stored = Vec::new();
         while it.valid() && n < limit {
-            let value = if slot == 0 && self.on_duplicate == "last" {
-                it.value()
-            } else {
-                &[]
+            let value = match chunks.as_mut() {
+                Some(c) => {
+                    let vals = c.row(db, &ReadOptions::default(), it.key(), it.value())?;
+                    build::stored_columnar_value(&self.table, it.value(), &vals, &mut stored);
+                    &stored[..]
+                }
+                None if replacing => it.value(),
+                None => &[],
             };
             b.append(slot, it.key(), value, 0);
             last = Some(it.key().to_vec());
