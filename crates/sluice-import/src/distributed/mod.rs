@@ -331,8 +331,10 @@ impl JobPlan {
 
     /// Up to `limit` stored keys of slot `slot` after `after` (`None`: from the first), as an
     /// encoded batch with source position 0 and empty values (the primary index under `last`:
-    /// the stored rows, whose replaced index entries the build deletes), and the last key
-    /// returned (to pass as `after` for the next page; `None`: no more).
+    /// the stored rows, whose replaced index entries the build deletes — a columnar table's
+    /// as their positions and indexed columns, see [`build::stored_columnar_value`]), and the
+    /// last key returned (to pass as `after` for the next page; `None`: no more). The page is
+    /// read from one snapshot.
     pub fn existing_entries(
         &self,
         db: &Db,
@@ -344,7 +346,15 @@ impl JobPlan {
             0 => crate::schema::PRIMARY_INDEX_ID,
             s => self.table.indexes[s - 1].id,
         };
-        let mut it = catalog::index_iter(db, self.table.id, index_id)?;
+        // One snapshot for the page: the primary entries and the chunks they name agree.
+        let snap = db.snapshot();
+        let p = crate::keycode::prefix(self.table.id, index_id);
+        let mut it = db.iter(ReadOptions {
+            snapshot: Some(&snap),
+            lower_bound: Some(p.clone()),
+            upper_bound: crate::keycode::prefix_successor(&p),
+            ..Default::default()
+        })?;
         match after {
             Some(k) => {
                 it.seek(k);
@@ -354,38 +364,59 @@ impl JobPlan {
             }
             None => it.seek_to_first(),
         }
-        let mut b = EntriesBuilder::new(self);
-        let mut last = None;
-        let mut n = 0;
         let replacing = slot == 0 && self.on_duplicate == "last";
-        // A columnar table's stored rows: their positions and indexed columns, read from the
-        // chunks (each chunk once for a run of rows of its group).
+        let mut page: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        while it.valid() && page.len() < limit {
+            let value = if replacing { it.value() } else { &[] };
+            page.push((it.key().to_vec(), value.to_vec()));
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        if replacing && self.table.layout == Layout::Columnar {
+            self.stored_columnar_rows(db, &snap, &mut page)?;
+        }
+        let mut b = EntriesBuilder::new(self);
+        for (k, v) in &page {
+            b.append(slot, k, v, 0);
+        }
+        let last = page.pop().map(|(k, _)| k);
+        let batch = b.finish()?;
+        Ok((batch, last))
+    }
+}
+
+impl JobPlan {
+    /// A columnar table's stored rows of one page (key, primary-index value), their values
+    /// replaced by what the builds need to replace them under `last`: the position and the
+    /// indexed columns ([`build::stored_columnar_value`]). Read in (group, position) order,
+    /// so each chunk is read once per page however the groups interleave in key order.
+    fn stored_columnar_rows(
+        &self,
+        db: &Db,
+        snap: &sluice::Snapshot,
+        page: &mut [(Vec<u8>, Vec<u8>)],
+    ) -> Result<(), ImportError> {
         let mut indexed: Vec<usize> = (self.table.indexes.iter())
             .flat_map(|i| i.columns.iter().copied())
             .collect();
         indexed.sort_unstable();
         indexed.dedup();
-        let mut chunks = (replacing && self.table.layout == Layout::Columnar)
-            .then(|| crate::query::ChunkCursors::new(&self.table, Some(&indexed)));
-        let mut stored = Vec::new();
-        while it.valid() && n < limit {
-            let value = match chunks.as_mut() {
-                Some(c) => {
-                    let vals = c.row(db, &ReadOptions::default(), it.key(), it.value())?;
-                    build::stored_columnar_value(&self.table, it.value(), &vals, &mut stored);
-                    &stored[..]
-                }
-                None if replacing => it.value(),
-                None => &[],
-            };
-            b.append(slot, it.key(), value, 0);
-            last = Some(it.key().to_vec());
-            n += 1;
-            it.next();
+        let mut chunks = crate::query::ChunkCursors::new(&self.table, Some(&indexed));
+        let ropts = ReadOptions {
+            snapshot: Some(snap),
+            ..Default::default()
+        };
+        let mut order: Vec<usize> = (0..page.len()).collect();
+        order.sort_by_key(|&i| crate::chunk::decode_pk_value(&page[i].1));
+        let mut out = Vec::new();
+        for i in order {
+            let (key, pointer) = &page[i];
+            let vals = chunks.row(db, &ropts, key, pointer)?;
+            build::stored_columnar_value(&self.table, pointer, &vals, &mut out);
+            page[i].1 = std::mem::take(&mut out);
         }
-        it.status()?;
-        let batch = b.finish()?;
-        Ok((batch, last))
+        Ok(())
     }
 }
 

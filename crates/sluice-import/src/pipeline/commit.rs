@@ -26,14 +26,18 @@
 //!    at the snapshot and now (a file ingested at sequence number 0 is absent from the
 //!    snapshot's version); else the commit is refused. Any change at all refuses a table
 //!    with a unique index (whose entries are not keyed by the primary key). Imports of one
-//!    table with disjoint keys still commit side by side.
+//!    table with disjoint keys still commit side by side. The per-key pass runs mostly before
+//!    the lock ([`Baseline::precheck`], against a snapshot taken then); under the lock it
+//!    reads again only if the table changed since that snapshot — row deletes of the table
+//!    wait for a commit holding the lock, so it is not held through a pass over every key.
 //!
 //! A refused commit changes nothing in the Db; the error names the key that moved. Cost: the
 //! snapshot holds the Db as it was for the import's length — the version and memtables it
 //! was taken on (files compacted away meanwhile stay on disk until the import ends), and
 //! compactions anywhere in the Db keep the versions it can see; the per-key reads (a newest
 //! sequence number and two point reads per primary key) run only when the table changed
-//! during the import, each found as a point read finds its key (Bloom filters, one file a level).
+//! during the import, each found as a point read finds its key (Bloom filters, one file a
+//! level), and again under the lock only when it changed during that pass.
 //!
 //! The baseline is taken on the import's own thread, which may run at idle priority
 //! (`--idle`): it holds the table's commit lock for one `Db::snapshot` call.
@@ -86,25 +90,48 @@ impl Baseline {
         }
     }
 
+    /// Step 3's per-key work, before the [`CommitLock`]: if `table` changed since the
+    /// baseline, its keys in `files` (the import's primary-index files) are checked against a
+    /// snapshot taken now, so that under the lock [`Baseline::check`] reads only what changed
+    /// since (a delete of the table waits for a commit through that read). Returns that
+    /// snapshot; `None` if the table did not change (or the import creates it).
+    pub(crate) fn precheck(
+        &self,
+        db: &Db,
+        table: &TableDef,
+        created: bool,
+        files: &[&Path],
+    ) -> Result<Option<Snapshot>, ImportError> {
+        let Some(snapshot) = self.snapshot.as_ref().filter(|_| !created) else {
+            return Ok(None);
+        };
+        if crate::pipeline::checkpoint::table_seqno(db, table)? <= snapshot.seqno() {
+            return Ok(None);
+        }
+        refuse_unique(table)?;
+        // Under the lock for a moment, as the baseline (no commit half done).
+        let now = {
+            let _lock = CommitLock::take(db, table, false);
+            db.snapshot()
+        };
+        moved_key(db, table, files, snapshot.seqno(), snapshot, Some(&now))?;
+        Ok(Some(now))
+    }
+
     /// Step 3 of the module documentation, under the [`CommitLock`]: `Ok` if `table` (which
     /// the import creates if `created`) is as the import found it, as far as the keys of its
-    /// primary-index files `files` go.
+    /// primary-index files `files` go. `since`: [`Baseline::precheck`]'s snapshot, up to
+    /// which those keys were checked.
     pub(crate) fn check(
         &self,
         db: &Db,
         table: &TableDef,
         created: bool,
         files: &[&Path],
+        since: Option<&Snapshot>,
     ) -> Result<(), ImportError> {
-        let refuse = |what: String| {
-            Err(ImportError::InvalidArgument(format!(
-                "table {} {what} while this import ran, so its files were not ingested and \
-                 nothing was changed; run the import again",
-                table.name
-            )))
-        };
         if let Some(what) = catalog_change(&catalog::load(db)?, table, created) {
-            return refuse(what);
+            return refuse(table, what);
         }
         if created {
             return Ok(());
@@ -114,48 +141,82 @@ impl Baseline {
                 "an existing table's baseline has no snapshot".into(),
             ));
         };
-        let seqno = snapshot.seqno();
-        if crate::pipeline::checkpoint::table_seqno(db, table)? <= seqno {
+        let checked = since.unwrap_or(snapshot);
+        if crate::pipeline::checkpoint::table_seqno(db, table)? <= checked.seqno() {
             return Ok(());
         }
-        if table.indexes.iter().any(|i| i.unique) {
-            return refuse(
-                "was written to (rows imported, replaced or deleted) and it has a unique \
-                 index, whose entries this import checked against the rows it found"
-                    .into(),
-            );
-        }
-        let lo = prefix(table.id, PRIMARY_INDEX_ID);
-        let bounds = IterBounds {
-            upper: prefix_successor(&lo),
-            lower: Some(lo),
-        };
-        let then = ReadOptions {
-            snapshot: Some(snapshot),
-            ..Default::default()
-        };
-        for path in files {
-            let t = Table::open_path(path, &TableReadOptions::new())?;
-            let mut it = t.iter(bounds.clone());
-            it.seek_to_first();
-            while it.valid() {
-                let key = sluice::key::user_key(it.key());
-                // Written since (a sequence number past the snapshot's: also a row changed
-                // and changed back), or there now and not then (a file ingested at sequence
-                // number 0, which overlapped nothing — the snapshot's version lacks it).
-                if db.newest_seqno(key)? > seqno || db.get_opt(key, &then)? != db.get(key)? {
-                    return refuse(format!(
+        refuse_unique(table)?;
+        moved_key(db, table, files, snapshot.seqno(), checked, None)
+    }
+}
+
+/// The commit's refusal: `table` `what` while the import ran.
+fn refuse(table: &TableDef, what: String) -> Result<(), ImportError> {
+    Err(ImportError::InvalidArgument(format!(
+        "table {} {what} while this import ran, so its files were not ingested and nothing \
+         was changed; run the import again",
+        table.name
+    )))
+}
+
+/// Any change at all refuses a table with a unique index (its entries are not keyed by the
+/// primary key).
+fn refuse_unique(table: &TableDef) -> Result<(), ImportError> {
+    if table.indexes.iter().any(|i| i.unique) {
+        return refuse(
+            table,
+            "was written to (rows imported, replaced or deleted) and it has a unique index, \
+             whose entries this import checked against the rows it found"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Refuses if a primary key in `files` was written after sequence number `seqno` (the
+/// baseline's), or reads otherwise at `then` than at `now` (`None`: the Db as it is).
+fn moved_key(
+    db: &Db,
+    table: &TableDef,
+    files: &[&Path],
+    seqno: u64,
+    then: &Snapshot,
+    now: Option<&Snapshot>,
+) -> Result<(), ImportError> {
+    let lo = prefix(table.id, PRIMARY_INDEX_ID);
+    let bounds = IterBounds {
+        upper: prefix_successor(&lo),
+        lower: Some(lo),
+    };
+    let at = |snapshot| ReadOptions {
+        snapshot,
+        ..Default::default()
+    };
+    let (then, now) = (at(Some(then)), at(now));
+    for path in files {
+        let t = Table::open_path(path, &TableReadOptions::new())?;
+        let mut it = t.iter(bounds.clone());
+        it.seek_to_first();
+        while it.valid() {
+            let key = sluice::key::user_key(it.key());
+            // Written since (a sequence number past the baseline's: also a row changed and
+            // changed back), or there now and not then (a file ingested at sequence number
+            // 0, which overlapped nothing — the earlier snapshot's version lacks it).
+            if db.newest_seqno(key)? > seqno || db.get_opt(key, &then)? != db.get_opt(key, &now)? {
+                return refuse(
+                    table,
+                    format!(
                         "had the row under primary key {} written (imported, replaced or \
                          deleted) by someone else",
                         table.show_pk(key)
-                    ));
-                }
-                it.next();
+                    ),
+                );
             }
-            it.status()?;
+            it.next();
         }
-        Ok(())
+        it.status()?;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -364,6 +425,45 @@ mod tests {
             let (by_pk, _) = rows(&db);
             assert_eq!(by_pk.len(), 9, "{layout:?}: {by_pk:?}");
             assert!(!by_pk.iter().any(|r| r.starts_with("7,")), "{by_pk:?}");
+        }
+    }
+
+    /// The key pass runs before the lock against a snapshot of then (a delete of row 3,
+    /// not the import's, changed the table); under the lock only what changed since is read
+    /// again: a delete of row 7 (the import's) after that snapshot still refuses the commit,
+    /// and without it the commit goes through.
+    #[test]
+    fn a_row_moved_after_the_precheck_still_refuses_the_commit() {
+        for delete_7 in [true, false] {
+            let (dir, db) = setup(Layout::Row);
+            let a = import(
+                Layout::Row,
+                OnDuplicate::Last,
+                csv(dir.path(), "a.csv", 5..20, "a"),
+            );
+            let staged = a.stage(&db).unwrap();
+            let t = TableReader::open(&db, Some("t")).unwrap();
+            assert!(t.delete(&["3".to_string()], false).unwrap());
+            let files: Vec<&Path> = (staged.indexes.iter())
+                .filter(|st| st.slot == 0)
+                .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
+                .collect();
+            let plan = &staged.plan;
+            let since = (plan.baseline)
+                .precheck(&db, &plan.table, false, &files)
+                .unwrap();
+            assert!(
+                since.is_some(),
+                "the table changed: a snapshot to check from"
+            );
+            if delete_7 {
+                assert!(t.delete(&["7".to_string()], false).unwrap());
+            }
+            let checked = (plan.baseline).check(&db, &plan.table, false, &files, since.as_ref());
+            match delete_7 {
+                true => assert!(checked.unwrap_err().to_string().contains("(7)")),
+                false => checked.unwrap(),
+            }
         }
     }
 

@@ -52,14 +52,16 @@ impl Import {
             return Ok(Vec::new());
         }
         crate::failpoints::inject_at("import::ingest", &paths[0])?;
-        let _lock = CommitLock::take(db, &plan.table, plan.created);
         let primary: Vec<&std::path::Path> = indexes
             .iter()
             .filter(|st| st.slot == 0)
             .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
             .collect();
+        let (t, created) = (&plan.table, plan.created);
+        let since = plan.baseline.precheck(db, t, created, &primary)?;
+        let _lock = CommitLock::take(db, t, created);
         plan.baseline
-            .check(db, &plan.table, plan.created, &primary)?;
+            .check(db, t, created, &primary, since.as_ref())?;
         let placed = db.ingest(
             &paths,
             &IngestOptions {

@@ -83,8 +83,11 @@ impl TableReader<'_> {
             _ => self.decode(&key, &v, &ropts)?,
         };
         let mut b = WriteBatch::new();
-        b.delete(&key);
+        // First in the batch: the deletes key takes the batch's lowest sequence number, so
+        // that once the batch's tombstones are compacted away the table's newest one is
+        // lower than it was with them (a delete before a job's plan is then seen as no write).
         b.put(&prefix(self.table.id, DELETES_INDEX_ID), &[]);
+        b.delete(&key);
         for k in index_keys(&self.table, &key, &vals) {
             b.delete(&k);
         }
