@@ -342,10 +342,8 @@ mod tests {
         }
     }
 
-    /// Import A (`last`, rows 5..20) found row 7 stored; it is deleted before A commits —
-    /// and, if `stored_again`, imported again with the value it had, so that it reads the
-    /// same at the baseline and at the commit. A must not commit over it either way.
-    fn row_7_moved_refuses(stored_again: bool) {
+    /// A row table seeded with rows 0..10, and import A (`last`, rows 5..20) staged on it.
+    fn staged_last_5_to_20() -> (tempfile::TempDir, Db, Import, crate::pipeline::Staged) {
         let (dir, db) = setup(Layout::Row);
         let a = import(
             Layout::Row,
@@ -353,6 +351,14 @@ mod tests {
             csv(dir.path(), "a.csv", 5..20, "a"),
         );
         let staged = a.stage(&db).unwrap();
+        (dir, db, a, staged)
+    }
+
+    /// Import A (`last`, rows 5..20) found row 7 stored; it is deleted before A commits —
+    /// and, if `stored_again`, imported again with the value it had, so that it reads the
+    /// same at the baseline and at the commit. A must not commit over it either way.
+    fn row_7_moved_refuses(stored_again: bool) {
+        let (dir, db, a, staged) = staged_last_5_to_20();
         TableReader::open(&db, Some("t"))
             .unwrap()
             .delete(&["7".to_string()], false)
@@ -435,13 +441,7 @@ mod tests {
     #[test]
     fn a_row_moved_after_the_precheck_still_refuses_the_commit() {
         for delete_7 in [true, false] {
-            let (dir, db) = setup(Layout::Row);
-            let a = import(
-                Layout::Row,
-                OnDuplicate::Last,
-                csv(dir.path(), "a.csv", 5..20, "a"),
-            );
-            let staged = a.stage(&db).unwrap();
+            let (_dir, db, _a, staged) = staged_last_5_to_20();
             let t = TableReader::open(&db, Some("t")).unwrap();
             assert!(t.delete(&["3".to_string()], false).unwrap());
             let files: Vec<&Path> = (staged.indexes.iter())
