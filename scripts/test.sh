@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's start, in seconds since this script began: where a CI run's time goes.
-phase() { phase "[${SECONDS}s] $*"; }
+phase() { echo "== [${SECONDS}s] $*"; }
 scripts/setup.sh
 # A clean clone gains nothing from incremental caches; they only take disk.
 export CARGO_INCREMENTAL=0
