@@ -81,7 +81,10 @@ def test_measure_a_long_history(sluice, tmp, browser):
     SLUICE_LSM_SYNTH_EDITS=100000 for the issue's figure; results in lsm_measure.json."""
     n = int(os.environ.get("SLUICE_LSM_SYNTH_EDITS", "3000"))
     synth = tmp / "synth"
-    subprocess.run(["cargo", "test", "-q", "-p", "sluice-cli", "--test", "lsm_timeline", "--",
+    # `--workspace`, not `-p sluice-cli`: the workspace's features, as `cargo test --workspace`
+    # built them, so CI reuses that build (with `-p`, cargo resolved other features and rebuilt
+    # the crates under sluice-cli: 4-5 minutes of a CI run).
+    subprocess.run(["cargo", "test", "-q", "--workspace", "--test", "lsm_timeline", "--",
                     "a_long_synthetic_manifest_replays"], cwd=ROOT, check=True,
                    env={**os.environ, "SLUICE_LSM_SYNTH_DIR": str(synth),
                         "SLUICE_LSM_SYNTH_EDITS": str(n)})
