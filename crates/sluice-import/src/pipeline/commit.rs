@@ -28,8 +28,9 @@
 //!    with a unique index (whose entries are not keyed by the primary key). Imports of one
 //!    table with disjoint keys still commit side by side. The per-key pass runs mostly before
 //!    the lock ([`Baseline::precheck`], against a snapshot taken then); under the lock it
-//!    reads again only if the table changed since that snapshot — row deletes of the table
-//!    wait for a commit holding the lock, so it is not held through a pass over every key.
+//!    reads again only if the table changed since that snapshot (row deletes of the table
+//!    wait for a commit holding the lock; under a steady stream of them the table does
+//!    change, and they wait for that second pass).
 //!
 //! A refused commit changes nothing in the Db; the error names the key that moved. Cost: the
 //! snapshot holds the Db as it was for the import's length — the version and memtables it
