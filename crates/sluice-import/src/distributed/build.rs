@@ -16,7 +16,6 @@ use super::job::job_dir;
 use super::rejects::{over_limit, RowReject};
 use super::JobPlan;
 use crate::catalog;
-use crate::chunk::decode_pk_value;
 use crate::error::{OtherRow, RowPlace};
 use crate::merge::{column_file_options, FinalWriter};
 use crate::parse::LINE_BITS;
@@ -380,14 +379,7 @@ impl Resolution<'_> {
                             plan.table.show_pk(key)
                         ))
                     })?;
-                    let (group, pos) = decode_pk_value(pointer).ok_or_else(|| {
-                        ImportError::Catalog(format!(
-                            "row {} names no row group",
-                            plan.table.show_pk(key)
-                        ))
-                    })?;
-                    let mut mark = Vec::new();
-                    crate::query::dead_key(&plan.table, group, pos as u32, &mut mark);
+                    let mark = crate::query::replaced_mark(&plan.table, key, pointer)?;
                     self.dead_marks.push(mark);
                     old_row = row;
                 }

@@ -454,10 +454,7 @@ mod tests {
             let (_dir, db, _a, staged) = staged_last_5_to_20();
             let t = TableReader::open(&db, Some("t")).unwrap();
             assert!(t.delete(&["3".to_string()], false).unwrap());
-            let files: Vec<&Path> = (staged.indexes.iter())
-                .filter(|st| st.slot == 0)
-                .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
-                .collect();
+            let files = crate::pipeline::ingest::primary_files(&staged.indexes);
             let plan = &staged.plan;
             let since = (plan.baseline)
                 .precheck(&db, &plan.table, false, &files)

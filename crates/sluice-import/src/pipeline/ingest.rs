@@ -52,11 +52,7 @@ impl Import {
             return Ok(Vec::new());
         }
         crate::failpoints::inject_at("import::ingest", &paths[0])?;
-        let primary: Vec<&std::path::Path> = indexes
-            .iter()
-            .filter(|st| st.slot == 0)
-            .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
-            .collect();
+        let primary = primary_files(indexes);
         let (t, created) = (&plan.table, plan.created);
         let since = plan.baseline.precheck(db, t, created, &primary)?;
         let _lock = CommitLock::take(db, t, created);
@@ -84,4 +80,12 @@ impl Import {
             })
             .collect())
     }
+}
+
+/// The primary index's final files among `indexes` (the keys a commit check reads).
+pub(crate) fn primary_files(indexes: &[IndexState]) -> Vec<&std::path::Path> {
+    (indexes.iter())
+        .filter(|st| st.slot == 0)
+        .flat_map(|st| st.finals.iter().map(|f| f.path.as_path()))
+        .collect()
 }

@@ -35,6 +35,18 @@ pub fn dead_key(t: &TableDef, group: u64, pos: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&pos.to_be_bytes());
 }
 
+/// The deletion mark of the stored row with primary key `key` (prefix included) and
+/// primary-index value `v` (its group and position): what a row delete, and an import
+/// replacing the row, write.
+pub fn replaced_mark(t: &TableDef, key: &[u8], v: &[u8]) -> Result<Vec<u8>, ImportError> {
+    let (group, pos) = decode_pk_value(v).ok_or_else(|| {
+        ImportError::Catalog(format!("row {} names no row group", key.escape_ascii()))
+    })?;
+    let mut k = Vec::new();
+    dead_key(t, group, pos as u32, &mut k);
+    Ok(k)
+}
+
 /// The row group and position a deletion mark's key names (`None`: not one).
 pub fn dead_mark(key: &[u8]) -> Option<(u64, u32)> {
     let g: [u8; 8] = key.get(8..16)?.try_into().ok()?;
@@ -102,13 +114,7 @@ impl TableReader<'_> {
                     }
                 }
             }
-            Layout::Columnar => {
-                let (group, pos) = decode_pk_value(&v).ok_or_else(|| {
-                    ImportError::Catalog(format!("row {} names no row group", key.escape_ascii()))
-                })?;
-                dead_key(&self.table, group, pos as u32, &mut k);
-                b.put(&k, &[]);
-            }
+            Layout::Columnar => b.put(&replaced_mark(&self.table, &key, &v)?, &[]),
         }
         #[cfg(test)]
         between_read_and_write(self.db);

@@ -35,7 +35,7 @@ pub use chunks::chunked_row;
 pub(crate) use chunks::ChunkCursors;
 #[cfg(test)]
 pub(crate) use delete::BETWEEN;
-pub use delete::{dead_key, dead_mark, index_keys, DEAD_INDEX_ID, DELETES_INDEX_ID};
+pub use delete::{dead_key, dead_mark, index_keys, replaced_mark, DEAD_INDEX_ID, DELETES_INDEX_ID};
 pub use rewrite::RewriteSummary;
 
 /// How rows are printed.

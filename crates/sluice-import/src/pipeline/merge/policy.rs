@@ -247,11 +247,7 @@ impl<'a> EmitCtx<'a> {
         let Some(v) = self.db.get(key)? else {
             return Ok(());
         };
-        let (group, pos) = crate::chunk::decode_pk_value(&v).ok_or_else(|| {
-            ImportError::Catalog(format!("row {} names no row group", key.escape_ascii()))
-        })?;
-        let mut k = Vec::new();
-        crate::query::dead_key(self.table, group, pos as u32, &mut k);
+        let k = crate::query::replaced_mark(self.table, key, &v)?;
         if let Some(marks) = self.deletions.last_mut() {
             marks.push(k);
         }
