@@ -34,9 +34,19 @@ pub fn table_value(t: &TableDef) -> Vec<u8> {
 /// An iterator over the keys of one table and index (`prefix(table_id, index_id)`), not yet
 /// positioned.
 pub fn index_iter(db: &Db, table_id: u32, index_id: u32) -> Result<DbIterator, ImportError> {
+    index_iter_at(db, table_id, index_id, None)
+}
+
+/// [`index_iter`] at `snapshot` (`None`: the Db as it is).
+pub fn index_iter_at(
+    db: &Db,
+    table_id: u32,
+    index_id: u32,
+    snapshot: Option<&sluice::Snapshot>,
+) -> Result<DbIterator, ImportError> {
     let p = prefix(table_id, index_id);
     Ok(db.iter(ReadOptions {
-        snapshot: None,
+        snapshot,
         lower_bound: Some(p.clone()),
         upper_bound: prefix_successor(&p),
         ..Default::default()

@@ -348,13 +348,7 @@ impl JobPlan {
         };
         // One snapshot for the page: the primary entries and the chunks they name agree.
         let snap = db.snapshot();
-        let p = crate::keycode::prefix(self.table.id, index_id);
-        let mut it = db.iter(ReadOptions {
-            snapshot: Some(&snap),
-            lower_bound: Some(p.clone()),
-            upper_bound: crate::keycode::prefix_successor(&p),
-            ..Default::default()
-        })?;
+        let mut it = catalog::index_iter_at(db, self.table.id, index_id, Some(&snap))?;
         match after {
             Some(k) => {
                 it.seek(k);
