@@ -1,6 +1,7 @@
 //! `Db::max_seqno_in_range`: writes outside a range never move it, not even when flushes and
 //! compactions put the range's keys and its neighbours' newer keys in the same files; every
-//! kind of write inside the range raises it; compaction leaves it as it was.
+//! kind of write inside the range raises it; compaction leaves it as it was. `Db::newest_seqno`
+//! of one key, and `Db::keys_written_since`, the keys of a range written after a seqno.
 
 use std::path::Path;
 
@@ -142,4 +143,78 @@ fn newest_seqno_of_a_key_follows_every_write_to_it_and_no_other() {
     db.ingest(&[alone], &IngestOptions::default()).unwrap();
     assert_eq!(db.get(b"~x").unwrap().as_deref(), Some(&b"3"[..]));
     assert_eq!(db.newest_seqno(b"~x").unwrap(), 0, "ingested over nothing");
+}
+
+fn since_b(db: &Db, seqno: u64, budget: usize) -> Option<Vec<String>> {
+    let keys = db.keys_written_since(b"b/", b"b0", seqno, budget).unwrap();
+    keys.map(|k| {
+        k.iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    })
+}
+
+#[test]
+fn keys_written_since_a_seqno_are_the_writes_after_it_wherever_they_went() {
+    let fs = MemFs::new();
+    let db = Db::open(Path::new("/db"), tiny_opts(&fs)).unwrap();
+    for round in 0..4 {
+        fill(&db, "a/", round * 50, 50);
+        fill(&db, "b/", round * 50, 50);
+        fill(&db, "c/", round * 50, 50);
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_background_work().unwrap();
+    // Held: without it a compaction could drop a deletion with the value it deleted.
+    let snap0 = db.snapshot();
+    let s0 = snap0.seqno();
+    assert_eq!(since_b(&db, s0, 1_000), Some(vec![]), "nothing since");
+    assert_eq!(since_b(&db, 0, 10_000).unwrap().len(), 200, "every key");
+    // Writes beside the range and in it: a put, a delete, the same key twice.
+    fill(&db, "a/", 0, 100);
+    db.put(b"b/000007", b"new").unwrap();
+    db.delete(b"b/000150").unwrap();
+    db.put(b"b/000007", b"newer").unwrap();
+    fill(&db, "c/", 0, 100);
+    let want = Some(vec!["b/000007".to_string(), "b/000150".to_string()]);
+    assert_eq!(since_b(&db, s0, 1_000), want, "in the memtable");
+    // Flushed, then compacted with the older keys of the range into the same files.
+    db.flush().unwrap();
+    assert_eq!(since_b(&db, s0, 1_000), want, "flushed");
+    db.compact_range(None, None).unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(since_b(&db, s0, 1_000), want, "compacted");
+    drop(snap0);
+    assert_eq!(
+        since_b(&db, s0, 3),
+        None,
+        "more entries to read than the budget"
+    );
+    let s1 = db.snapshot().seqno();
+    assert_eq!(since_b(&db, s1, 3), Some(vec![]), "old files are not read");
+    // An ingest over the range's keys takes a seqno past s1; one over nothing, seqno 0.
+    let over = external_sst(&fs, "over.sst", &[("b/000009", "i")], &[]);
+    db.ingest(&[over], &IngestOptions::default()).unwrap();
+    let alone = external_sst(&fs, "alone.sst", &[("b/~", "i")], &[]);
+    db.ingest(&[alone], &IngestOptions::default()).unwrap();
+    assert_eq!(since_b(&db, s1, 1_000), Some(vec!["b/000009".to_string()]));
+    // A range deletion reaching into the range lists no keys: the caller reads it its way.
+    let s2 = db.snapshot().seqno();
+    db.delete_range(b"a/", b"b/000001").unwrap();
+    assert_eq!(
+        since_b(&db, s2, 1_000),
+        None,
+        "a range deletion in the memtable"
+    );
+    db.flush().unwrap();
+    assert_eq!(since_b(&db, s2, 1_000), None, "a flushed range deletion");
+    let s3 = db.snapshot().seqno();
+    db.delete_range(b"c/", b"c/000100").unwrap();
+    assert_eq!(
+        since_b(&db, s3, 1_000),
+        Some(vec![]),
+        "one beside the range"
+    );
+    db.close().unwrap();
 }

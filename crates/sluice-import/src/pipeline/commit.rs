@@ -27,10 +27,14 @@
 //!    snapshot's version); else the commit is refused. Any change at all refuses a table
 //!    with a unique index (whose entries are not keyed by the primary key). Imports of one
 //!    table with disjoint keys still commit side by side. The per-key pass runs mostly before
-//!    the lock ([`Baseline::precheck`], against a snapshot taken then); under the lock it
-//!    reads again only if the table changed since that snapshot (row deletes of the table
-//!    wait for a commit holding the lock; under a steady stream of them the table does
-//!    change, and they wait for that second pass).
+//!    the lock ([`Baseline::precheck`], against a snapshot taken then). Under the lock, if
+//!    the table changed since that snapshot (row deletes of the table wait for a commit
+//!    holding the lock, and under a steady stream of them it does change), the engine lists
+//!    the primary keys written since ([`Db::keys_written_since`]: the memtables and the files
+//!    written since) and only those are looked up in the import's files. The whole pass runs
+//!    again only if an import committed meanwhile (its files may sit at sequence number 0,
+//!    which no list shows), a range deletion reached into the table, or the list would cost
+//!    more to read than the pass.
 //!
 //! A refused commit changes nothing in the Db; the error names the key that moved. Cost: the
 //! snapshot holds the Db as it was for the import's length — the version and memtables it
@@ -147,8 +151,61 @@ impl Baseline {
             return Ok(());
         }
         refuse_unique(table)?;
-        moved_key(db, table, files, snapshot.seqno(), checked, None)
+        match written_since(db, table, files, checked)? {
+            Some(keys) => refuse_any(table, files, &keys),
+            None => moved_key(db, table, files, snapshot.seqno(), checked, None),
+        }
     }
+}
+
+/// The table's primary keys written after `then` (held, so no deletion since is compacted
+/// away), if the engine can list them for less than [`moved_key`]'s pass would read: no
+/// import committed since (files ingested at sequence number 0 are not listed, see
+/// [`moved_key`]), no range deletion reached into the table, and fewer entries to read than
+/// the import has keys (a scan's entry costs less than a point read). `None`: read every key.
+fn written_since(
+    db: &Db,
+    table: &TableDef,
+    files: &[&Path],
+    then: &Snapshot,
+) -> Result<Option<Vec<Vec<u8>>>, ImportError> {
+    if db.newest_seqno(&catalog::table_key(&table.name))? > then.seqno() {
+        return Ok(None);
+    }
+    let mut keys = 0u64;
+    for path in files {
+        let t = Table::open_path(path, &TableReadOptions::new())?;
+        keys += t.properties().num_entries;
+    }
+    let budget = usize::try_from(keys).unwrap_or(usize::MAX).max(4096);
+    let lo = prefix(table.id, PRIMARY_INDEX_ID);
+    let Some(hi) = prefix_successor(&lo) else {
+        return Ok(None);
+    };
+    Ok(db.keys_written_since(&lo, &hi, then.seqno(), budget)?)
+}
+
+/// Refuses if one of `keys` (primary keys written by someone else since the earlier pass) is
+/// a primary key in `files`.
+fn refuse_any(table: &TableDef, files: &[&Path], keys: &[Vec<u8>]) -> Result<(), ImportError> {
+    for path in files {
+        let t = Table::open_path(path, &TableReadOptions::new())?;
+        for key in keys {
+            if t.get(key, sluice::key::MAX_SEQNO)?.is_some() {
+                return refuse(table, moved(table, key));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The refusal's words for a row whose primary key `key` someone else wrote.
+fn moved(table: &TableDef, key: &[u8]) -> String {
+    format!(
+        "had the row under primary key {} written (imported, replaced or deleted) by someone \
+         else",
+        table.show_pk(key)
+    )
 }
 
 /// The commit's refusal: `table` `what` while the import ran.
@@ -189,6 +246,8 @@ fn moved_key(
     then: &Snapshot,
     now: Option<&Snapshot>,
 ) -> Result<(), ImportError> {
+    #[cfg(test)]
+    tests::FULL_PASSES.with(|n| n.set(n.get() + 1));
     // Read now, so also past `now`: a commit since then only makes the pass the longer one.
     let imported = db.newest_seqno(&catalog::table_key(&table.name))? > then.seqno();
     let lo = prefix(table.id, PRIMARY_INDEX_ID);
@@ -213,14 +272,7 @@ fn moved_key(
             if db.newest_seqno(key)? > seqno
                 || (imported && db.get_opt(key, &then)? != db.get_opt(key, &now)?)
             {
-                return refuse(
-                    table,
-                    format!(
-                        "had the row under primary key {} written (imported, replaced or \
-                         deleted) by someone else",
-                        table.show_pk(key)
-                    ),
-                );
+                return refuse(table, moved(table, key));
             }
             it.next();
         }
@@ -444,13 +496,29 @@ mod tests {
         }
     }
 
+    thread_local! {
+        /// How many times [`moved_key`]'s pass over every key of an import ran on this thread.
+        pub(super) static FULL_PASSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     /// The key pass runs before the lock against a snapshot of then (a delete of row 3,
-    /// not the import's, changed the table); under the lock only what changed since is read
-    /// again: a delete of row 7 (the import's) after that snapshot still refuses the commit,
-    /// and without it the commit goes through.
+    /// not the import's, changed the table); under the lock only the keys written since are
+    /// read again, listed by the engine, not the import's keys one by one: a delete of row 7
+    /// (the import's) after that snapshot still refuses the commit; one of row 4 (not the
+    /// import's), or none, lets it through. A range deletion since (which the engine does not
+    /// list by key) takes the whole pass again, and refuses only if it covers a key of the
+    /// import's.
     #[test]
     fn a_row_moved_after_the_precheck_still_refuses_the_commit() {
-        for delete_7 in [true, false] {
+        // (row deleted, range deleted from `id` to `id + 1`, refused, whole pass again)
+        let cases = [
+            (Some("7"), None, true, false),
+            (Some("4"), None, false, false),
+            (None, None, false, false),
+            (None, Some(7), true, true),
+            (None, Some(30), false, true),
+        ];
+        for (delete, range, refused, again) in cases {
             let (_dir, db, _a, staged) = staged_last_5_to_20();
             let t = TableReader::open(&db, Some("t")).unwrap();
             assert!(t.delete(&["3".to_string()], false).unwrap());
@@ -463,12 +531,27 @@ mod tests {
                 since.is_some(),
                 "the table changed: a snapshot to check from"
             );
-            if delete_7 {
-                assert!(t.delete(&["7".to_string()], false).unwrap());
+            if let Some(pk) = delete {
+                assert!(t.delete(&[pk.to_string()], false).unwrap());
             }
+            if let Some(id) = range {
+                let pk = |id: i64| {
+                    let mut k = prefix(plan.table.id, PRIMARY_INDEX_ID);
+                    crate::keycode::encode_value(&mut k, &crate::types::Value::Int(id));
+                    k
+                };
+                db.delete_range(&pk(id), &pk(id + 1)).unwrap();
+            }
+            let passes = FULL_PASSES.with(|n| n.get());
             let checked = (plan.baseline).check(&db, &plan.table, false, &files, since.as_ref());
-            match delete_7 {
-                true => assert!(checked.unwrap_err().to_string().contains("(7)")),
+            let case = format!("{delete:?} {range:?}: {checked:?}");
+            assert_eq!(
+                FULL_PASSES.with(|n| n.get()),
+                passes + again as usize,
+                "{case}"
+            );
+            match refused {
+                true => assert!(checked.unwrap_err().to_string().contains("(7)"), "{case}"),
                 false => checked.unwrap(),
             }
         }

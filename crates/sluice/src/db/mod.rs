@@ -335,6 +335,29 @@ impl Db {
         self.inner.max_seqno_in_range(lower, upper)
     }
 
+    /// The user keys in `[lower, upper)` that have an entry — a value or a deletion — with a
+    /// sequence number past `seqno`, in the current view (entries not yet visible included),
+    /// sorted, each once. `None` if a range deletion past `seqno` reaches into the range (its
+    /// keys are not listed), or if more than `budget` entries would be read to tell: the
+    /// caller then reads the range its own way.
+    ///
+    /// Reads the range's memtable entries and, of the table files, only those whose largest
+    /// seqno is past `seqno`: just after a snapshot, the recent writes in the memtables and
+    /// a few young files. Entries ingested at seqno 0 are never listed (as with
+    /// [`Db::newest_seqno`]). Hold a [`Snapshot`] at `seqno` while asking: without one, a
+    /// compaction may drop a deletion together with the value it deleted, and the key is
+    /// then not listed. An import's commit check (`sluice-import`) uses it to read again only
+    /// the keys written since its earlier pass, holding that pass's snapshot.
+    pub fn keys_written_since(
+        &self,
+        lower: &[u8],
+        upper: &[u8],
+        seqno: u64,
+        budget: usize,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        self.inner.keys_written_since(lower, upper, seqno, budget)
+    }
+
     /// The sequence number of the newest entry for `key` — a value, a deletion, or a range
     /// deletion covering it — in the current view, found as a point read finds the key (Bloom
     /// filters, one file a level); 0 if there is none, or if that entry came in a file

@@ -19,6 +19,7 @@ use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version};
 
 use super::flushable::Flushable;
+use super::obsolete::ReadPin;
 use super::{Inner, Snapshot};
 
 /// The sources a read consults.
@@ -395,23 +396,9 @@ impl Inner {
     /// At most two files a level straddle a bound (plus L0's and the queued ingests'), so the
     /// cost is the range's memtable entries and its two edges, not its size.
     pub(super) fn max_seqno_in_range(self: &Arc<Self>, lower: &[u8], upper: &[u8]) -> Result<u64> {
-        let (_, View { mem, imm, version }) = self.read_view();
-        let pin = self.pin(version);
-        let version = pin.version();
-        let bounds = IterBounds {
-            lower: Some(lower.to_vec()),
-            upper: Some(upper.to_vec()),
-        };
+        let (bounds, _pin, mems, files) = self.range_sources(lower, upper);
         let in_range = |t: &RangeTombstone| t.start.as_slice() < upper && lower < t.end.as_slice();
         let mut max = 0u64;
-        let mut mems = vec![mem];
-        let mut files: Vec<Arc<FileMeta>> = Vec::new();
-        for entry in &imm {
-            match entry {
-                Flushable::Mem(m) => mems.push(Arc::clone(m)),
-                Flushable::Ingested(t) => files.extend(t.files.iter().cloned()),
-            }
-        }
         for m in &mems {
             let mut it = m.iter(bounds.lower.clone(), bounds.upper.clone());
             it.seek_to_first();
@@ -428,10 +415,7 @@ impl Inner {
                     .unwrap_or(0),
             );
         }
-        for level in &version.levels {
-            files.extend(in_bounds(level, &bounds));
-        }
-        for f in in_bounds(&files, &bounds) {
+        for f in files {
             let inside = f.smallest_user() >= lower && f.largest_user() < upper;
             if inside {
                 max = max.max(f.entry_seqno(f.largest_seqno));
@@ -450,5 +434,94 @@ impl Inner {
             }
         }
         Ok(max)
+    }
+
+    /// The user keys in `[lower, upper)` with an entry newer than `seqno` (see
+    /// [`Db::keys_written_since`](super::Db)): the memtables' entries in the range, and those
+    /// of the files whose largest seqno is past `seqno` (no other file can hold one).
+    pub(super) fn keys_written_since(
+        self: &Arc<Self>,
+        lower: &[u8],
+        upper: &[u8],
+        seqno: u64,
+        budget: usize,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let (bounds, _pin, mems, files) = self.range_sources(lower, upper);
+        let newer = |t: &RangeTombstone, s: u64| {
+            s > seqno && t.start.as_slice() < upper && lower < t.end.as_slice()
+        };
+        let mut keys = Vec::new();
+        let mut read = 0usize;
+        // Every entry of the range in `it` past `seqno`; false once `budget` entries were read.
+        let mut collect = |it: &mut dyn InternalIterator| {
+            it.seek_to_first();
+            while it.valid() {
+                read += 1;
+                if read > budget {
+                    return false;
+                }
+                if let Some(p) = key::parse_internal_key(it.key()) {
+                    if p.seqno > seqno {
+                        keys.push(p.user_key.to_vec());
+                    }
+                }
+                it.next();
+            }
+            true
+        };
+        for m in &mems {
+            if m.range_deletions().iter().any(|t| newer(t, t.seqno)) {
+                return Ok(None);
+            }
+            if !collect(&mut m.iter(bounds.lower.clone(), bounds.upper.clone())) {
+                return Ok(None);
+            }
+        }
+        for f in files
+            .iter()
+            .filter(|f| f.entry_seqno(f.largest_seqno) > seqno)
+        {
+            let t = self.table(f)?;
+            if (t.range_deletions().iter()).any(|t| newer(t, f.entry_seqno(t.seqno))) {
+                return Ok(None);
+            }
+            let mut it = file_iter(&t, f, bounds.clone(), None);
+            if !collect(&mut *it) {
+                return Ok(None);
+            }
+            it.status()?;
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(Some(keys))
+    }
+
+    /// The sources of the current view that reach into `[lower, upper)`: the memtables, and
+    /// the files of the queued ingests and of every level, kept on disk by the returned pin.
+    #[allow(clippy::type_complexity)]
+    fn range_sources(
+        self: &Arc<Self>,
+        lower: &[u8],
+        upper: &[u8],
+    ) -> (IterBounds, ReadPin, Vec<Arc<MemTable>>, Vec<Arc<FileMeta>>) {
+        let (_, View { mem, imm, version }) = self.read_view();
+        let pin = self.pin(version);
+        let bounds = IterBounds {
+            lower: Some(lower.to_vec()),
+            upper: Some(upper.to_vec()),
+        };
+        let mut mems = vec![mem];
+        let mut files: Vec<Arc<FileMeta>> = Vec::new();
+        for entry in &imm {
+            match entry {
+                Flushable::Mem(m) => mems.push(Arc::clone(m)),
+                Flushable::Ingested(t) => files.extend(t.files.iter().cloned()),
+            }
+        }
+        for level in &pin.version().levels {
+            files.extend(in_bounds(level, &bounds));
+        }
+        let files = in_bounds(&files, &bounds);
+        (bounds, pin, mems, files)
     }
 }
