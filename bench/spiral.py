@@ -6,7 +6,7 @@ Runs `sluice-bench l0-spiral` with L0 sublevels off (RocksDB's L0) and on, each 
 PNG of each at its interesting step in headless chromium (tests/interop/cdp.py), and prints a
 summary (JSON) with the stall counts and times from the events files:
 
-    nice -n 10 cargo build --release -p sluice-bench -p sluice-cli
+    nice -n 10 cargo release-bins
     nice -n 10 python3 bench/spiral.py              # N = 3,000,000; out: bench/out/spiral
     python3 bench/spiral.py --n 300000 --img /tmp   # a quick look
 

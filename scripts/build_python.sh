@@ -2,8 +2,8 @@
 # Builds the `sluice` Python package (crates/sluice-py + python/sluice) as a wheel and installs it
 # into a fresh venv, target/py-venv, with what its tests need (pytest, rocksdict, pyarrow, pandas,
 # polars, duckdb: python/tests/requirements.txt). The release
-# build of the extension shares the workspace's target/ directory, so after
-# `cargo build --release` only the binding crate itself is compiled.
+# build of the extension shares the workspace's target/ directory, so after `cargo release-bins`
+# (.cargo/config.toml) only the binding crate and pyo3 are compiled.
 # Run the tests with: target/py-venv/bin/python -m pytest -q python/tests
 set -euo pipefail
 cd "$(dirname "$0")/.."

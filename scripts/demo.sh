@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release -q -p sluice-cli
+cargo release-bins -q
 SLUICE=target/release/sluice
 OUT=${OUT:-target/demo}
 rm -rf "$OUT"

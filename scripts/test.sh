@@ -17,7 +17,7 @@ phase "cargo test"
 # Not -q: cargo names each test binary as it starts (how long each ran shows in the log).
 cargo test --workspace 2>&1 -- -q | grep -v '^ *Compiling ' | tee /tmp/sluice-cargo-test.log
 phase "release build"
-cargo build --release -q -p sluice-cli -p sluice-bench
+cargo release-bins -q
 phase "bench/run --quick: Sluice and Pebble load the same data; scan checksums must agree"
 # The RocksDB anchor (a 10-minute C++ build needing libclang-dev) runs locally: bench/run --quick
 bench/run --quick --engines sluice,pebble

@@ -638,10 +638,8 @@ def main():
     if args.online_seconds is None:
         args.online_seconds = 5 if args.quick else 10
     if not args.no_build and "sluice" in engines:
-        pkgs = ["-p", "sluice-cli"] + (["-p", "sluice-bench"] if ONLINE in args.workloads else [])
-        log(f"building: nice -n 19 cargo build --release {' '.join(pkgs)}")
-        subprocess.run(["nice", "-n", "19", "cargo", "build", "--release", *pkgs],
-                       cwd=REPO, check=True)
+        log("building: nice -n 19 cargo release-bins")
+        subprocess.run(["nice", "-n", "19", "cargo", "release-bins"], cwd=REPO, check=True)
     py = ensure_venv() if "duckdb" in engines else None
     duck_version = subprocess.run([str(py), "-c", "import duckdb;print(duckdb.__version__)"],
                                   capture_output=True, text=True).stdout.strip() if py else "n/a"
