@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import sluice
-from sluice.distributed import Engine, RayEngine, SparkEngine, import_files, run
+from sluice.distributed import Engine, RayEngine, SparkEngine, engine_named, import_files, run
 from conftest import EXAMPLES
 
 PENGUINS_SQL = (EXAMPLES / "penguins.sql").read_text()
@@ -275,6 +275,52 @@ def test_a_table_with_rows_error_first_last(tmp_path, ray_engine):
         single_machine(tmp_path / "one", ITEMS_SQL, [new], header=True, on_duplicate=policy)
         assert s["duplicates_dropped"] > 0 and not s["created"]
         assert dump(tmp_path / "many") == dump(tmp_path / "one"), policy
+
+
+def test_a_columnar_last_job_rewrites_the_groups_of_replaced_rows(tmp_path):
+    """As `sluice import --rewrite-dead`: after a `last` job replaced stored rows of a columnar
+    table, the row groups with at least that share of replaced rows are rewritten (their
+    bytes given back); `rewrite_dead=None` leaves them to the caller. Rows read the same."""
+    sql = ITEMS_SQL.replace(");", ") WITH (layout = 'columnar');", 1)
+    assert "columnar" in sql
+    seed = tmp_path / "seed.csv"
+    seed.write_text("id,grp,email,price\n" + "".join(f"{i},g{i % 3},{i}@s,1.00\n" for i in range(600)))
+    new = tmp_path / "new.csv"
+    # Replaces ids 0..399 (two thirds of the stored rows), adds 600..699.
+    new.write_text("id,grp,email,price\n" + "".join(f"{i},n{i % 4},{i}@n,2.50\n" for i in range(0, 700) if i < 400 or i >= 600))
+    counts = {}
+    for name, rewrite_dead in [("kept", None), ("rewritten", 0.5)]:
+        single_machine(tmp_path / name, sql, [seed], header=True)
+        s = run(engine_named("local"), str(tmp_path / name), sql, [(str(new), ("file", str(new)))],
+                text={"header": True}, on_duplicate="last", ranges=2, rewrite_dead=rewrite_dead)
+        assert s["rewrite_error"] is None
+        counts[name] = s["rewrite"]
+        with sluice.open(tmp_path / name) as db:
+            # What is left to rewrite at the job's share, and at any share.
+            counts[name + " after"] = db.table("items").rewrite_groups(0.5)
+    assert counts["kept"] is None
+    done, left = counts["rewritten"], counts["rewritten after"]
+    assert done["groups_rewritten"] > 0 and done["rows_dropped"] > 0, done
+    assert done["bytes_after"] < done["bytes_before"], done
+    assert left["groups_rewritten"] == 0, left
+    # The job's rewrite did what the caller's own rewrite of the kept table did.
+    caller = counts["kept after"]
+    assert (done["groups_rewritten"], done["rows_dropped"]) == (caller["groups_rewritten"], caller["rows_dropped"])
+    single_machine(tmp_path / "one", sql, [seed], header=True)
+    single_machine(tmp_path / "one", sql, [new], header=True, on_duplicate="last")
+    def readings(name):
+        with sluice.open(tmp_path / name, read_only=True) as db:
+            t = db.table("items")
+            return [t.to_arrow().to_pylist(), t.to_arrow(index="by_grp").to_pylist(),
+                    t.to_arrow(index="by_email").to_pylist(), t.get(5), t.get(450), t.get(650)]
+
+    one = readings("one")
+    assert readings("rewritten") == readings("kept") == one
+    assert len(one[0]) == 700 and one[3]["grp"] == "n1" and one[4]["grp"] == "g0"
+    # The command's option: a share, or off.
+    from sluice.distributed.__main__ import main
+    with pytest.raises(SystemExit):
+        main(["import", "--db", str(tmp_path / "x"), "--schema", "s", "--rewrite-dead", "2", "f"])
 
 
 def test_max_errors_and_rejects_across_tasks(tmp_path, ray_engine):

@@ -355,6 +355,7 @@ def run(
     out_dir: Optional[str] = None,
     input_fingerprint: Optional[str] = None,
     progress: bool = False,
+    rewrite_dead: Optional[float] = 0.5,
     _fail_build_once: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The distributed import of ``inputs`` into the Db at ``db_path`` (see the module doc).
@@ -377,15 +378,24 @@ def run(
     ``output``: ``"db"`` (one atomic ingest) or ``"files"``: each range's SSTs and a
     ``ranges.json`` in ``out_dir`` (the Db is read for its catalog, never written).
 
+    ``rewrite_dead``: as ``sluice import``'s ``--rewrite-dead`` — after a ``last`` job into a
+    columnar table that held rows, the row groups in which at least that share (0 < x <= 1)
+    of the rows were replaced are rewritten, so that the replaced rows' bytes are given back
+    (``Table.rewrite_groups``); ``None``: left to the caller. The job is committed either way: a
+    failed rewrite is reported in the summary (``rewrite_error``), not raised.
+
     Sampling: ``sample_per_range`` keys for each range of each index in all (spread evenly over
     the inputs and within each), so that what reaches the driver does not grow with the data;
     or, with ``sample_every``, every that-many-th key of every input.
 
     Returns a summary: table, rows, rejected, duplicates_dropped, files (slot, level,
     entries), bytes written, ranges, balance (largest primary range / mean, in bytes), phases
-    (seconds), reused_ranges, and for files output ``out_dir``."""
+    (seconds), reused_ranges, rewrite (``Table.rewrite_groups``' counts, or None) and
+    rewrite_error, and for files output ``out_dir``."""
     if output not in ("db", "files"):
         raise ValueError(f"output {output!r}: db or files")
+    if rewrite_dead is not None and not 0.0 < rewrite_dead <= 1.0:
+        raise ValueError(f"rewrite_dead {rewrite_dead!r}: a share in (0, 1], or None")
     if output == "files" and not out_dir:
         raise ValueError("output='files' needs out_dir")
     chosen_id = job_id is not None
@@ -401,7 +411,9 @@ def run(
         plan = _sluice.plan_job(
             raw, schema_sql, job, names, table, on_duplicate, text or {}, max_errors
         )
-        if output == "files" and str(json.loads(plan)["table"].get("layout")).lower() == "columnar":
+        # "columnar-chunks" (and any columnar layout to come).
+        layout = str(json.loads(plan)["table"].get("layout")).lower()
+        if output == "files" and layout.startswith("columnar"):
             raise ValueError(
                 "output='files': a columnar table's ranges cannot be exported (its column chunks "
                 "are keyed by row group, not by primary key); commit the job into a Db instead"
@@ -451,6 +463,9 @@ def run(
             bar.tick()
             bar.done()
             phases["ingest"] = time.perf_counter() - t0 - sum(phases.values())
+            rewrite, rewrite_error = _rewrite_after(db, plan, output, on_duplicate, rewrite_dead)
+            if rewrite is not None or rewrite_error is not None:
+                phases["rewrite"] = time.perf_counter() - t0 - sum(phases.values())
         except _DataError as e:
             _sluice.abort_job_dir(base, job)
             assert e.__cause__ is not None
@@ -484,10 +499,29 @@ def run(
         "engine": engine.name,
         "job_id": job,
         "reused_ranges": reused,
+        "rewrite": rewrite,
+        "rewrite_error": rewrite_error,
     }
     if output == "files":
         out["out_dir"] = str(out_dir)
     return out
+
+
+def _rewrite_after(
+    db: Any, plan: str, output: str, on_duplicate: str, rewrite_dead: Optional[float]
+) -> Tuple[Optional[Dict[str, int]], Optional[str]]:
+    """``rewrite_dead``'s group rewrite once the job is committed (see ``run``), as
+    ``sluice import`` follows a ``last`` import into a columnar table that held rows."""
+    p = _json(plan)
+    columnar = str(p["table"].get("layout")).lower().startswith("columnar")
+    if output != "db" or rewrite_dead is None or on_duplicate != "last" or p["created"]:
+        return None, None
+    if not columnar:
+        return None, None
+    try:
+        return db.table(p["table"]["name"]).rewrite_groups(rewrite_dead), None
+    except _errors.Error as e:
+        return None, str(e)
 
 
 def _cut(

@@ -13,6 +13,18 @@ from typing import Any, Dict, List, Optional
 from . import abort, import_files, jobs
 
 
+def _share_or_off(s: str) -> Optional[float]:
+    if s == "off":
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        v = -1.0
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{s!r} is neither a share in (0, 1] nor off")
+    return v
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sluice.distributed")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -35,6 +47,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     imp.add_argument("--work-dir", help="the job's directory's parent (default: the Db's)")
     imp.add_argument("--output", choices=["db", "files"], default="db")
     imp.add_argument("--out", help="with --output files: where the range sets go")
+    imp.add_argument(
+        "--rewrite-dead",
+        type=_share_or_off,
+        default=0.5,
+        help="after a last job into a columnar table: rewrite the row groups with at least "
+        "this share of replaced rows (default 0.5), or 'off'",
+    )
     imp.add_argument("--json", action="store_true", help="print the summary as JSON")
     imp.add_argument("--no-progress", action="store_true", help="no progress bars")
     imp.add_argument("files", nargs="+")
@@ -76,6 +95,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         output=a.output,
         out_dir=a.out,
         progress=not (a.json or a.no_progress),
+        rewrite_dead=a.rewrite_dead,
     )
     if a.json:
         print(json.dumps(s))
@@ -101,6 +121,15 @@ def summary_text(s: Dict[str, Any]) -> str:
         index = "catalog" if f["slot"] is None else ("primary" if f["slot"] == 0 else f"index {f['slot']}")
         level = "-" if f["level"] is None else str(f["level"])
         lines.append(f"  file {index:<20} L{level}  {f['entries']} entries")
+    r = s.get("rewrite")
+    if r:
+        lines.append(
+            f"  rewrote {r['groups_rewritten']} of {r['groups_with_marks']} row groups with "
+            f"replaced rows: {r['rows_dropped']} rows' bytes given back "
+            f"({r['bytes_before']} -> {r['bytes_after']} bytes)"
+        )
+    if s.get("rewrite_error"):
+        lines.append(f"  the row-group rewrite failed (the import is committed): {s['rewrite_error']}")
     if "out_dir" in s:
         lines.append(f"  range sets in {s['out_dir']} (ranges.json)")
     return "\n".join(lines)
