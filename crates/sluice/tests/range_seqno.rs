@@ -191,7 +191,8 @@ fn keys_written_since_a_seqno_are_the_writes_after_it_wherever_they_went() {
         None,
         "more entries to read than the budget"
     );
-    let s1 = db.snapshot().seqno();
+    let snap1 = db.snapshot();
+    let s1 = snap1.seqno();
     assert_eq!(since_b(&db, s1, 3), Some(vec![]), "old files are not read");
     // An ingest over the range's keys takes a seqno past s1; one over nothing, seqno 0.
     let over = external_sst(&fs, "over.sst", &[("b/000009", "i")], &[]);
@@ -200,7 +201,8 @@ fn keys_written_since_a_seqno_are_the_writes_after_it_wherever_they_went() {
     db.ingest(&[alone], &IngestOptions::default()).unwrap();
     assert_eq!(since_b(&db, s1, 1_000), Some(vec!["b/000009".to_string()]));
     // A range deletion reaching into the range lists no keys: the caller reads it its way.
-    let s2 = db.snapshot().seqno();
+    let snap2 = db.snapshot();
+    let s2 = snap2.seqno();
     db.delete_range(b"a/", b"b/000001").unwrap();
     assert_eq!(
         since_b(&db, s2, 1_000),
@@ -209,12 +211,14 @@ fn keys_written_since_a_seqno_are_the_writes_after_it_wherever_they_went() {
     );
     db.flush().unwrap();
     assert_eq!(since_b(&db, s2, 1_000), None, "a flushed range deletion");
-    let s3 = db.snapshot().seqno();
+    let snap3 = db.snapshot();
+    let s3 = snap3.seqno();
     db.delete_range(b"c/", b"c/000100").unwrap();
     assert_eq!(
         since_b(&db, s3, 1_000),
         Some(vec![]),
         "one beside the range"
     );
+    drop((snap1, snap2, snap3));
     db.close().unwrap();
 }

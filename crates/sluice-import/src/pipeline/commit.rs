@@ -159,10 +159,14 @@ impl Baseline {
 }
 
 /// The table's primary keys written after `then` (held, so no deletion since is compacted
-/// away), if the engine can list them for less than [`moved_key`]'s pass would read: no
-/// import committed since (files ingested at sequence number 0 are not listed, see
-/// [`moved_key`]), no range deletion reached into the table, and fewer entries to read than
-/// the import has keys (a scan's entry costs less than a point read). `None`: read every key.
+/// away), if the engine lists them: no import committed since (conservative: files ingested
+/// at sequence number 0 are in no list, see [`moved_key`]), no range deletion reached into
+/// the primary index, and no more entries to read than the import has keys (at least 4096; a
+/// scan's entry costs less than the point read a key of [`moved_key`]'s pass). The entries
+/// read are the memtables' and those of the files whose largest sequence number is past
+/// `then`'s: the recent writes, unless a compaction since rewrote files of the table, whose
+/// entries are then read too, up to that budget, before the pass runs after all. `None`:
+/// read every key.
 fn written_since(
     db: &Db,
     table: &TableDef,
@@ -501,25 +505,44 @@ mod tests {
         pub(super) static FULL_PASSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
+    /// What happens to the table between the precheck and the check under the lock.
+    #[derive(Debug, Clone, Copy)]
+    enum Since {
+        Nothing,
+        /// A row delete.
+        Delete(&'static str),
+        /// A row delete, then a flush and a compaction of the whole Db.
+        DeleteCompacted(&'static str),
+        /// A range deletion of the primary key `id`.
+        RangeDelete(i64),
+        /// Another import of rows 100..110 commits.
+        Import,
+    }
+
     /// The key pass runs before the lock against a snapshot of then (a delete of row 3,
     /// not the import's, changed the table); under the lock only the keys written since are
-    /// read again, listed by the engine, not the import's keys one by one: a delete of row 7
-    /// (the import's) after that snapshot still refuses the commit; one of row 4 (not the
+    /// read again, listed by the engine (from the memtable, or from the files a flush and a
+    /// compaction made of them), not the import's keys one by one: a delete of row 7 (the
+    /// import's) after that snapshot still refuses the commit; one of row 4 (not the
     /// import's), or none, lets it through. A range deletion since (which the engine does not
-    /// list by key) takes the whole pass again, and refuses only if it covers a key of the
-    /// import's.
+    /// list by key), or another import's commit (whose files the list would not show if they
+    /// went in at sequence number 0), takes the whole pass again, which refuses only if a key
+    /// of the import's moved.
     #[test]
     fn a_row_moved_after_the_precheck_still_refuses_the_commit() {
-        // (row deleted, range deleted from `id` to `id + 1`, refused, whole pass again)
+        // (what happens since, refused, whole pass again)
         let cases = [
-            (Some("7"), None, true, false),
-            (Some("4"), None, false, false),
-            (None, None, false, false),
-            (None, Some(7), true, true),
-            (None, Some(30), false, true),
+            (Since::Delete("7"), true, false),
+            (Since::DeleteCompacted("7"), true, false),
+            (Since::Delete("4"), false, false),
+            (Since::DeleteCompacted("4"), false, false),
+            (Since::Nothing, false, false),
+            (Since::RangeDelete(7), true, true),
+            (Since::RangeDelete(30), false, true),
+            (Since::Import, false, true),
         ];
-        for (delete, range, refused, again) in cases {
-            let (_dir, db, _a, staged) = staged_last_5_to_20();
+        for (since_then, refused, again) in cases {
+            let (dir, db, _a, staged) = staged_last_5_to_20();
             let t = TableReader::open(&db, Some("t")).unwrap();
             assert!(t.delete(&["3".to_string()], false).unwrap());
             let files = crate::pipeline::ingest::primary_files(&staged.indexes);
@@ -531,20 +554,30 @@ mod tests {
                 since.is_some(),
                 "the table changed: a snapshot to check from"
             );
-            if let Some(pk) = delete {
-                assert!(t.delete(&[pk.to_string()], false).unwrap());
-            }
-            if let Some(id) = range {
-                let pk = |id: i64| {
-                    let mut k = prefix(plan.table.id, PRIMARY_INDEX_ID);
-                    crate::keycode::encode_value(&mut k, &crate::types::Value::Int(id));
-                    k
-                };
-                db.delete_range(&pk(id), &pk(id + 1)).unwrap();
+            match since_then {
+                Since::Nothing => {}
+                Since::Delete(pk) => assert!(t.delete(&[pk.to_string()], false).unwrap()),
+                Since::DeleteCompacted(pk) => {
+                    assert!(t.delete(&[pk.to_string()], false).unwrap());
+                    db.flush().unwrap();
+                    db.compact_range(None, None).unwrap();
+                }
+                Since::RangeDelete(id) => {
+                    let pk = |id: i64| {
+                        let mut k = prefix(plan.table.id, PRIMARY_INDEX_ID);
+                        crate::keycode::encode_value(&mut k, &crate::types::Value::Int(id));
+                        k
+                    };
+                    db.delete_range(&pk(id), &pk(id + 1)).unwrap();
+                }
+                Since::Import => {
+                    let b = csv(dir.path(), "b.csv", 100..110, "b");
+                    import(Layout::Row, OnDuplicate::Error, b).run(&db).unwrap();
+                }
             }
             let passes = FULL_PASSES.with(|n| n.get());
             let checked = (plan.baseline).check(&db, &plan.table, false, &files, since.as_ref());
-            let case = format!("{delete:?} {range:?}: {checked:?}");
+            let case = format!("{since_then:?}: {checked:?}");
             assert_eq!(
                 FULL_PASSES.with(|n| n.get()),
                 passes + again as usize,

@@ -342,8 +342,10 @@ impl Db {
     /// caller then reads the range its own way.
     ///
     /// Reads the range's memtable entries and, of the table files, only those whose largest
-    /// seqno is past `seqno`: just after a snapshot, the recent writes in the memtables and
-    /// a few young files. Entries ingested at seqno 0 are never listed (as with
+    /// seqno is past `seqno` (every entry of the range in each of them): usually the recent
+    /// writes in the memtables and young L0 files, but a compaction since `seqno` that
+    /// rewrote files of the range makes them count too, older entries and all, hence the
+    /// budget. Entries ingested at seqno 0 are never listed (as with
     /// [`Db::newest_seqno`]). Hold a [`Snapshot`] at `seqno` while asking: without one, a
     /// compaction may drop a deletion together with the value it deleted, and the key is
     /// then not listed. An import's commit check (`sluice-import`) uses it to read again only
