@@ -295,6 +295,10 @@ def test_a_columnar_last_job_rewrites_the_groups_of_replaced_rows(tmp_path):
                 text={"header": True}, on_duplicate="last", ranges=2, rewrite_dead=rewrite_dead)
         assert s["rewrite_error"] is None
         counts[name] = s["rewrite"]
+        # The replaced rows' deletion marks: a file of their own, not a primary one.
+        kinds = [f["kind"] for f in s["files"]]
+        assert kinds.count("marks") == 1 and kinds.count("catalog") == 1, s["files"]
+        assert [f["slot"] for f in s["files"] if f["kind"] == "marks"] == [None]
         with sluice.open(tmp_path / name) as db:
             # What is left to rewrite at the job's share, and at any share.
             counts[name + " after"] = db.table("items").rewrite_groups(0.5)

@@ -13,6 +13,7 @@ use sluice_import::distributed::job::{self, Fingerprint};
 use sluice_import::distributed::rejects::{tally_rejects, RowReject};
 use sluice_import::distributed::{
     build_range, commit, export_ranges, FromPrimary, JobPlan, RangeManifest, TextOptions,
+    DEAD_MARKS_SLOT,
 };
 use sluice_import::OnDuplicate;
 
@@ -330,7 +331,8 @@ pub fn tally_job_rejects(
     })
 }
 
-/// Step 5: one ingest of every range's files; returns `(slot, level)` per file.
+/// Step 5: one ingest of every range's files; returns per file its slot (`None` for the catalog's
+/// and the deletion marks'), kind (`primary`, `index`, `catalog`, `marks`), level and entries.
 #[pyfunction]
 pub fn commit_job<'py>(
     py: Python<'py>,
@@ -346,7 +348,15 @@ pub fn commit_job<'py>(
     let out = PyList::empty(py);
     for (slot, f) in placed {
         let d = PyDict::new(py);
-        d.set_item("slot", if slot == u32::MAX { None } else { Some(slot) })?;
+        let kind = match slot {
+            u32::MAX => "catalog",
+            DEAD_MARKS_SLOT => "marks",
+            0 => "primary",
+            _ => "index",
+        };
+        let special = matches!(kind, "catalog" | "marks");
+        d.set_item("slot", if special { None } else { Some(slot) })?;
+        d.set_item("kind", kind)?;
         d.set_item("level", f.level)?;
         d.set_item("entries", f.entries)?;
         out.append(d)?;

@@ -388,7 +388,7 @@ def run(
     the inputs and within each), so that what reaches the driver does not grow with the data;
     or, with ``sample_every``, every that-many-th key of every input.
 
-    Returns a summary: table, rows, rejected, duplicates_dropped, files (slot, level,
+    Returns a summary: table, rows, rejected, duplicates_dropped, files (slot, kind, level,
     entries), bytes written, ranges, balance (largest primary range / mean, in bytes), phases
     (seconds), reused_ranges, rewrite (``Table.rewrite_groups``' counts, or None) and
     rewrite_error, and for files output ``out_dir``."""
@@ -456,7 +456,8 @@ def run(
             else:
                 ranges_json = _json(_sluice.export_job(plan, manifests, base, str(out_dir)))
                 files = [
-                    {"slot": r["slot"], "level": None, "entries": f["entries"]}
+                    {"slot": r["slot"], "kind": "primary" if r["slot"] == 0 else "index",
+                     "level": None, "entries": f["entries"]}
                     for r in ranges_json["ranges"]
                     for f in r["files"]
                 ]

@@ -118,7 +118,7 @@ def summary_text(s: Dict[str, Any]) -> str:
         f"  rejected {s['rejected']}, duplicates dropped {s['duplicates_dropped']}",
     ]
     for f in s["files"]:
-        index = "catalog" if f["slot"] is None else ("primary" if f["slot"] == 0 else f"index {f['slot']}")
+        index = f"index {f['slot']}" if f["kind"] == "index" else f["kind"]
         level = "-" if f["level"] is None else str(f["level"])
         lines.append(f"  file {index:<20} L{level}  {f['entries']} entries")
     r = s.get("rewrite")

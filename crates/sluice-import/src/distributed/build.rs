@@ -423,10 +423,15 @@ impl Resolution<'_> {
     }
 }
 
+/// The slot [`commit`] reports for the file of a columnar job's deletion marks (the positions
+/// of the stored rows it replaced), which is neither the primary index's (0) nor the catalog's
+/// (`u32::MAX`).
+pub const DEAD_MARKS_SLOT: u32 = u32::MAX - 1;
+
 /// Step 5: exactly one manifest per (slot, range) — the first given of each, the others
 /// ignored — checked (this job's, disjoint key ranges per slot), then the catalog entry (a new
 /// table) and every file in **one** `Db::ingest`. Returns the files ingested per slot
-/// (`u32::MAX`: the catalog's). The job's directory under `dir` is removed afterwards, whether
+/// (`u32::MAX`: the catalog's; [`DEAD_MARKS_SLOT`]: the deletion marks'). The job's directory under `dir` is removed afterwards, whether
 /// the commit succeeded or not.
 pub fn commit(
     db: &Db,
@@ -459,7 +464,7 @@ fn commit_inner(
     }
     if let Some(marks) = dead_marks_sst(plan, &chosen, dir)? {
         paths.push(marks);
-        slots.push(0);
+        slots.push(DEAD_MARKS_SLOT);
     }
     paths.push(catalog_sst(plan, dir)?);
     slots.push(u32::MAX);

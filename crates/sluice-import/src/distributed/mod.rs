@@ -72,7 +72,9 @@ use crate::parse::{parse_chunk, ArrowBatch, Chunk, FieldMap, ParseConfig};
 use crate::schema::{parse_schema, Layout, TableDef};
 use crate::{ImportError, OnDuplicate};
 
-pub use build::{attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest};
+pub use build::{
+    attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest, DEAD_MARKS_SLOT,
+};
 pub use output::{export_ranges, RangeSet, RangesManifest};
 use rejects::{over_limit, RowReject};
 
