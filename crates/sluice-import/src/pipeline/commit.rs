@@ -32,9 +32,9 @@
 //!    holding the lock, and under a steady stream of them it does change), the engine lists
 //!    the primary keys written since ([`Db::keys_written_since`]: the memtables and the files
 //!    written since) and only those are looked up in the import's files. The whole pass runs
-//!    again only if an import committed meanwhile (its files may sit at sequence number 0,
-//!    which no list shows), a range deletion reached into the table, or the list would cost
-//!    more to read than the pass.
+//!    again only if an import committed meanwhile (conservative: files at sequence number 0
+//!    are in no list), a range deletion reached into the primary index, or the list would read
+//!    more entries than the import has keys (at least 4096; see `written_since`).
 //!
 //! A refused commit changes nothing in the Db; the error names the key that moved. Cost: the
 //! snapshot holds the Db as it was for the import's length — the version and memtables it
