@@ -48,6 +48,7 @@
 //! (`--idle`): it holds the table's commit lock for one `Db::snapshot` call.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use sluice::{Db, InternalIterator, IterBounds, ReadOptions, Snapshot, Table, TableReadOptions};
 
@@ -151,8 +152,13 @@ impl Baseline {
             return Ok(());
         }
         refuse_unique(table)?;
-        match written_since(db, table, files, checked)? {
-            Some(keys) => refuse_any(table, files, &keys),
+        // Opened once for both: their entry counts bound the listing, their keys answer it.
+        let opened = files
+            .iter()
+            .map(|path| Table::open_path(path, &TableReadOptions::new()))
+            .collect::<Result<Vec<_>, _>>()?;
+        match written_since(db, table, &opened, checked)? {
+            Some(keys) => refuse_any(table, &opened, &keys),
             None => moved_key(db, table, files, snapshot.seqno(), checked, None),
         }
     }
@@ -170,17 +176,13 @@ impl Baseline {
 fn written_since(
     db: &Db,
     table: &TableDef,
-    files: &[&Path],
+    files: &[Arc<Table>],
     then: &Snapshot,
 ) -> Result<Option<Vec<Vec<u8>>>, ImportError> {
     if db.newest_seqno(&catalog::table_key(&table.name))? > then.seqno() {
         return Ok(None);
     }
-    let mut keys = 0u64;
-    for path in files {
-        let t = Table::open_path(path, &TableReadOptions::new())?;
-        keys += t.properties().num_entries;
-    }
+    let keys: u64 = files.iter().map(|t| t.properties().num_entries).sum();
     let budget = usize::try_from(keys).unwrap_or(usize::MAX).max(4096);
     let lo = prefix(table.id, PRIMARY_INDEX_ID);
     let Some(hi) = prefix_successor(&lo) else {
@@ -190,10 +192,9 @@ fn written_since(
 }
 
 /// Refuses if one of `keys` (primary keys written by someone else since the earlier pass) is
-/// a primary key in `files`.
-fn refuse_any(table: &TableDef, files: &[&Path], keys: &[Vec<u8>]) -> Result<(), ImportError> {
-    for path in files {
-        let t = Table::open_path(path, &TableReadOptions::new())?;
+/// a primary key in `files` (the import's primary-index files).
+fn refuse_any(table: &TableDef, files: &[Arc<Table>], keys: &[Vec<u8>]) -> Result<(), ImportError> {
+    for t in files {
         for key in keys {
             if t.get(key, sluice::key::MAX_SEQNO)?.is_some() {
                 return refuse(table, moved(table, key));

@@ -315,6 +315,18 @@ fn in_bounds(files: &[Arc<FileMeta>], bounds: &IterBounds) -> Vec<Arc<FileMeta>>
         .collect()
 }
 
+/// What [`Inner::range_sources`] gathers for a key range.
+struct RangeSources {
+    /// The range as iterator bounds.
+    bounds: IterBounds,
+    /// Keeps the files below on disk while they are read.
+    _pin: ReadPin,
+    /// The active and immutable memtables, newest first.
+    mems: Vec<Arc<MemTable>>,
+    /// The queued ingests' files and every level's, that reach into the range.
+    files: Vec<Arc<FileMeta>>,
+}
+
 /// An entry found for a key: (kind, value, its seqno).
 type Found = (ValueKind, Vec<u8>, u64);
 
@@ -396,10 +408,12 @@ impl Inner {
     /// At most two files a level straddle a bound (plus L0's and the queued ingests'), so the
     /// cost is the range's memtable entries and its two edges, not its size.
     pub(super) fn max_seqno_in_range(self: &Arc<Self>, lower: &[u8], upper: &[u8]) -> Result<u64> {
-        let (bounds, _pin, mems, files) = self.range_sources(lower, upper);
+        // Held to the end: its pin keeps the files on disk.
+        let src = self.range_sources(lower, upper);
+        let (bounds, mems, files) = (&src.bounds, &src.mems, &src.files);
         let in_range = |t: &RangeTombstone| t.start.as_slice() < upper && lower < t.end.as_slice();
         let mut max = 0u64;
-        for m in &mems {
+        for m in mems {
             let mut it = m.iter(bounds.lower.clone(), bounds.upper.clone());
             it.seek_to_first();
             while it.valid() {
@@ -421,8 +435,8 @@ impl Inner {
                 max = max.max(f.entry_seqno(f.largest_seqno));
                 continue;
             }
-            let t = self.table(&f)?;
-            let mut it = file_iter(&t, &f, bounds.clone(), None);
+            let t = self.table(f)?;
+            let mut it = file_iter(&t, f, bounds.clone(), None);
             it.seek_to_first();
             while it.valid() {
                 max = max.max(key::parse_internal_key(it.key()).map_or(0, |p| p.seqno));
@@ -446,7 +460,9 @@ impl Inner {
         seqno: u64,
         budget: usize,
     ) -> Result<Option<Vec<Vec<u8>>>> {
-        let (bounds, _pin, mems, files) = self.range_sources(lower, upper);
+        // Held to the end: its pin keeps the files on disk.
+        let src = self.range_sources(lower, upper);
+        let (bounds, mems, files) = (&src.bounds, &src.mems, &src.files);
         let newer = |t: &RangeTombstone, s: u64| {
             s > seqno && t.start.as_slice() < upper && lower < t.end.as_slice()
         };
@@ -469,7 +485,7 @@ impl Inner {
             }
             true
         };
-        for m in &mems {
+        for m in mems {
             if m.range_deletions().iter().any(|t| newer(t, t.seqno)) {
                 return Ok(None);
             }
@@ -498,12 +514,7 @@ impl Inner {
 
     /// The sources of the current view that reach into `[lower, upper)`: the memtables, and
     /// the files of the queued ingests and of every level, kept on disk by the returned pin.
-    #[allow(clippy::type_complexity)]
-    fn range_sources(
-        self: &Arc<Self>,
-        lower: &[u8],
-        upper: &[u8],
-    ) -> (IterBounds, ReadPin, Vec<Arc<MemTable>>, Vec<Arc<FileMeta>>) {
+    fn range_sources(self: &Arc<Self>, lower: &[u8], upper: &[u8]) -> RangeSources {
         let (_, View { mem, imm, version }) = self.read_view();
         let pin = self.pin(version);
         let bounds = IterBounds {
@@ -511,17 +522,22 @@ impl Inner {
             upper: Some(upper.to_vec()),
         };
         let mut mems = vec![mem];
-        let mut files: Vec<Arc<FileMeta>> = Vec::new();
+        let mut queued: Vec<Arc<FileMeta>> = Vec::new();
         for entry in &imm {
             match entry {
                 Flushable::Mem(m) => mems.push(Arc::clone(m)),
-                Flushable::Ingested(t) => files.extend(t.files.iter().cloned()),
+                Flushable::Ingested(t) => queued.extend(t.files.iter().cloned()),
             }
         }
+        let mut files = in_bounds(&queued, &bounds);
         for level in &pin.version().levels {
             files.extend(in_bounds(level, &bounds));
         }
-        let files = in_bounds(&files, &bounds);
-        (bounds, pin, mems, files)
+        RangeSources {
+            bounds,
+            _pin: pin,
+            mems,
+            files,
+        }
     }
 }
