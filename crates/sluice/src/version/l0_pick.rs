@@ -34,7 +34,8 @@ pub struct L0PickOptions {
     /// Default 4.
     pub min_intra_depth: usize,
     /// Bytes past which a candidate grows another stack level only if that adds at most
-    /// `max_growth_pct` percent. Default 100 MiB.
+    /// `max_growth_pct` percent, or (L0→Lbase) if the grown candidate merges with fewer
+    /// base-level bytes per L0 byte than before. Default 100 MiB.
     pub soft_max_bytes: u64,
     /// Bytes past which a candidate never grows another stack level. Default 500 MiB.
     pub hard_max_bytes: u64,
@@ -135,6 +136,30 @@ impl L0CompactionCandidate {
             && (self.bytes.saturating_mul(100) > last.bytes.saturating_mul(o.max_growth_pct)
                 || self.bytes > o.hard_max_bytes)
     }
+
+    /// [`too_big`](Self::too_big) for an L0→Lbase candidate that merges with `base` bytes of
+    /// the base level (`last_base` before this step): a step past the growth bound (not past
+    /// `hard_max_bytes`) is still taken when it lowers the base bytes rewritten per L0 byte.
+    /// Flushes spanning the whole key space (random keys, before L0 has split keys) each
+    /// overlap every base file: a candidate held to one of them rewrote the whole base level
+    /// for each flush (`l0-fillrandom`, BENCHMARKS-L0.md), where taking the stack rewrites it
+    /// once for all of them, as RocksDB's L0 compaction (every L0 file) does.
+    fn too_big_for_base(
+        &self,
+        last: &L0CompactionCandidate,
+        o: &L0PickOptions,
+        base: u64,
+        last_base: u64,
+    ) -> bool {
+        if !self.too_big(last, o, o.min_base_depth) {
+            return false;
+        }
+        if self.bytes > o.hard_max_bytes {
+            return true;
+        }
+        // base / bytes < last_base / last.bytes, in integers.
+        u128::from(base) * u128::from(last.bytes) >= u128::from(last_base) * u128::from(self.bytes)
+    }
 }
 
 impl L0Sublevels {
@@ -177,7 +202,7 @@ impl L0Sublevels {
             if self.busy[seed].is_some() {
                 continue;
             }
-            let Some(c) = self.base_candidate_from_seed(seed, k, o) else {
+            let Some(c) = self.base_candidate_from_seed(seed, k, lbase, o) else {
                 continue;
             };
             let c = c.finish(self);
@@ -189,29 +214,45 @@ impl L0Sublevels {
     }
 
     fn touches_busy(&self, lbase: &[Arc<FileMeta>], c: &L0CompactionCandidate) -> bool {
-        let end = &self.intervals[c.intervals.1 + 1].start;
-        lbase.iter().any(|f| {
-            let below = f.largest_user() < c.smallest.as_slice()
-                || (f.largest_user() == c.smallest.as_slice() && f.largest_is_exclusive());
+        self.base_overlap(lbase, c.intervals)
+            .any(|f| self.busy_numbers.contains(&f.number))
+    }
+
+    /// The base-level files overlapping intervals `first..=last`.
+    fn base_overlap<'a>(
+        &'a self,
+        lbase: &'a [Arc<FileMeta>],
+        (first, last): (usize, usize),
+    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
+        let start = &self.intervals[first].start.key;
+        let end = &self.intervals[last + 1].start;
+        lbase.iter().filter(move |f| {
+            let below = f.largest_user() < start.as_slice()
+                || (f.largest_user() == start.as_slice() && f.largest_is_exclusive());
             let above = f.smallest_user() > end.key.as_slice()
                 || (f.smallest_user() == end.key.as_slice() && !end.after);
-            !below && !above && self.busy_numbers.contains(&f.number)
+            !below && !above
         })
     }
 
     /// Grows an L0→Lbase candidate up the seed interval's stack: each step takes the next
     /// file of the stack, then every older file overlapping the candidate's span, sublevel by
     /// sublevel downward (invariant 1). A step that meets a busy file, or breaks the size
-    /// bound, is undone and growth stops.
+    /// bound (which weighs the `lbase` bytes the candidate merges with), is undone and growth
+    /// stops.
     fn base_candidate_from_seed(
         &self,
         seed: usize,
         k: usize,
+        lbase: &[Arc<FileMeta>],
         o: &L0PickOptions,
     ) -> Option<L0CompactionCandidate> {
         let mut c = L0CompactionCandidate::new(k, false, u64::MAX);
         c.add(self, seed);
-        let mut last: Option<L0CompactionCandidate> = None;
+        let base_bytes = |c: &L0CompactionCandidate| -> u64 {
+            self.base_overlap(lbase, c.intervals).map(|f| f.size).sum()
+        };
+        let mut last: Option<(L0CompactionCandidate, u64)> = None;
         for &f in &self.intervals[k].files {
             // A newer file of the stack already compacting (intra-L0) ends the growth: taking
             // it would put one file in two compactions (the second's edit then deletes a file
@@ -229,14 +270,16 @@ impl L0Sublevels {
             {
                 break;
             }
-            if let Some(prev) = &last {
-                if c.too_big(prev, o, o.min_base_depth) {
+            let base = base_bytes(&c);
+            if let Some((prev, prev_base)) = &last {
+                if c.too_big_for_base(prev, o, base, *prev_base) {
                     break;
                 }
             }
-            last = Some(c.clone());
+            last = Some((c.clone(), base));
         }
-        last.filter(|c| c.depth_reduction >= o.min_base_depth)
+        last.map(|(c, _)| c)
+            .filter(|c| c.depth_reduction >= o.min_base_depth)
     }
 
     /// Takes the files of sublevel `level` overlapping the candidate's interval span (skipping
