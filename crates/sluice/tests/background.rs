@@ -1,37 +1,46 @@
-//! Background threads run at `Options::background_nice`. One test in this binary: the check
-//! reads every thread of the process, and another test's Db would add its own workers.
+//! Background threads run at `Options::background_nice`, the compaction workers 5 steps nicer.
+//! One test in this binary: the check reads every thread of the process, and another test's Db
+//! would add its own workers.
 #![cfg(target_os = "linux")]
 
 use std::time::{Duration, Instant};
 
 use sluice::{Db, Options};
 
-/// Niceness of each of this process's threads named `prefix…` (from /proc).
-fn nice_of_threads(prefix: &str) -> Vec<i64> {
+/// (name, niceness) of each of this process's threads named `prefix…` (from /proc), by name.
+fn nice_of_threads(prefix: &str) -> Vec<(String, i64)> {
     let mut out = Vec::new();
     for t in std::fs::read_dir("/proc/self/task").unwrap() {
         let dir = t.unwrap().path();
         let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
             continue;
         };
-        if !comm.trim_end().starts_with(prefix) {
+        let name = comm.trim_end();
+        if !name.starts_with(prefix) {
             continue;
         }
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
         // Fields after the parenthesised name: state is field 3, nice field 19.
         let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        out.push(rest.split(' ').nth(16).unwrap().parse().unwrap());
+        out.push((
+            name.to_string(),
+            rest.split(' ').nth(16).unwrap().parse().unwrap(),
+        ));
     }
+    out.sort();
     out
 }
 
-/// Waits (up to a minute: a worker names itself and sets its priority as it starts) until
-/// exactly `n` workers exist, all at niceness `want`; returns what it last saw.
-fn workers_at(n: usize, want: i64) -> Vec<i64> {
+/// Waits (up to a minute: a worker names itself and sets its priority as it starts) until the
+/// workers are exactly `want` (name, niceness); returns what it last saw.
+fn workers_at(want: &[(&str, i64)]) -> Vec<(String, i64)> {
+    let want: Vec<(String, i64)> = want.iter().map(|(n, x)| (n.to_string(), *x)).collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let seen = nice_of_threads("sluice-bg-");
-        if (seen.len() == n && seen.iter().all(|&x| x == want)) || Instant::now() > deadline {
+        if seen == want || Instant::now() > deadline {
             return seen;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -44,42 +53,60 @@ fn own_nice() -> i64 {
     rest.split(' ').nth(16).unwrap().parse().unwrap()
 }
 
-/// The background workers lower their own priority to `background_nice` (relative to nothing:
-/// niceness is absolute), and 0 leaves them at the opener's.
+/// Asserts that the workers reach exactly `want` (name, niceness); `what` says why.
+fn check(want: &[(&str, i64)], what: &str) {
+    let expected: Vec<(String, i64)> = want.iter().map(|(n, x)| (n.to_string(), *x)).collect();
+    assert_eq!(workers_at(want), expected, "{what}");
+}
+
+/// The flush worker (`sluice-bg-0`) lowers its priority to `background_nice` (niceness is
+/// absolute), the compaction workers to 5 more (at most 19); a lone worker, which runs both,
+/// to `background_nice`; and 0 leaves them all at the opener's.
 #[test]
 fn background_threads_run_at_background_nice() {
     let base = own_nice();
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        background_nice: 12,
-        ..Options::default()
+    let open = |name: &str, background_nice: i32, max_background_jobs: usize| {
+        let opts = Options {
+            background_nice,
+            max_background_jobs,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path().join(name), opts).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.flush().unwrap();
+        db
     };
-    let db = Db::open(dir.path().join("a"), opts).unwrap();
-    db.put(b"k", b"v").unwrap();
-    db.flush().unwrap();
-    let want = 12.max(base);
-    let nice = workers_at(2, want);
-    assert_eq!(
-        nice,
-        vec![want; 2],
-        "two workers (the default) at 12 (opener at {base})"
+
+    let db = open("a", 12, 2);
+    let want = [("sluice-bg-0", 12.max(base)), ("sluice-bg-1", 17.max(base))];
+    check(
+        &want,
+        &format!("two workers (the default): flushes at 12, compactions at 17 (opener at {base})"),
     );
     db.close().unwrap();
 
-    let db = Db::open(
-        dir.path().join("b"),
-        Options {
-            background_nice: 0,
-            ..Options::default()
-        },
-    )
-    .unwrap();
-    let nice = workers_at(2, base);
-    assert_eq!(nice, vec![base; 2], "background_nice 0 keeps the opener's");
+    let db = open("b", 16, 3);
+    let want = [
+        ("sluice-bg-0", 16.max(base)),
+        ("sluice-bg-1", 19.max(base)),
+        ("sluice-bg-2", 19.max(base)),
+    ];
+    check(&want, "compactions at most 19");
+    db.close().unwrap();
+
+    let db = open("c", 12, 1);
+    let want = [("sluice-bg-0", 12.max(base))];
+    check(&want, "one worker runs both at 12");
+    db.close().unwrap();
+
+    let db = open("d", 0, 2);
+    let want = [("sluice-bg-0", base), ("sluice-bg-1", base)];
+    check(&want, "background_nice 0 keeps the opener's");
     db.close().unwrap();
 
     let Err(e) = Db::open(
-        dir.path().join("c"),
+        dir.path().join("e"),
         Options {
             background_nice: 20,
             ..Options::default()

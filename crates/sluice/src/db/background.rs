@@ -1,5 +1,12 @@
 //! The background scheduler: workers pick a flush or a compaction under `state`, run it without
 //! holding it, and clean up after it.
+//!
+//! With two or more workers, the first runs only flushes and the others only compactions, one
+//! step nicer ([`Role`]): a flush that waits for the CPU behind a compaction's subcompactions
+//! fills the memtables and stops every writer, while a compaction that waits only lets L0
+//! grow. RocksDB keeps the two apart the same way (its HIGH and LOW thread pools). The jobs
+//! that may run at once are unchanged: one flush, and compactions up to
+//! `max_background_jobs - 1`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,8 +23,53 @@ pub(super) enum Job {
     Compact(CompactionChoice, Option<u64>),
 }
 
+/// What a background worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// Flushes and compactions (a Db with one worker).
+    Any,
+    /// Flushes only.
+    Flush,
+    /// Compactions only, at [`COMPACTION_NICE_STEP`] more niceness than the flush worker.
+    Compact,
+}
+
+/// How much nicer than `Options::background_nice` the compaction workers (and the
+/// subcompaction threads they start) run, when that option is above 0.
+pub(super) const COMPACTION_NICE_STEP: i32 = 5;
+
+impl Role {
+    /// Worker `i`'s role among `workers`.
+    pub(super) fn of(i: usize, workers: usize) -> Role {
+        match (workers, i) {
+            (0 | 1, _) => Role::Any,
+            (_, 0) => Role::Flush,
+            _ => Role::Compact,
+        }
+    }
+
+    /// The niceness a worker of this role gives itself, from `Options::background_nice`
+    /// (0 keeps the process's priority for every worker).
+    pub(super) fn nice(self, background_nice: i32) -> i32 {
+        match self {
+            Role::Compact if background_nice > 0 => {
+                (background_nice + COMPACTION_NICE_STEP).min(19)
+            }
+            _ => background_nice,
+        }
+    }
+
+    fn flushes(self) -> bool {
+        self != Role::Compact
+    }
+
+    fn compacts(self) -> bool {
+        self != Role::Flush
+    }
+}
+
 impl Inner {
-    pub(super) fn background_loop(self: Arc<Self>) {
+    pub(super) fn background_loop(self: Arc<Self>, role: Role) {
         let picker_opts = self.picker_options();
         loop {
             let job = {
@@ -27,11 +79,13 @@ impl Inner {
                         return;
                     }
                     if s.background_error.is_none() {
-                        if !s.jobs.flush_running() && !s.imm.is_empty() {
+                        if role.flushes() && !s.jobs.flush_running() && !s.imm.is_empty() {
                             s.jobs.start_flush();
                             break Job::Flush(s.imm[0].clone());
                         }
-                        if s.jobs.may_pick_compaction(self.opts.max_background_jobs) {
+                        if role.compacts()
+                            && s.jobs.may_pick_compaction(self.opts.max_background_jobs)
+                        {
                             let earliest_unflushed_seqno = s
                                 .imm
                                 .iter()

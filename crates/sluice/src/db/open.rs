@@ -75,14 +75,16 @@ impl Db {
             inner.recovery_flushed(r);
         }
         inner.delete_obsolete_files();
-        let workers = (0..inner.opts.max_background_jobs)
+        let jobs = inner.opts.max_background_jobs;
+        let workers = (0..jobs)
             .map(|i| {
                 let inner = Arc::clone(&inner);
+                let role = super::background::Role::of(i, jobs);
                 std::thread::Builder::new()
                     .name(format!("sluice-bg-{i}"))
                     .spawn(move || {
-                        lower_priority(inner.opts.background_nice);
-                        inner.background_loop()
+                        lower_priority(role.nice(inner.opts.background_nice));
+                        inner.background_loop(role)
                     })
                     .expect("spawn background worker")
             })
