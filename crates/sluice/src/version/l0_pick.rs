@@ -34,8 +34,8 @@ pub struct L0PickOptions {
     /// Default 4.
     pub min_intra_depth: usize,
     /// Bytes past which a candidate grows another stack level only if that adds at most
-    /// `max_growth_pct` percent, or (L0→Lbase) if the grown candidate merges with fewer
-    /// base-level bytes per L0 byte than before. Default 100 MiB.
+    /// `max_growth_pct` percent, or (L0→Lbase) if the step takes no more base-level bytes.
+    /// Default 100 MiB.
     pub soft_max_bytes: u64,
     /// Bytes past which a candidate never grows another stack level. Default 500 MiB.
     pub hard_max_bytes: u64,
@@ -139,11 +139,13 @@ impl L0CompactionCandidate {
 
     /// [`too_big`](Self::too_big) for an L0→Lbase candidate that merges with `base` bytes of
     /// the base level (`last_base` before this step): a step past the growth bound (not past
-    /// `hard_max_bytes`) is still taken when it lowers the base bytes rewritten per L0 byte.
-    /// Flushes spanning the whole key space (random keys, before L0 has split keys) each
-    /// overlap every base file: a candidate held to one of them rewrote the whole base level
-    /// for each flush (`l0-fillrandom`, BENCHMARKS-L0.md), where taking the stack rewrites it
-    /// once for all of them, as RocksDB's L0 compaction (every L0 file) does.
+    /// `hard_max_bytes`) is still taken when it adds no base bytes, i.e. its L0 files overlap
+    /// only base files the candidate rewrites anyway. Flushes spanning the whole key space
+    /// (random keys, before L0 has split keys) each overlap every base file: a candidate held
+    /// to one of them rewrote the whole base level for each flush (`l0-fillrandom`,
+    /// ARCHITECTURE.md), where taking the stack rewrites it once for all of them, as RocksDB's
+    /// L0 compaction (every L0 file) does. A step that also takes more base files stops as
+    /// before, so the base bytes stay those of a candidate within the growth bound.
     fn too_big_for_base(
         &self,
         last: &L0CompactionCandidate,
@@ -151,14 +153,8 @@ impl L0CompactionCandidate {
         base: u64,
         last_base: u64,
     ) -> bool {
-        if !self.too_big(last, o, o.min_base_depth) {
-            return false;
-        }
-        if self.bytes > o.hard_max_bytes {
-            return true;
-        }
-        // base / bytes < last_base / last.bytes, in integers.
-        u128::from(base) * u128::from(last.bytes) >= u128::from(last_base) * u128::from(self.bytes)
+        self.too_big(last, o, o.min_base_depth)
+            && (self.bytes > o.hard_max_bytes || base > last_base)
     }
 }
 
