@@ -152,13 +152,8 @@ impl Baseline {
             return Ok(());
         }
         refuse_unique(table)?;
-        // Opened once for both: their entry counts bound the listing, their keys answer it.
-        let opened = files
-            .iter()
-            .map(|path| Table::open_path(path, &TableReadOptions::new()))
-            .collect::<Result<Vec<_>, _>>()?;
-        match written_since(db, table, &opened, checked)? {
-            Some(keys) => refuse_any(table, &opened, &keys),
+        match written_since(db, table, files, checked)? {
+            Some((keys, opened)) => refuse_any(table, &opened, &keys),
             None => moved_key(db, table, files, snapshot.seqno(), checked, None),
         }
     }
@@ -171,25 +166,35 @@ impl Baseline {
 /// scan's entry costs less than the point read a key of [`moved_key`]'s pass). The entries
 /// read are the memtables' and those of the files whose largest sequence number is past
 /// `then`'s: the recent writes, unless a compaction since rewrote files of the table, whose
-/// entries are then read too, up to that budget, before the pass runs after all. `None`:
-/// read every key.
+/// entries are then read too, up to that budget, before the pass runs after all. With the
+/// keys, `files` opened. `None`: read every key.
 fn written_since(
     db: &Db,
     table: &TableDef,
-    files: &[Arc<Table>],
+    files: &[&Path],
     then: &Snapshot,
-) -> Result<Option<Vec<Vec<u8>>>, ImportError> {
+) -> Result<Option<Listed>, ImportError> {
     if db.newest_seqno(&catalog::table_key(&table.name))? > then.seqno() {
         return Ok(None);
     }
-    let keys: u64 = files.iter().map(|t| t.properties().num_entries).sum();
+    // Opened once: their entry counts bound the listing, and `refuse_any` probes them.
+    let opened = files
+        .iter()
+        .map(|path| Table::open_path(path, &TableReadOptions::new()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let keys: u64 = opened.iter().map(|t| t.properties().num_entries).sum();
     let budget = usize::try_from(keys).unwrap_or(usize::MAX).max(4096);
     let lo = prefix(table.id, PRIMARY_INDEX_ID);
     let Some(hi) = prefix_successor(&lo) else {
         return Ok(None);
     };
-    Ok(db.keys_written_since(&lo, &hi, then.seqno(), budget)?)
+    Ok(db
+        .keys_written_since(&lo, &hi, then.seqno(), budget)?
+        .map(|keys| (keys, opened)))
 }
+
+/// What [`written_since`] lists: the keys written since, and the import's files it opened.
+type Listed = (Vec<Vec<u8>>, Vec<Arc<Table>>);
 
 /// Refuses if one of `keys` (primary keys written by someone else since the earlier pass) is
 /// a primary key in `files` (the import's primary-index files).

@@ -1,12 +1,15 @@
 //! The background scheduler: workers pick a flush or a compaction under `state`, run it without
 //! holding it, and clean up after it.
 //!
-//! With two or more workers, the first runs only flushes and the others only compactions, one
-//! step nicer ([`Role`]): a flush that waits for the CPU behind a compaction's subcompactions
-//! fills the memtables and stops every writer, while a compaction that waits only lets L0
-//! grow. RocksDB keeps the two apart the same way (its HIGH and LOW thread pools). The jobs
-//! that may run at once are unchanged: one flush, and compactions up to
-//! `max_background_jobs - 1`.
+//! With two or more workers, the first runs only flushes and the others only compactions, at
+//! [`COMPACTION_NICE_STEP`] more niceness ([`Role`]): a flush that shares the CPU evenly with a
+//! compaction's subcompactions falls behind, fills the memtables and stops every writer, while
+//! a compaction that gets less only lets L0 grow. At nice 10 against 15 the scheduler gives the
+//! flush about three quarters of a core they share. RocksDB keeps the two apart the same way
+//! (its HIGH and LOW thread pools). The jobs that may run at once are unchanged: one flush, and
+//! compactions up to `max_background_jobs - 1` (one with a single worker, which runs both).
+//! The cost: under CPU contention a compaction, and so whatever waits for one (`close`,
+//! `compact_range`, a write stopped by L0), takes longer than at the flush's priority.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

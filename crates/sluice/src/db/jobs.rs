@@ -71,8 +71,8 @@ impl Jobs {
     }
 
     /// An automatic compaction may be picked: no manual compaction or ingest install runs
-    /// (invariant 4), and one of `max_background_jobs` workers (at least two) stays free for
-    /// flushes.
+    /// (invariant 4), and fewer than `max_background_jobs - 1` compactions (at least one) run:
+    /// one worker is the flushes' (`background::Role`).
     pub(super) fn may_pick_compaction(&self, max_background_jobs: usize) -> bool {
         !self.manual_compaction
             && self.ingests_installing == 0

@@ -57,8 +57,9 @@ pub struct Options {
     /// Background threads for flushes and compactions. With 2 or more, one thread runs the
     /// flushes and the others the compactions (at most `max_background_jobs - 1` at once),
     /// the compaction threads 5 steps nicer than [`background_nice`](Self::background_nice)
-    /// so that a flush never waits for the CPU behind a compaction (RocksDB's HIGH and LOW
-    /// pools); with 1, that thread runs both. Default 2.
+    /// (unless that is 0), so that a flush comes before a compaction for the CPU (RocksDB's
+    /// HIGH and LOW pools); with 1, that thread runs both (and one compaction at a time).
+    /// Default 2.
     pub max_background_jobs: usize,
     /// Niceness (0..=19) the background threads (flushes, compactions and the threads they
     /// start) give themselves at start, so that foreground readers and writers win the CPU
@@ -69,8 +70,8 @@ pub struct Options {
     /// smaller share (about a tenth each at 10) and writers meet the L0 and memtable
     /// backpressure sooner. 0 keeps the process's own priority. Linux only (elsewhere
     /// ignored); a thread can only lower its own priority, so this never needs privileges.
-    /// The compaction threads go 5 steps further (at most 19), see
-    /// [`max_background_jobs`](Self::max_background_jobs). Default 10.
+    /// With two or more workers the compaction threads go 5 steps further (at most 19; not
+    /// when this is 0), see [`max_background_jobs`](Self::max_background_jobs). Default 10.
     pub background_nice: i32,
     /// Most threads one compaction is split into (key ranges merged in parallel, cut at input
     /// file boundaries), when its inputs exceed twice `target_file_size`. Default 2.
