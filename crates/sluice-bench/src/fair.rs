@@ -32,7 +32,7 @@ pub fn table_params() -> Value {
         "flush_split_bytes": o.flush_split_bytes,
         "l0_stop_writes": o.l0_stop_writes_trigger,
         "compaction_threads": format!("{} background jobs: 1 flush + 1 compaction at a time, each compaction split into <= {} subcompactions", o.max_background_jobs, o.max_subcompactions),
-        "background_priority": format!("flush thread nice {}, compaction threads nice {} (Sluice's default Options::background_nice, compactions 5 steps nicer; WAL files preallocated a memtable and a tenth, as RocksDB's)", o.background_nice, if o.background_nice > 0 && o.max_background_jobs > 1 { (o.background_nice + 5).min(19) } else { o.background_nice }),
+        "background_priority": format!("flush thread nice {}, compaction threads nice {} (Sluice's default Options::background_nice, compactions 5 steps nicer; WAL files preallocated a memtable and a tenth, as RocksDB's)", o.background_nice, o.compaction_nice()),
         "sluice": env!("CARGO_PKG_VERSION"),
     })
 }

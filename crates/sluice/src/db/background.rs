@@ -2,7 +2,7 @@
 //! holding it, and clean up after it.
 //!
 //! With two or more workers, the first runs only flushes and the others only compactions, at
-//! [`COMPACTION_NICE_STEP`] more niceness ([`Role`]): a flush that shares the CPU evenly with a
+//! more niceness ([`Role`], `Options::compaction_nice`): a flush that shares the CPU evenly with a
 //! compaction's subcompactions falls behind, fills the memtables and stops every writer, while
 //! a compaction that gets less only lets L0 grow. At nice 10 against 15 the scheduler gives the
 //! flush about three quarters of a core they share. RocksDB keeps the two apart the same way
@@ -33,13 +33,9 @@ pub(super) enum Role {
     Any,
     /// Flushes only.
     Flush,
-    /// Compactions only, at [`COMPACTION_NICE_STEP`] more niceness than the flush worker.
+    /// Compactions only, at `Options::compaction_nice`.
     Compact,
 }
-
-/// How much nicer than `Options::background_nice` the compaction workers (and the
-/// subcompaction threads they start) run, when that option is above 0.
-pub(super) const COMPACTION_NICE_STEP: i32 = 5;
 
 impl Role {
     /// Worker `i`'s role among `workers`.
@@ -51,14 +47,12 @@ impl Role {
         }
     }
 
-    /// The niceness a worker of this role gives itself, from `Options::background_nice`
-    /// (0 keeps the process's priority for every worker).
-    pub(super) fn nice(self, background_nice: i32) -> i32 {
+    /// The niceness a worker of this role gives itself (the subcompaction threads a
+    /// compaction worker starts inherit it).
+    pub(super) fn nice(self, opts: &super::Options) -> i32 {
         match self {
-            Role::Compact if background_nice > 0 => {
-                (background_nice + COMPACTION_NICE_STEP).min(19)
-            }
-            _ => background_nice,
+            Role::Compact => opts.compaction_nice(),
+            _ => opts.background_nice,
         }
     }
 

@@ -83,7 +83,7 @@ impl Db {
                 std::thread::Builder::new()
                     .name(format!("sluice-bg-{i}"))
                     .spawn(move || {
-                        lower_priority(role.nice(inner.opts.background_nice));
+                        lower_priority(role.nice(&inner.opts));
                         inner.background_loop(role)
                     })
                     .expect("spawn background worker")

@@ -128,6 +128,22 @@ impl std::fmt::Debug for Options {
     }
 }
 
+/// How much nicer than [`Options::background_nice`] the compaction threads run.
+const COMPACTION_NICE_STEP: i32 = 5;
+
+impl Options {
+    /// The niceness the compaction threads give themselves: with two or more workers,
+    /// [`background_nice`](Self::background_nice) plus 5 (at most 19), unless that is 0; with
+    /// one worker (which runs flushes too), `background_nice`.
+    pub fn compaction_nice(&self) -> i32 {
+        if self.max_background_jobs > 1 && self.background_nice > 0 {
+            (self.background_nice + COMPACTION_NICE_STEP).min(19)
+        } else {
+            self.background_nice
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
