@@ -479,7 +479,13 @@ impl SkipList {
         let after_last = w.last != NIL && self.before(w.last, ikey, key_prefix(ikey));
         let start = after_last.then_some(w.splice);
         let found = self.find_from(ikey, Some(&mut prev), start.as_ref());
-        if found != NIL && compare_internal(self.key(found), ikey) == CmpOrdering::Equal {
+        // A duplicate shares the node's prefix: comparing prefixes first spares the load of
+        // `found`'s entry, a cache miss on nearly every random insert (~10% of fillrandom's
+        // samples went to that load).
+        if found != NIL
+            && key_prefix(ikey).is_none_or(|p| p == self.prefix(found))
+            && compare_internal(self.key(found), ikey) == CmpOrdering::Equal
+        {
             return false;
         }
         let cur = self.height.load(Ordering::Relaxed);
