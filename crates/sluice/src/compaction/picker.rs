@@ -566,10 +566,10 @@ mod tests {
         );
     }
 
-    /// A file over keys `lo..=hi` of "a".."p" (`hi` exclusive when `excl`).
-    fn kf(number: u64, lo: u8, hi: u8, excl: bool, seq: u64) -> FileMeta {
+    /// A file of `size` bytes over keys `lo..=hi` of "a".."p" (`hi` exclusive when `excl`).
+    fn kf(number: u64, lo: u8, hi: u8, excl: bool, seq: u64, size: u64) -> FileMeta {
         let k = |c: u8| [b'a' + c];
-        let mut m = FileMeta::for_test(number, &k(lo), &k(hi), 100, seq);
+        let mut m = FileMeta::for_test(number, &k(lo), &k(hi), size, seq);
         if excl {
             m.largest = key::make_internal_key(&k(hi), key::MAX_SEQNO, ValueKind::RangeDeletion);
         }
@@ -595,27 +595,30 @@ mod tests {
 
         /// Compactions picked one after another (each marked running) never write overlapping
         /// ranges into the same level, and each takes every output-level file its inputs'
-        /// span touches — else its outputs would overlap a file left in place.
+        /// span touches — else its outputs would overlap a file left in place. File sizes
+        /// (up to 160 MiB) reach `L0PickOptions::default()`'s size bounds, so L0 candidates
+        /// stop growing where the bound weighs the base files they would take.
         #[test]
         fn concurrent_picks_write_disjoint_ranges(
-            l0 in proptest::collection::vec((0u8..15, 0u8..5, proptest::bool::ANY, 1u64..900), 4..30),
-            base in proptest::collection::vec((1u8..3, 0u8..3, proptest::bool::ANY), 0..6),
+            l0 in proptest::collection::vec((0u8..15, 0u8..5, proptest::bool::ANY, 1u64..900, 1u64..160), 4..30),
+            base in proptest::collection::vec((1u8..3, 0u8..3, proptest::bool::ANY, 1u64..160), 0..6),
         ) {
+            const MIB: u64 = 1 << 20;
             let mut files = Vec::new();
-            for (i, (lo, w, excl, seq)) in l0.into_iter().enumerate() {
+            for (i, (lo, w, excl, seq, mib)) in l0.into_iter().enumerate() {
                 let hi = (lo + w).min(15);
-                files.push((0, kf(i as u64 + 1, lo, hi, excl && hi > lo, 1000 + seq)));
+                files.push((0, kf(i as u64 + 1, lo, hi, excl && hi > lo, 1000 + seq, mib * MIB)));
             }
             // Disjoint L5 files; an exclusive end may equal the next file's start.
             let mut at = 0u8;
-            for (j, (gap, w, excl)) in base.into_iter().enumerate() {
+            for (j, (gap, w, excl, mib)) in base.into_iter().enumerate() {
                 let lo = at + gap - 1;
                 let hi = lo + w;
                 if hi > 15 {
                     break;
                 }
                 let excl = excl && hi > lo;
-                files.push((5, kf(100 + j as u64, lo, hi, excl, 1 + j as u64)));
+                files.push((5, kf(100 + j as u64, lo, hi, excl, 1 + j as u64, mib * MIB)));
                 at = if excl { hi + 1 } else { hi + 2 };
             }
             let v = version(files);

@@ -279,6 +279,17 @@ fn arcs(files: &[FileMeta]) -> Vec<Arc<FileMeta>> {
     files.iter().cloned().map(Arc::new).collect()
 }
 
+/// The proptests' size bounds: hard at three times soft, growth ≤ 150%.
+fn prop_opts(min_depth: usize, soft: u64) -> L0PickOptions {
+    L0PickOptions {
+        min_base_depth: min_depth,
+        min_intra_depth: min_depth,
+        soft_max_bytes: soft,
+        hard_max_bytes: soft * 3,
+        max_growth_pct: 150,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -310,13 +321,7 @@ proptest! {
         unflushed in 0u64..1100,
     ) {
         let l0 = arcs(&files);
-        let o = L0PickOptions {
-            min_base_depth: min_depth,
-            min_intra_depth: min_depth,
-            soft_max_bytes: soft,
-            hard_max_bytes: soft * 3,
-            max_growth_pct: 150,
-        };
+        let o = prop_opts(min_depth, soft);
         let mut busy = HashSet::new();
         let mut running = Vec::new();
         for _ in 0..4 {
@@ -347,6 +352,61 @@ proptest! {
         if let Some(mut c) = s.pick_base_compaction(&[], &o) {
             s.extend_base_candidate(&mut c, None, None);
             prop_assert!(candidate_keeps_age_order(&s, &c));
+        }
+    }
+
+    /// With a base level under L0 (some of its files busy): a candidate keeps age order,
+    /// touches no busy base file, and is past `hard_max_bytes` only if it stopped at the
+    /// minimum depth (the bound is not applied to the steps that reach it); with no base file
+    /// busy, its files are the first ones a pick without a base level takes (the base level
+    /// only ever stops growth sooner).
+    #[test]
+    fn l0_sublevels_prop_candidates_with_a_base_level(
+        files in arb_l0(),
+        base in prop::collection::vec((1u8..3, 0u8..3, 1u64..900, any::<bool>()), 0..8),
+        min_depth in 1usize..4,
+        soft in 0u64..3000,
+    ) {
+        let l0 = arcs(&files);
+        let mut lbase = Vec::new();
+        let mut busy = HashSet::new();
+        let mut at = 0u8;
+        for (j, (gap, w, size, is_busy)) in base.into_iter().enumerate() {
+            let lo = at + gap - 1;
+            let hi = lo + w;
+            if hi > 15 {
+                break;
+            }
+            let k = |c: u8| ((b'a' + c) as char).to_string();
+            let number = 1000 + j as u64;
+            lbase.push(Arc::new(file(number, &k(lo), &k(hi), size, 1, false)));
+            if is_busy {
+                busy.insert(number);
+            }
+            at = hi + 1;
+        }
+        let o = prop_opts(min_depth, soft);
+        let s = L0Sublevels::new(&l0).with_compacting(&busy, &[]);
+        prop_assert_eq!(s.check_invariants(), Ok(()));
+        if let Some(c) = s.pick_base_compaction(&lbase, &o) {
+            prop_assert!(candidate_keeps_age_order(&s, &c));
+            prop_assert!(c.depth_reduction >= min_depth);
+            prop_assert!(
+                c.bytes <= o.hard_max_bytes || c.depth_reduction <= min_depth,
+                "{} bytes at depth {}", c.bytes, c.depth_reduction
+            );
+            for f in &lbase {
+                let apart = f.largest_user() < c.smallest.as_slice()
+                    || f.smallest_user() > c.largest.as_slice()
+                    || (f.smallest_user() == c.largest.as_slice() && c.largest_exclusive);
+                prop_assert!(apart || !busy.contains(&f.number), "busy base file {} taken", f.number);
+            }
+            if busy.is_empty() {
+                let free = s.pick_base_compaction(&[], &o);
+                prop_assert!(free.is_some(), "a base level made a candidate appear");
+                let (free, taken) = (free.unwrap().numbers(), c.numbers());
+                prop_assert!(free.starts_with(&taken), "{taken:?} not a prefix of {free:?}");
+            }
         }
     }
 
