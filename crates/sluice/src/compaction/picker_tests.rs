@@ -1,0 +1,341 @@
+//! Tests of the compaction picker (`picker.rs`).
+
+use super::*;
+use crate::base::key::{self, ValueKind};
+use crate::version::VersionEdit;
+
+fn f(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
+    FileMeta::for_test(number, lo.as_bytes(), hi.as_bytes(), size, number)
+}
+
+fn opts() -> PickerOptions {
+    PickerOptions {
+        l0_compaction_trigger: 4,
+        l0_sublevels: true,
+        max_bytes_for_level_base: 1000,
+        level_multiplier: 10,
+        ..PickerOptions::default()
+    }
+}
+
+fn version(files: Vec<(usize, FileMeta)>) -> Version {
+    Version::default()
+        .apply(&VersionEdit {
+            added: files,
+            ..Default::default()
+        })
+        .unwrap()
+}
+
+#[test]
+fn small_db_compacts_l0_straight_to_the_last_level() {
+    let v = version((1..=4).map(|i| (0, f(i, "a", "z", 10))).collect());
+    let (_, base) = level_targets(&v, &opts());
+    assert_eq!(base, 6);
+    let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+    assert_eq!((c.level(), c.output_level(), c.inputs().len()), (0, 6, 4));
+    assert!(pick_compaction(&v, &opts(), &[1].into_iter().collect()).is_none());
+}
+
+#[test]
+fn dynamic_base_level_moves_up_as_data_grows() {
+    let v = version(vec![(6, f(1, "a", "z", 1_000_000))]);
+    let (targets, base) = level_targets(&v, &opts());
+    assert_eq!(base, 3);
+    assert_eq!(targets[6], 1_000_000);
+    assert_eq!(targets[3], 1_000);
+}
+
+#[test]
+fn base_level_moves_up_once_the_last_level_outgrows_the_base_size() {
+    // The last level at 4.5× max_bytes_for_level_base (below multiplier × base): L0 must not
+    // compact straight into it (each such compaction would rewrite all of it), but into the
+    // level above, whose target lies in (base / multiplier, base].
+    let base_bytes = opts().max_bytes_for_level_base;
+    let v = version(vec![(6, f(1, "a", "z", base_bytes * 9 / 2))]);
+    let (targets, base) = level_targets(&v, &opts());
+    assert_eq!(base, 5);
+    // Its target is the base size, never a tenth of the last level (RocksDB's rule).
+    assert_eq!(targets[5], base_bytes, "{targets:?}");
+    // At exactly the base size it stays the base level.
+    let v = version(vec![(6, f(1, "a", "z", base_bytes))]);
+    assert_eq!(level_targets(&v, &opts()).1, 6);
+}
+
+#[test]
+fn base_level_is_never_below_a_non_empty_level() {
+    // A small DB (base would be L6) with a file ingested into L5: L0 must compact into L5.
+    let mut files: Vec<(usize, FileMeta)> = (1..=4).map(|i| (0, f(i, "a", "z", 10))).collect();
+    files.push((5, f(10, "a", "m", 10)));
+    files.push((6, f(11, "a", "z", 10)));
+    let v = version(files);
+    let (_, base) = level_targets(&v, &opts());
+    assert_eq!(base, 5);
+    let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+    assert_eq!((c.level(), c.output_level()), (0, 5));
+}
+
+#[test]
+fn l0_candidate_never_grows_into_a_base_file_ending_at_an_exclusive_key() {
+    // An L5 file whose largest key is a range deletion's exclusive end "d" does not overlap
+    // the stack at ["d", "e"], so it is not an input; growing the candidate below "d" would
+    // take the L0 file at ["b", "c"] inside its span, and the output would overlap it
+    // (sluice-stress: "files N and M overlap in L5").
+    let mut wide = f(10, "a", "d", 100);
+    wide.largest = key::make_internal_key(b"d", key::MAX_SEQNO, ValueKind::RangeDeletion);
+    assert!(wide.largest_is_exclusive());
+    let mut files: Vec<(usize, FileMeta)> = (1..=4).map(|i| (0, f(i, "d", "e", 10))).collect();
+    files.push((0, f(5, "b", "c", 10)));
+    files.push((5, wide));
+    let v = version(files);
+    let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+    assert_eq!((c.level(), c.output_level()), (0, 5));
+    let lo = c.all_inputs().map(|f| f.smallest_user()).min().unwrap();
+    let hi = c.all_inputs().map(|f| f.largest_user()).max().unwrap();
+    let overlapped: Vec<u64> = v
+        .overlapping(5, Some(lo), Some(hi))
+        .iter()
+        .map(|f| f.number)
+        .collect();
+    let taken: Vec<u64> = c.output_inputs().iter().map(|f| f.number).collect();
+    assert_eq!(
+        overlapped,
+        taken,
+        "inputs {:?}",
+        c.inputs().iter().map(|f| f.number).collect::<Vec<_>>()
+    );
+}
+
+/// A file of `size` bytes over keys `lo..=hi` of "a".."p" (`hi` exclusive when `excl`).
+fn kf(number: u64, lo: u8, hi: u8, excl: bool, seq: u64, size: u64) -> FileMeta {
+    let k = |c: u8| [b'a' + c];
+    let mut m = FileMeta::for_test(number, &k(lo), &k(hi), size, seq);
+    if excl {
+        m.largest = key::make_internal_key(&k(hi), key::MAX_SEQNO, ValueKind::RangeDeletion);
+    }
+    m
+}
+
+/// A user-key span: (lo, hi, hi exclusive).
+type Span = (Vec<u8>, Vec<u8>, bool);
+
+/// The user-key span of a compaction's inputs.
+fn span(c: &CompactionChoice) -> Span {
+    let lo = c.all_inputs().map(|f| f.smallest_user()).min().unwrap();
+    let hi = c.all_inputs().map(|f| f.largest_user()).max().unwrap();
+    let excl = c
+        .all_inputs()
+        .filter(|f| f.largest_user() == hi)
+        .all(|f| f.largest_is_exclusive());
+    (lo.to_vec(), hi.to_vec(), excl)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+    /// Compactions picked one after another (each marked running) never write overlapping
+    /// ranges into the same level, and each takes every output-level file its inputs'
+    /// span touches — else its outputs would overlap a file left in place. File sizes
+    /// (up to 160 MiB) reach `L0PickOptions::default()`'s size bounds, so L0 candidates
+    /// stop growing where the bound weighs the base files they would take.
+    #[test]
+    fn concurrent_picks_write_disjoint_ranges(
+        l0 in proptest::collection::vec((0u8..15, 0u8..5, proptest::bool::ANY, 1u64..900, 1u64..160), 4..30),
+        base in proptest::collection::vec((1u8..3, 0u8..3, proptest::bool::ANY, 1u64..160), 0..6),
+    ) {
+        const MIB: u64 = 1 << 20;
+        let mut files = Vec::new();
+        for (i, (lo, w, excl, seq, mib)) in l0.into_iter().enumerate() {
+            let hi = (lo + w).min(15);
+            files.push((0, kf(i as u64 + 1, lo, hi, excl && hi > lo, 1000 + seq, mib * MIB)));
+        }
+        // Disjoint L5 files; an exclusive end may equal the next file's start.
+        let mut at = 0u8;
+        for (j, (gap, w, excl, mib)) in base.into_iter().enumerate() {
+            let lo = at + gap - 1;
+            let hi = lo + w;
+            if hi > 15 {
+                break;
+            }
+            let excl = excl && hi > lo;
+            files.push((5, kf(100 + j as u64, lo, hi, excl, 1 + j as u64, mib * MIB)));
+            at = if excl { hi + 1 } else { hi + 2 };
+        }
+        let v = version(files);
+        let o = PickerOptions { l0_compaction_trigger: 2, ..opts() };
+        let mut busy = HashSet::new();
+        let mut running = Vec::new();
+        let mut spans: Vec<(usize, Span)> = Vec::new();
+        for _ in 0..4 {
+            let l0s = L0Sublevels::from_version(&v);
+            let outputs: Vec<RunningOutput> = spans
+                .iter()
+                .map(|(level, sp)| RunningOutput { level: *level, lo: sp.0.clone(), hi: sp.1.clone() })
+                .collect();
+            let ctx = L0Context {
+                sublevels: &l0s,
+                running: &running,
+                earliest_unflushed_seqno: u64::MAX,
+                running_outputs: &outputs,
+            };
+            let Some(c) = pick_compaction_with(&v, &ctx, &o, &busy) else { break };
+            let sp = span(&c);
+            if c.output_level() > 0 {
+                let touched: Vec<u64> = v.levels[c.output_level()]
+                    .iter()
+                    .filter(|f| f.overlaps(Some(&sp.0), Some(&sp.1)))
+                    .filter(|f| !(sp.2 && f.smallest_user() == sp.1.as_slice()))
+                    .map(|f| f.number)
+                    .collect();
+                let taken: Vec<u64> = c.output_inputs().iter().map(|f| f.number).collect();
+                proptest::prop_assert_eq!(touched, taken);
+                for (level, other) in &spans {
+                    if *level != c.output_level() {
+                        continue;
+                    }
+                    let apart = |a: &Span, b: &Span| {
+                        a.1 < b.0 || (a.1 == b.0 && a.2)
+                    };
+                    proptest::prop_assert!(apart(other, &sp) || apart(&sp, other), "{other:?} and {sp:?}");
+                }
+            }
+            for f in c.all_inputs() {
+                proptest::prop_assert!(busy.insert(f.number), "file {} picked twice", f.number);
+            }
+            if c.level() == 0 {
+                running.push(RunningL0Compaction {
+                    smallest: c.inputs().iter().map(|f| f.smallest_user()).min().unwrap().to_vec(),
+                    largest: c.inputs().iter().map(|f| f.largest_user()).max().unwrap().to_vec(),
+                    intra_l0: c.output_level() == 0,
+                    files: c.inputs().iter().map(|f| f.number).collect(),
+                });
+            }
+            spans.push((c.output_level(), sp));
+        }
+    }
+}
+
+#[test]
+fn levels_above_the_size_derived_base_drain_down() {
+    // Ingests that each overlap the one before land in L6, L5, … L1 (one file per level):
+    // the base level is then L1, but every level above the one the sizes call for must
+    // score ≥ 1 so that the data moves down instead of each L0 compaction cascading
+    // through five levels.
+    let v = version(
+        (1..NUM_LEVELS)
+            .map(|l| (l, f(l as u64, "a", "z", 600)))
+            .collect(),
+    );
+    let (targets, base) = level_targets(&v, &opts());
+    assert_eq!(base, 1);
+    assert_eq!(targets[6], 1000);
+    let l0 = L0Sublevels::from_version(&v);
+    let scores = level_scores(&v, &l0, &opts());
+    for (l, score) in scores.iter().enumerate().take(6).skip(1) {
+        assert!(*score >= 100, "L{l} score {score} (targets {targets:?})");
+    }
+    let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+    assert_eq!(c.level(), 1);
+}
+
+/// The pick of `v` while a compaction writes `(level, lo, hi)`.
+fn pick_beside(
+    v: &Version,
+    o: &PickerOptions,
+    (level, lo, hi): (usize, &str, &str),
+) -> Option<CompactionChoice> {
+    let l0 = L0Sublevels::from_version(v);
+    let running = [RunningOutput {
+        level,
+        lo: lo.as_bytes().to_vec(),
+        hi: hi.as_bytes().to_vec(),
+    }];
+    let ctx = L0Context {
+        sublevels: &l0,
+        running: &[],
+        earliest_unflushed_seqno: u64::MAX,
+        running_outputs: &running,
+    };
+    pick_compaction_with(v, &ctx, o, &HashSet::new())
+}
+
+#[test]
+fn no_file_moves_into_a_running_compactions_output_range() {
+    // Review finding: an L0→L5 compaction of P=[a,b] and Q=[y,z] writes one output over
+    // [a, z]; a file ingested into L4 at [m, n] overlaps no L5 file, so it looked like a
+    // trivial move into L5 — where it would overlap that output when it lands.
+    let v = version(vec![(4, f(1, "m", "n", 5000)), (6, f(2, "a", "z", 50_000))]);
+    assert!(pick_beside(&v, &opts(), (5, "a", "z")).is_none());
+    // With nothing running it is a trivial move.
+    let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+    assert!(matches!(c, CompactionChoice::Move { level: 4, .. }));
+}
+
+#[test]
+fn no_l0_file_moves_into_a_running_compactions_output_range() {
+    // The L0 move's twin of the test above: one L0 file over no base file, but a running
+    // compaction writes an output over its span into the base level.
+    let v = version(vec![(0, f(1, "m", "n", 500)), (6, f(2, "a", "b", 500))]);
+    let o = PickerOptions {
+        l0_compaction_trigger: 1,
+        ..opts()
+    };
+    let picked = pick_beside(&v, &o, (6, "c", "z"));
+    assert!(picked.is_none(), "{picked:?}");
+    let c = pick_compaction(&v, &o, &HashSet::new()).unwrap();
+    assert!(matches!(
+        c,
+        CompactionChoice::Move {
+            level: 0,
+            output_level: 6,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn no_move_between_levels_that_write_tables_otherwise() {
+    // L5 -> L6 and L0 -> L6 would be trivial moves; with L6 compressed differently (its
+    // own table class) both are rewritten, so the file takes L6's settings.
+    let l5 = version(vec![(5, f(1, "m", "n", 9000)), (6, f(2, "a", "b", 50_000))]);
+    let l0 = version(vec![(0, f(1, "m", "n", 500)), (6, f(2, "a", "b", 500))]);
+    let mut o = PickerOptions {
+        l0_compaction_trigger: 1,
+        ..opts()
+    };
+    for v in [&l5, &l0] {
+        let c = pick_compaction(v, &o, &HashSet::new()).unwrap();
+        assert!(
+            matches!(
+                c,
+                CompactionChoice::Move {
+                    output_level: 6,
+                    ..
+                }
+            ),
+            "{c:?}"
+        );
+    }
+    o.table_class[6] = 6;
+    for v in [&l5, &l0] {
+        let c = pick_compaction(v, &o, &HashSet::new()).unwrap();
+        assert!(
+            matches!(&c, CompactionChoice::Merge { output_level: 6, output_inputs, .. }
+                if output_inputs.is_empty()),
+            "{c:?}"
+        );
+    }
+}
+
+#[test]
+fn level_pick_prefers_least_overlap_and_trivial_moves() {
+    let v = version(vec![
+        (5, f(1, "a", "c", 4000)),
+        (5, f(2, "m", "p", 4000)),
+        (6, f(3, "a", "b", 50_000)),
+    ]);
+    let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+    assert_eq!(c.level(), 5);
+    assert_eq!(c.inputs()[0].number, 2);
+    assert!(matches!(c, CompactionChoice::Move { .. }));
+}
