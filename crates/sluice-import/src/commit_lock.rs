@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use sluice::Db;
 
@@ -16,11 +16,15 @@ use crate::schema::TableDef;
 /// open in one process only (its LOCK file).
 type Held = BTreeMap<(PathBuf, Option<String>), Holders>;
 static HELD: Mutex<Held> = Mutex::new(Held::new());
-static FREED: Condvar = Condvar::new();
 
 /// Who holds one commit lock, and who waits for it alone.
 #[derive(Debug, Default)]
 struct Holders {
+    /// Signalled when this lock is released: its waiters wait on it (each with its own clone,
+    /// under `HELD`'s mutex), so releasing one table's lock wakes only that table's waiters.
+    /// An entry removed while idle takes its condvar along; a waiter still holding a clone
+    /// was notified through it and looks the entry up again.
+    freed: Arc<Condvar>,
     /// A commit holds it (alone).
     commit: bool,
     /// Row deletes holding it side by side.
@@ -57,7 +61,8 @@ impl CommitLock {
                 h.commit = true;
                 return CommitLock { key, delete: false };
             }
-            held = FREED.wait(held).unwrap_or_else(|e| e.into_inner());
+            let freed = Arc::clone(&h.freed);
+            held = freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -74,7 +79,8 @@ impl CommitLock {
                 h.deletes += 1;
                 return CommitLock { key, delete: true };
             }
-            held = FREED.wait(held).unwrap_or_else(|e| e.into_inner());
+            let freed = Arc::clone(&h.freed);
+            held = freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -90,18 +96,20 @@ impl CommitLock {
 impl Drop for CommitLock {
     fn drop(&mut self) {
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(h) = held.get_mut(&self.key) {
-            if self.delete {
-                h.deletes -= 1;
-            } else {
-                h.commit = false;
-            }
-            if !h.commit && h.deletes == 0 && h.commits_waiting == 0 {
-                held.remove(&self.key);
-            }
+        let Some(h) = held.get_mut(&self.key) else {
+            return;
+        };
+        if self.delete {
+            h.deletes -= 1;
+        } else {
+            h.commit = false;
+        }
+        let freed = Arc::clone(&h.freed);
+        if !h.commit && h.deletes == 0 && h.commits_waiting == 0 {
+            held.remove(&self.key);
         }
         drop(held);
-        FREED.notify_all();
+        freed.notify_all();
     }
 }
 
@@ -109,22 +117,40 @@ impl Drop for CommitLock {
 mod tests {
     use super::*;
 
-    const SCHEMA: &str = "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT);";
+    const SCHEMA: &str = "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT);\
+                          CREATE TABLE u (id BIGINT PRIMARY KEY, v TEXT);";
 
     /// A commit holds its table's lock alone; row deletes hold it side by side, never with a
-    /// commit.
+    /// commit. Two tables' locks are taken at once: each has its own waiters and condvar, and
+    /// an idle lock's entry (its condvar with it) is dropped and made again between takes.
     #[test]
     fn the_commit_lock_is_held_by_one_commit_at_a_time_or_by_deletes() {
-        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
         let dir = tempfile::tempdir().unwrap();
         let db = crate::open_db(dir.path().join("db"), true).unwrap();
-        let t = crate::parse_schema(SCHEMA).unwrap().remove(0);
+        let tables = crate::parse_schema(SCHEMA).unwrap();
+        assert_eq!(tables.len(), 2);
+        std::thread::scope(|s| {
+            for t in &tables {
+                let db = &db;
+                s.spawn(move || one_table_commits_and_deletes(db, t));
+            }
+        });
+        let held = HELD.lock().unwrap();
+        assert!(
+            !held.keys().any(|(p, _)| p == db.path()),
+            "an idle lock left its entry"
+        );
+    }
+
+    /// Two commit threads and two delete threads on `t`'s lock: at most one commit at a time,
+    /// and never a commit beside a delete.
+    fn one_table_commits_and_deletes(db: &Db, t: &TableDef) {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
         let (commits, deletes) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let most_commits = AtomicUsize::new(0);
         let overlaps = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for i in 0..4 {
-                let (t, db) = (&t, &db);
                 let (commits, deletes) = (&commits, &deletes);
                 let (most_commits, overlaps) = (&most_commits, &overlaps);
                 s.spawn(move || {
@@ -150,12 +176,7 @@ mod tests {
                 });
             }
         });
-        assert_eq!(most_commits.into_inner(), 1);
-        assert_eq!(overlaps.into_inner(), 0);
-        let held = HELD.lock().unwrap();
-        assert!(
-            !held.keys().any(|(p, _)| p == db.path()),
-            "an idle lock left its entry"
-        );
+        assert_eq!(most_commits.into_inner(), 1, "table {}", t.name);
+        assert_eq!(overlaps.into_inner(), 0, "table {}", t.name);
     }
 }
