@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::base::key::{self, ValueKind};
+use crate::version::l0_sublevels_tests::disjoint_spans;
 use crate::version::VersionEdit;
 
 fn f(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
@@ -150,16 +151,9 @@ proptest::proptest! {
             files.push((0, kf(i as u64 + 1, lo, hi, excl && hi > lo, 1000 + seq, mib * MIB)));
         }
         // Disjoint L5 files; an exclusive end may equal the next file's start.
-        let mut at = 0u8;
-        for (j, (gap, w, excl, mib)) in base.into_iter().enumerate() {
-            let lo = at + gap - 1;
-            let hi = lo + w;
-            if hi > 15 {
-                break;
-            }
-            let excl = excl && hi > lo;
+        let spans = disjoint_spans(base.iter().map(|&(gap, w, excl, _)| (gap, w, excl)));
+        for (j, ((lo, hi, excl), &(_, _, _, mib))) in spans.into_iter().zip(&base).enumerate() {
             files.push((5, kf(100 + j as u64, lo, hi, excl, 1 + j as u64, mib * MIB)));
-            at = if excl { hi + 1 } else { hi + 2 };
         }
         let v = version(files);
         let o = PickerOptions { l0_compaction_trigger: 2, ..opts() };

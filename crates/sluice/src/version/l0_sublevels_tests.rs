@@ -275,6 +275,28 @@ fn arb_l0() -> impl Strategy<Value = Vec<FileMeta>> {
     })
 }
 
+/// Disjoint key spans `(lo, hi, hi exclusive)` over "a".."p" (0..=15), one per spec `(gap,
+/// width, exclusive)` while they fit: each starts `gap - 1` keys after the key following the
+/// span before, and an exclusive end may equal the next span's start. Base levels for the
+/// picking proptests here and in `compaction::picker`'s tests.
+pub(crate) fn disjoint_spans(
+    specs: impl IntoIterator<Item = (u8, u8, bool)>,
+) -> Vec<(u8, u8, bool)> {
+    let mut spans = Vec::new();
+    let mut at = 0u8;
+    for (gap, w, excl) in specs {
+        let lo = at + gap - 1;
+        let hi = lo + w;
+        if hi > 15 {
+            break;
+        }
+        let excl = excl && hi > lo;
+        spans.push((lo, hi, excl));
+        at = if excl { hi + 1 } else { hi + 2 };
+    }
+    spans
+}
+
 fn arcs(files: &[FileMeta]) -> Vec<Arc<FileMeta>> {
     files.iter().cloned().map(Arc::new).collect()
 }
@@ -363,27 +385,21 @@ proptest! {
     #[test]
     fn l0_sublevels_prop_candidates_with_a_base_level(
         files in arb_l0(),
-        base in prop::collection::vec((1u8..3, 0u8..3, 1u64..900, any::<bool>()), 0..8),
+        base in prop::collection::vec((1u8..3, 0u8..3, any::<bool>(), 1u64..900, any::<bool>()), 0..8),
         min_depth in 1usize..4,
         soft in 0u64..3000,
     ) {
         let l0 = arcs(&files);
         let mut lbase = Vec::new();
         let mut busy = HashSet::new();
-        let mut at = 0u8;
-        for (j, (gap, w, size, is_busy)) in base.into_iter().enumerate() {
-            let lo = at + gap - 1;
-            let hi = lo + w;
-            if hi > 15 {
-                break;
-            }
+        let spans = disjoint_spans(base.iter().map(|&(gap, w, excl, _, _)| (gap, w, excl)));
+        for (j, ((lo, hi, excl), &(_, _, _, size, is_busy))) in spans.into_iter().zip(&base).enumerate() {
             let k = |c: u8| ((b'a' + c) as char).to_string();
             let number = 1000 + j as u64;
-            lbase.push(Arc::new(file(number, &k(lo), &k(hi), size, 1, false)));
+            lbase.push(Arc::new(file(number, &k(lo), &k(hi), size, 1, excl)));
             if is_busy {
                 busy.insert(number);
             }
-            at = hi + 1;
         }
         let o = prop_opts(min_depth, soft);
         let s = L0Sublevels::new(&l0).with_compacting(&busy, &[]);
@@ -396,8 +412,7 @@ proptest! {
                 "{} bytes at depth {}", c.bytes, c.depth_reduction
             );
             for f in &lbase {
-                let apart = f.largest_user() < c.smallest.as_slice()
-                    || f.smallest_user() > c.largest.as_slice()
+                let apart = !f.overlaps(Some(&c.smallest), Some(&c.largest))
                     || (f.smallest_user() == c.largest.as_slice() && c.largest_exclusive);
                 prop_assert!(apart || !busy.contains(&f.number), "busy base file {} taken", f.number);
             }
