@@ -231,11 +231,13 @@ fn sigkill_child_writer() {
         write_buffer_size: 64 << 10,
         ..Options::default()
     };
-    // Unsynced writes survive a process crash too: the page cache outlives the process, written
-    // through write(2) or through a mapping.
+    // Unsynced writes survive a process crash too: the page cache (or /dev/shm) outlives the
+    // process, written through write(2), through a mapping, or into the WAL stage's ring.
     let sync = std::env::var("SLUICE_SIGKILL_SYNC").as_deref() != Ok("0");
+    let mode = std::env::var("SLUICE_SIGKILL_WAL").unwrap_or_default();
     let opts = Options {
-        wal_mmap_writes: std::env::var("SLUICE_SIGKILL_MMAP").as_deref() == Ok("1"),
+        wal_mmap_writes: mode == "mmap",
+        wal_staging: mode == "staged",
         ..opts
     };
     let db = Db::open(&dir, opts).unwrap();
@@ -267,10 +269,10 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
             .unwrap_or(7),
     );
     let tmp = tempfile::tempdir().unwrap();
-    for round in 0..4 {
+    for round in 0..6 {
         let stop_after: u64 = rng.gen_range(50..1500);
         let sync = if round % 2 == 0 { "1" } else { "0" };
-        let mmap = if round / 2 == 0 { "0" } else { "1" };
+        let wal = ["staged", "direct", "mmap"][round / 2];
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -281,7 +283,7 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
             ])
             .env("SLUICE_SIGKILL_CHILD_DIR", tmp.path())
             .env("SLUICE_SIGKILL_SYNC", sync)
-            .env("SLUICE_SIGKILL_MMAP", mmap)
+            .env("SLUICE_SIGKILL_WAL", wal)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -323,6 +325,11 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
             n
         };
         assert!(it_count >= acked.len(), "round {round}");
+        drop(db);
+        assert!(
+            !tmp.path().join("WAL-STAGE").exists(),
+            "round {round}: a clean close left the WAL stage's marker"
+        );
     }
 }
 

@@ -179,6 +179,9 @@ struct Inner {
     queue: Mutex<WriteQueue>,
     queue_cv: Condvar,
     wal: Mutex<LogWriter>,
+    /// The ring the WAL is staged through (`Options::wal_staging`), closed before the
+    /// directory lock is let go.
+    wal_stage: Option<crate::fs::staged::WalStage>,
     /// Highest seqno allocated (leader only writes it).
     last_sequence: AtomicU64,
     visible_seq: AtomicU64,
@@ -466,6 +469,10 @@ impl Db {
             self.inner.track_stall(&mut self.inner.state.lock(), None);
             self.inner.events.close();
         }
+        if let Some(stage) = &self.inner.wal_stage {
+            // Every byte in the WAL file before another process may open the Db.
+            stage.close();
+        }
         self.inner.lock.lock().take();
         result
     }
@@ -534,6 +541,80 @@ mod tests {
         opts.compression_per_level[6] = CompressionType::Lz4;
         opts.bloom_bits_per_level[6] = None;
         assert_eq!(picker_options(&opts).table_class, [0, 0, 0, 0, 0, 5, 6]);
+    }
+
+    /// A process killed while its WAL stage's drainer had not written the last acknowledged
+    /// writes (paused here, so that it cannot have): the next open writes them from the ring
+    /// to the WAL and replays them.
+    #[test]
+    fn writes_left_in_the_wal_stage_by_a_crash_are_recovered() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let stage = db
+            .inner
+            .wal_stage
+            .as_ref()
+            .expect("a WAL stage on /dev/shm");
+        let ring = stage.path().unwrap().to_path_buf();
+        db.put(b"drained", b"1").unwrap();
+        let mut wb = WriteBatch::new();
+        wb.put(b"synced", b"2");
+        db.write(
+            wb,
+            WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        stage.pause(true);
+        for i in 0..100u32 {
+            db.put(format!("ring-only-{i:03}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
+        }
+        // A crash: workers stop, the lock goes with the process, nothing is closed.
+        db.inner.shutting_down.store(true, Ordering::Release);
+        {
+            let _s = db.inner.state.lock();
+            db.inner.bg_cv.notify_all();
+        }
+        for h in db.workers.lock().drain(..) {
+            h.join().unwrap();
+        }
+        db.inner.lock.lock().take();
+        let wal =
+            crate::base::filenames::wal_name(dir.path(), db.inner.state.lock().mem.wal_number);
+        std::mem::forget(db);
+        let on_disk = std::fs::read(&wal).unwrap();
+        let has = |k: &[u8]| on_disk.windows(k.len()).any(|w| w == k);
+        assert!(
+            has(b"synced") && !has(b"ring-only-099"),
+            "the WAL already had the ring's bytes"
+        );
+        assert!(ring.exists() && dir.path().join(crate::fs::staged::MARKER).exists());
+
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        assert!(!ring.exists(), "the crashed ring was left behind");
+        assert_eq!(db.get(b"drained").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"synced").unwrap(), Some(b"2".to_vec()));
+        for i in 0..100u32 {
+            let k = format!("ring-only-{i:03}");
+            assert_eq!(
+                db.get(k.as_bytes()).unwrap(),
+                Some(i.to_le_bytes().to_vec()),
+                "{k}"
+            );
+        }
+        let new_ring = db
+            .inner
+            .wal_stage
+            .as_ref()
+            .unwrap()
+            .path()
+            .unwrap()
+            .to_path_buf();
+        db.close().unwrap();
+        assert!(!new_ring.exists() && !dir.path().join(crate::fs::staged::MARKER).exists());
     }
 
     /// `PickerOptions::default()` (used by the picker's own tests, which may not reach `db`)

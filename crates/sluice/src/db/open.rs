@@ -13,6 +13,7 @@ use crate::base::filenames::{
     wal_name, FileKind,
 };
 use crate::compaction::picker;
+use crate::fs::staged::{self, StageError, WalStage};
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::sst::cache::BlockCache;
@@ -57,16 +58,18 @@ impl Db {
                 rec.next_file_number = rec.next_file_number.max(n + 1);
             }
         }
+        let stage = Self::stage_wal(&*fs, &dir, &opts)?;
         let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
         let report = (!opts.listeners.is_empty()).then(|| RecoveryReport::begin(&mems));
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
         let report = report.map(|r| r.flushed(&recovered));
-        let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
+        let (wal, manifest, wal_number) =
+            Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered, stage.as_ref())?;
         let inner = Arc::new(Inner::new(
             rec,
             Arc::new(MemTable::new(wal_number)),
             Vec::new(),
-            (wal, manifest),
+            (wal, manifest, stage),
             Some(lock),
             (dir, fs, opts),
             false,
@@ -137,7 +140,7 @@ impl Db {
             rec,
             Arc::new(MemTable::new(0)),
             imm,
-            (LogWriter::new(Box::new(NoWrites)), manifest),
+            (LogWriter::new(Box::new(NoWrites)), manifest, None),
             None,
             (dir, fs, opts),
             true,
@@ -215,6 +218,28 @@ impl Db {
             rec.next_file_number = rec.next_file_number.max(f.number + 1);
         }
         Ok(rec)
+    }
+
+    /// Step 2b: the WAL stage (`fs::staged`). Whatever a crashed process left in its ring
+    /// is written to its WAL first (so that step 3 replays it), whatever this open's options;
+    /// then, with `Options::wal_staging`, a new ring is made for this open. Where none can be
+    /// made, the WAL is written directly.
+    fn stage_wal(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<Option<WalStage>> {
+        let Some(stage_dir) = fs.wal_stage_dir() else {
+            return Ok(None);
+        };
+        staged::recover(dir, &stage_dir, |n| wal_name(dir, n)).map_err(|e| match e {
+            StageError::Io(path, source) => Error::io(&path, source),
+            StageError::Corrupt(path, offset, why) => Error::corruption(
+                &path,
+                offset,
+                format!("{why}; it may hold the last acknowledged writes of {}: move it away to open the Db without them", dir.display()),
+            ),
+        })?;
+        if !opts.wal_staging || opts.wal_mmap_writes {
+            return Ok(None);
+        }
+        Ok(WalStage::create(dir, &stage_dir, staged::DEFAULT_RING).ok())
     }
 
     /// Step 3: replays every WAL not yet flushed, in order, into what it held: memtables of
@@ -343,12 +368,14 @@ impl Db {
         opts: &Options,
         rec: &mut Recovery,
         recovered: Vec<FileMeta>,
+        stage: Option<&WalStage>,
     ) -> Result<(LogWriter, ManifestState, u64)> {
         let wal_number = rec.next_file_number;
         rec.next_file_number += 1;
         let wal_path = wal_name(dir, wal_number);
         let wal = LogWriter::new(
-            super::write::create_wal(fs, &wal_path, opts).map_err(|e| Error::io(&wal_path, e))?,
+            super::write::create_wal(fs, &wal_path, opts, stage, wal_number)
+                .map_err(|e| Error::io(&wal_path, e))?,
         );
         let added: Vec<(usize, FileMeta)> = recovered.into_iter().map(|f| (0, f)).collect();
         if !added.is_empty() {
@@ -518,7 +545,7 @@ impl Inner {
         rec: Recovery,
         mem: Arc<MemTable>,
         imm: Vec<Flushable>,
-        (wal, manifest): (LogWriter, ManifestState),
+        (wal, manifest, wal_stage): (LogWriter, ManifestState, Option<WalStage>),
         lock: Option<Box<dyn DirLock>>,
         (dir, fs, opts): (PathBuf, Arc<dyn FileSystem>, Options),
         read_only: bool,
@@ -549,6 +576,7 @@ impl Inner {
             queue: Mutex::new(WriteQueue::default()),
             queue_cv: Condvar::new(),
             wal: Mutex::new(wal),
+            wal_stage,
             last_sequence: AtomicU64::new(rec.last_sequence),
             visible_seq: AtomicU64::new(rec.last_sequence),
             snapshots: Arc::new(Mutex::new(BTreeMap::new())),

@@ -12,6 +12,7 @@ mod file;
 mod mapped;
 mod mem;
 mod rate_limiter;
+pub mod staged;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -73,6 +74,12 @@ pub trait FileSystem: Send + Sync + 'static {
     ) -> io::Result<Box<dyn WritableFile>> {
         let _ = mapped;
         create_preallocated(self, path, reserve)
+    }
+    /// Where a WAL may be staged ([`staged`]): a directory on a memory file system whose
+    /// files outlive the process (Linux: `/dev/shm`). `None` (the default): nowhere, and the
+    /// WAL is written directly.
+    fn wal_stage_dir(&self) -> Option<std::path::PathBuf> {
+        None
     }
     /// Opens `path` for positional reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
@@ -399,6 +406,16 @@ struct RealLock(#[allow(dead_code)] std::fs::File);
 impl DirLock for RealLock {}
 
 impl FileSystem for RealFs {
+    fn wal_stage_dir(&self) -> Option<std::path::PathBuf> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let shm = Path::new("/dev/shm");
+            if shm.is_dir() {
+                return Some(shm.to_path_buf());
+            }
+        }
+        None
+    }
     fn create_log(
         &self,
         path: &Path,

@@ -1,0 +1,361 @@
+//! Tests of the WAL stage: order across ring wraps, syncs, sticky failures, crash recovery,
+//! foreign and corrupt rings. The in-memory ring runs under Miri (`scripts/miri.sh`).
+
+use super::*;
+use proptest::prelude::*;
+use std::sync::atomic::AtomicUsize;
+
+/// A file in memory: what reached it, how many syncs, and a byte count after which every
+/// write fails (EIO).
+#[derive(Clone, Default)]
+struct Sink {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    synced: Arc<Mutex<Vec<usize>>>,
+    fail_after: Arc<AtomicUsize>,
+}
+
+impl Sink {
+    fn new() -> Sink {
+        let s = Sink::default();
+        s.fail_after.store(usize::MAX, Ordering::SeqCst);
+        s
+    }
+    fn bytes(&self) -> Vec<u8> {
+        self.bytes.lock().clone()
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let mut b = self.bytes.lock();
+        if b.len() + data.len() > self.fail_after.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        b.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl WritableFile for Sink {
+    fn sync(&mut self) -> io::Result<()> {
+        let n = self.bytes.lock().len();
+        self.synced.lock().push(n);
+        Ok(())
+    }
+}
+
+/// Records `i` of a run: distinct bytes, lengths up to `max`.
+fn record(i: usize, max: usize) -> Vec<u8> {
+    let len = (i * 7919) % max + 1;
+    (0..len).map(|j| (i * 31 + j) as u8).collect()
+}
+
+fn write_record(f: &mut Box<dyn WritableFile>, r: &[u8]) -> io::Result<()> {
+    f.write_all(r)?;
+    f.flush()
+}
+
+/// Waits until the drainer wrote `n` bytes to `sink` (a wait, not a timing check: it fails
+/// only if they never arrive).
+fn wait_for(sink: &Sink, n: usize) {
+    for _ in 0..200_000 {
+        if sink.bytes.lock().len() >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    panic!("the drainer never wrote {n} bytes");
+}
+
+#[test]
+fn ring_every_byte_reaches_the_file_in_order_across_wraps() {
+    // A tiny ring: records wrap around it, and some are larger than all of it.
+    let stage = WalStage::in_memory(256);
+    let sink = Sink::new();
+    let mut f = stage.wrap(Box::new(sink.clone()), 7).unwrap();
+    let n = if cfg!(miri) { 40 } else { 3000 };
+    let mut want = Vec::new();
+    for i in 0..n {
+        let r = record(i, 700);
+        write_record(&mut f, &r).unwrap();
+        want.extend_from_slice(&r);
+    }
+    wait_for(&sink, want.len());
+    assert_eq!(sink.bytes(), want);
+}
+
+#[test]
+fn ring_sync_drains_then_syncs_the_file() {
+    let stage = WalStage::in_memory(4096);
+    stage.pause(true); // only the sync may write the file
+    let sink = Sink::new();
+    let mut f = stage.wrap(Box::new(sink.clone()), 1).unwrap();
+    write_record(&mut f, b"first").unwrap();
+    write_record(&mut f, b"second").unwrap();
+    assert!(sink.bytes().is_empty(), "the paused drainer wrote");
+    f.sync().unwrap();
+    assert_eq!(sink.bytes(), b"firstsecond");
+    assert_eq!(*sink.synced.lock(), vec![11], "synced after the drain");
+    let h = f.sync_handle();
+    assert!(h.is_none(), "a sink has no handle of its own");
+}
+
+#[test]
+fn ring_new_wal_gets_none_of_the_old_ones_bytes_and_the_old_handle_stops() {
+    let stage = WalStage::in_memory(4096);
+    stage.pause(true);
+    let (a, b) = (Sink::new(), Sink::new());
+    let mut fa = stage.wrap(Box::new(a.clone()), 1).unwrap();
+    write_record(&mut fa, b"old").unwrap();
+    // Published but not drained: the switch writes it to the old file first (invariant 3).
+    let mut fb = stage.wrap(Box::new(b.clone()), 2).unwrap();
+    assert_eq!(a.bytes(), b"old");
+    write_record(&mut fb, b"new").unwrap();
+    fb.sync().unwrap();
+    assert_eq!(b.bytes(), b"new");
+    assert_eq!(a.bytes(), b"old");
+    assert!(fa.sync().is_err(), "the old WAL's handle still syncs");
+}
+
+#[test]
+fn ring_failed_write_is_sticky_and_every_later_call_fails() {
+    let stage = WalStage::in_memory(64);
+    let sink = Sink::new();
+    sink.fail_after.store(100, Ordering::SeqCst);
+    let mut f = stage.wrap(Box::new(sink.clone()), 1).unwrap();
+    let mut failed = None;
+    for i in 0..1000 {
+        if let Err(e) = write_record(&mut f, &[i as u8; 30]).and_then(|()| f.sync()) {
+            failed = Some((i, e));
+            break;
+        }
+    }
+    let (i, e) = failed.expect("the write behind the stage failed and nobody heard");
+    assert!(i <= 4, "failure reported only after record {i}");
+    assert!(e.to_string().contains("os error 5"), "{e}");
+    assert!(write_record(&mut f, b"more").is_err());
+    assert!(f.sync().is_err());
+    assert!(sink.bytes().len() <= 100);
+}
+
+fn tmp_dirs() -> (tempfile::TempDir, tempfile::TempDir) {
+    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
+}
+
+/// A WAL file in `dir` and its writable handle (a plain file: the drainer's target).
+fn wal_file(dir: &Path, n: u64) -> (PathBuf, Box<dyn WritableFile>) {
+    let p = dir.join(format!("{n:06}.log"));
+    (p.clone(), super::super::RealFs.create(&p).unwrap())
+}
+
+use super::super::FileSystem;
+
+#[test]
+fn recovery_writes_what_a_crashed_drainer_left_and_removes_the_ring() {
+    let (db, shm) = tmp_dirs();
+    let stage = WalStage::create(db.path(), shm.path(), 1024).unwrap();
+    let ring = stage.path().unwrap().to_path_buf();
+    let (wal, file) = wal_file(db.path(), 9);
+    let mut f = stage.wrap(file, 9).unwrap();
+    let mut want = Vec::new();
+    for i in 0..40 {
+        let r = record(i, 50);
+        write_record(&mut f, &r).unwrap();
+        want.extend_from_slice(&r);
+    }
+    f.sync().unwrap();
+    // Acknowledged, never drained: the ring wraps past its start with these.
+    stage.pause(true);
+    for i in 40..60 {
+        let r = record(i, 50);
+        write_record(&mut f, &r).unwrap();
+        want.extend_from_slice(&r);
+    }
+    drop(f);
+    stage.crash();
+    assert!(std::fs::read(&wal).unwrap().len() < want.len());
+    assert!(ring.exists() && db.path().join(MARKER).exists());
+    let got = recover(db.path(), shm.path(), |n| {
+        db.path().join(format!("{n:06}.log"))
+    })
+    .unwrap();
+    let got = got.expect("a marker was there");
+    assert_eq!(got.wal_number, 9);
+    assert!(got.bytes > 0);
+    assert_eq!(std::fs::read(&wal).unwrap(), want);
+    assert!(!ring.exists() && !db.path().join(MARKER).exists());
+    // Nothing left: a second recovery finds no marker.
+    assert!(recover(db.path(), shm.path(), |_| unreachable!())
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn a_clean_close_drains_everything_and_removes_ring_and_marker() {
+    let (db, shm) = tmp_dirs();
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    let ring = stage.path().unwrap().to_path_buf();
+    let (wal, file) = wal_file(db.path(), 3);
+    let mut f = stage.wrap(file, 3).unwrap();
+    write_record(&mut f, b"kept").unwrap();
+    stage.close();
+    assert_eq!(std::fs::read(&wal).unwrap(), b"kept");
+    assert!(!ring.exists() && !db.path().join(MARKER).exists());
+    assert!(f.sync().is_err(), "a handle syncs after its stage closed");
+}
+
+#[test]
+fn a_failed_drain_keeps_the_ring_for_the_next_open() {
+    let (db, shm) = tmp_dirs();
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    let ring = stage.path().unwrap().to_path_buf();
+    let wal = db.path().join("000004.log");
+    std::fs::write(&wal, b"").unwrap();
+    let sink = Sink::new();
+    sink.fail_after.store(10, Ordering::SeqCst);
+    let mut f = stage.wrap(Box::new(sink.clone()), 4).unwrap();
+    write_record(&mut f, b"0123456789abcdef").unwrap();
+    assert!(f.sync().is_err());
+    drop(f);
+    drop(stage);
+    assert!(
+        ring.exists(),
+        "the ring holding unwritten bytes was removed"
+    );
+    let got = recover(db.path(), shm.path(), |n| {
+        db.path().join(format!("{n:06}.log"))
+    })
+    .unwrap();
+    assert_eq!(got.unwrap().bytes, 16);
+    assert_eq!(std::fs::read(&wal).unwrap(), b"0123456789abcdef");
+}
+
+#[test]
+fn a_copied_dbs_marker_leaves_the_original_ring_alone() {
+    let (db, shm) = tmp_dirs();
+    let copy = tempfile::tempdir().unwrap();
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    let ring = stage.path().unwrap().to_path_buf();
+    std::fs::copy(db.path().join(MARKER), copy.path().join(MARKER)).unwrap();
+    let got = recover(copy.path(), shm.path(), |_| unreachable!()).unwrap();
+    assert!(got.is_none());
+    assert!(ring.exists());
+    assert!(!copy.path().join(MARKER).exists());
+    drop(stage);
+    assert!(!ring.exists());
+}
+
+#[test]
+fn a_marker_whose_ring_is_gone_is_removed() {
+    let (db, shm) = tmp_dirs();
+    std::fs::write(db.path().join(MARKER), format!("{NAME_PREFIX}1-2-3")).unwrap();
+    let got = recover(db.path(), shm.path(), |_| unreachable!()).unwrap();
+    assert_eq!(got, Some(Recovered::default()));
+    assert!(!db.path().join(MARKER).exists());
+}
+
+#[test]
+fn a_corrupt_marker_is_an_error_naming_it() {
+    let (db, shm) = tmp_dirs();
+    std::fs::write(db.path().join(MARKER), "../../etc/passwd").unwrap();
+    match recover(db.path(), shm.path(), |_| unreachable!()) {
+        Err(StageError::Corrupt(p, 0, _)) => assert_eq!(p, db.path().join(MARKER)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A ring file holding `header` words (then zeros) for the Db in `db`.
+fn fake_ring(db: &Path, shm: &Path, words: &[u64], len: usize) -> PathBuf {
+    let name = format!("{NAME_PREFIX}9-9-9");
+    let mut bytes = vec![0u8; len];
+    for (i, w) in words.iter().enumerate() {
+        bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    let dir = std::fs::canonicalize(db).unwrap();
+    let d = dir.as_os_str().as_encoded_bytes();
+    if len >= DIR_AT + d.len() {
+        bytes[DIR_AT..DIR_AT + d.len()].copy_from_slice(d);
+        if words.len() <= W_DIR_LEN && len >= DIR_AT {
+            bytes[8 * W_DIR_LEN..8 * W_DIR_LEN + 8]
+                .copy_from_slice(&(d.len() as u64).to_le_bytes());
+        }
+    }
+    let p = shm.join(&name);
+    std::fs::write(&p, bytes).unwrap();
+    std::fs::write(db.join(MARKER), name).unwrap();
+    p
+}
+
+#[test]
+fn inconsistent_offsets_are_corruption_at_their_offset() {
+    let (db, shm) = tmp_dirs();
+    // published 10 < drained 20.
+    fake_ring(
+        db.path(),
+        shm.path(),
+        &[MAGIC, VERSION, 10, 20, 1, 0, 64],
+        HEADER + 64,
+    );
+    match recover(db.path(), shm.path(), |_| unreachable!()) {
+        Err(StageError::Corrupt(_, 16, why)) => assert!(why.contains("published 10"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
+
+    /// Any header bytes: recovery answers (an error or a write inside the WAL's range),
+    /// never panics, and never writes more than a ring's worth.
+    #[test]
+    fn any_ring_header_is_answered_without_panic(
+        words in proptest::collection::vec(any::<u64>(), 0..8),
+        magic_ok in any::<bool>(),
+        small in 0u64..200,
+        ring in 1usize..256,
+    ) {
+        let (db, shm) = tmp_dirs();
+        let mut words = words;
+        if magic_ok {
+            let mut w = vec![MAGIC, VERSION, small + 50, 50, 1, small % 60, ring as u64];
+            w.truncate(words.len().max(2));
+            words = w;
+        }
+        fake_ring(db.path(), shm.path(), &words, HEADER + ring);
+        let wal = db.path().join("000001.log");
+        std::fs::write(&wal, b"").unwrap();
+        let r = recover(db.path(), shm.path(), |n| db.path().join(format!("{n:06}.log")));
+        let len = std::fs::metadata(&wal).unwrap().len();
+        match r {
+            Ok(Some(rec)) => prop_assert!(rec.bytes <= ring as u64 && len <= 50 + ring as u64),
+            Ok(None) => prop_assert_eq!(len, 0),
+            Err(StageError::Corrupt(..)) => prop_assert_eq!(len, 0),
+            Err(StageError::Io(p, e)) => prop_assert!(false, "io error {}: {}", p.display(), e),
+        }
+    }
+}
+
+#[test]
+fn a_ring_whose_db_directory_is_gone_is_swept_and_no_other() {
+    let shm = tempfile::tempdir().unwrap();
+    let gone = tempfile::tempdir().unwrap();
+    let live = tempfile::tempdir().unwrap();
+    let crashed = WalStage::create(gone.path(), shm.path(), 4096).unwrap();
+    let orphan = crashed.path().unwrap().to_path_buf();
+    crashed.crash();
+    let alive = WalStage::create(live.path(), shm.path(), 4096).unwrap();
+    let alive_ring = alive.path().unwrap().to_path_buf();
+    let foreign = shm.path().join("not-ours");
+    std::fs::write(&foreign, b"x").unwrap();
+    drop(gone);
+    // The next stage made here sweeps: the orphan goes, the live ring and foreign files stay.
+    let other = tempfile::tempdir().unwrap();
+    let next = WalStage::create(other.path(), shm.path(), 4096).unwrap();
+    assert!(!orphan.exists(), "the orphaned ring was kept");
+    assert!(alive_ring.exists() && foreign.exists());
+    drop(next);
+    drop(alive);
+}
