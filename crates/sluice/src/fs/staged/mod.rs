@@ -348,11 +348,13 @@ impl WalStage {
             ));
         }
         let made = (|| {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)?;
+            let mut o = std::fs::OpenOptions::new();
+            o.read(true).write(true).create_new(true);
+            // `/dev/shm` is shared by every user of the machine: the ring holds the Db's
+            // writes, readable by its owner only.
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+            let file = o.open(&path)?;
             let len = (HEADER + ring) as u64;
             #[cfg(any(target_os = "linux", target_os = "android"))]
             rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len)?;

@@ -61,6 +61,12 @@ pub fn recover(
             let why = format!("{} bytes: too large for a stage", m.len());
             return Err(StageError::Corrupt(ring_path, 0, why));
         }
+        Ok(m) if !owned_by_us(&m) => {
+            // Anyone may create files in `/dev/shm`: bytes from a file another user made are
+            // not this Db's writes.
+            let why = "owned by another user: not this Db's stage".to_string();
+            return Err(StageError::Corrupt(ring_path, 0, why));
+        }
         Ok(_) => Some(std::fs::read(&ring_path).map_err(|e| io_err(&ring_path, e))?),
     };
     let mut done = Recovered::default();
@@ -89,6 +95,17 @@ pub fn recover(
     }
     std::fs::remove_file(&marker).map_err(|e| io_err(&marker, e))?;
     Ok(Some(done))
+}
+
+#[cfg(unix)]
+fn owned_by_us(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    m.uid() == rustix::process::geteuid().as_raw()
+}
+
+#[cfg(not(unix))]
+fn owned_by_us(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 struct Parsed<'a> {

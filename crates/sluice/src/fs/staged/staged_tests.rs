@@ -198,6 +198,11 @@ fn a_clean_close_drains_everything_and_removes_ring_and_marker() {
     let (db, shm) = tmp_dirs();
     let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
     let ring = stage.path().unwrap().to_path_buf();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ring).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the ring is readable by other users");
+    }
     let (wal, file) = wal_file(db.path(), 3);
     let mut f = stage.wrap(file, 3).unwrap();
     write_record(&mut f, b"kept").unwrap();
