@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the engine's `unsafe` code (the memtable arena, crates/sluice/src/memtable/skiplist.rs,
-# and the WAL stage's ring, crates/sluice/src/fs/staged.rs)
+# and the WAL stage's ring, crates/sluice/src/fs/staged/)
 # under Miri: undefined behaviour, out-of-bounds accesses and data races between the writer and
 # lock-free readers are errors. Needs the nightly toolchain with the miri and rust-src
 # components (`rustup +nightly component add miri rust-src`); not part of scripts/test.sh,

@@ -470,8 +470,12 @@ impl Db {
             self.inner.events.close();
         }
         if let Some(stage) = &self.inner.wal_stage {
-            // Every byte in the WAL file before another process may open the Db.
-            stage.close();
+            // Every byte in the WAL file before another process may open the Db. A failure
+            // is reported: the ring is kept, and the next open writes it to the WAL.
+            if let Err(e) = stage.close() {
+                let wal = self.inner.dir.join(crate::fs::staged::MARKER);
+                result = result.and(Err(Error::io(&wal, e)));
+            }
         }
         self.inner.lock.lock().take();
         result
@@ -582,6 +586,7 @@ mod tests {
             h.join().unwrap();
         }
         db.inner.lock.lock().take();
+        stage.release_lock();
         let wal =
             crate::base::filenames::wal_name(dir.path(), db.inner.state.lock().mem.wal_number);
         std::mem::forget(db);

@@ -40,9 +40,11 @@ impl Db {
     ///    `CURRENT` holding only an interrupted creation's leftovers counts as empty, and one
     ///    holding anything else is refused untouched (`db/create.rs`: creation is atomic);
     /// 2. read `CURRENT` and replay the MANIFEST into a version;
-    /// 3. replay every WAL not yet flushed into memtables (a torn tail is dropped);
+    /// 3. write what a crashed process left in its WAL stage's ring to its WAL (step 2b),
+    ///    then replay every WAL not yet flushed into memtables (a torn tail is dropped);
     /// 4. flush the recovered memtables to L0;
-    /// 5. start a new WAL and a new MANIFEST holding a snapshot of the version;
+    /// 5. start a new WAL and a new MANIFEST holding a snapshot of the version, and a WAL
+    ///    stage for the new WAL (step 5b, `Options::wal_staging`);
     /// 6. delete files no version needs; start the background workers.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
@@ -58,13 +60,13 @@ impl Db {
                 rec.next_file_number = rec.next_file_number.max(n + 1);
             }
         }
-        let stage = Self::stage_wal(&*fs, &dir, &opts)?;
+        Self::recover_wal_stage(&*fs, &dir)?;
         let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
         let report = (!opts.listeners.is_empty()).then(|| RecoveryReport::begin(&mems));
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
         let report = report.map(|r| r.flushed(&recovered));
-        let (wal, manifest, wal_number) =
-            Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered, stage.as_ref())?;
+        let (wal, manifest, wal_number) = Self::start_logs(&*fs, &dir, &opts, &mut rec, recovered)?;
+        let (wal, stage) = Self::stage_wal(&*fs, &dir, &opts, wal, wal_number)?;
         let inner = Arc::new(Inner::new(
             rec,
             Arc::new(MemTable::new(wal_number)),
@@ -220,26 +222,58 @@ impl Db {
         Ok(rec)
     }
 
-    /// Step 2b: the WAL stage (`fs::staged`). Whatever a crashed process left in its ring
-    /// is written to its WAL first (so that step 3 replays it), whatever this open's options;
-    /// then, with `Options::wal_staging`, a new ring is made for this open. Where none can be
-    /// made, the WAL is written directly.
-    fn stage_wal(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<Option<WalStage>> {
+    /// Step 2b: whatever a crashed process left in its WAL stage's ring (`fs::staged`) is
+    /// written to its WAL, so that step 3 replays it — whatever this open's options.
+    fn recover_wal_stage(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         let Some(stage_dir) = fs.wal_stage_dir() else {
-            return Ok(None);
+            return Ok(());
         };
         staged::recover(dir, &stage_dir, |n| wal_name(dir, n)).map_err(|e| match e {
             StageError::Io(path, source) => Error::io(&path, source),
             StageError::Corrupt(path, offset, why) => Error::corruption(
                 &path,
                 offset,
-                format!("{why}; it may hold the last acknowledged writes of {}: move it away to open the Db without them", dir.display()),
+                format!(
+                    "{why}; it may hold the last acknowledged writes of {}: move it away to \
+                     open the Db without them",
+                    dir.display()
+                ),
             ),
         })?;
-        if !opts.wal_staging || opts.wal_mmap_writes {
-            return Ok(None);
-        }
-        Ok(WalStage::create(dir, &stage_dir, staged::DEFAULT_RING).ok())
+        Ok(())
+    }
+
+    /// Step 5b: with `Options::wal_staging`, a new ring for this open, through which the new
+    /// (still empty) WAL is written from now on. Made once `CURRENT` exists, so that a
+    /// creation that stops early never leaves a name `DirContents` does not know. Where no
+    /// ring can be made, the WAL is written directly.
+    fn stage_wal(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &Options,
+        wal: LogWriter,
+        wal_number: u64,
+    ) -> Result<(LogWriter, Option<WalStage>)> {
+        let stage_dir = fs.wal_stage_dir();
+        let Some(stage_dir) = stage_dir.filter(|_| opts.wal_staging && !opts.wal_mmap_writes)
+        else {
+            return Ok((wal, None));
+        };
+        let Ok(stage) = WalStage::create(dir, &stage_dir, staged::DEFAULT_RING) else {
+            return Ok((wal, None));
+        };
+        let wal = match wal.into_file() {
+            Ok(file) => {
+                let path = wal_name(dir, wal_number);
+                LogWriter::new(
+                    stage
+                        .wrap(file, wal_number)
+                        .map_err(|e| Error::io(&path, e))?,
+                )
+            }
+            Err(wal) => return Ok((wal, None)),
+        };
+        Ok((wal, Some(stage)))
     }
 
     /// Step 3: replays every WAL not yet flushed, in order, into what it held: memtables of
@@ -368,13 +402,12 @@ impl Db {
         opts: &Options,
         rec: &mut Recovery,
         recovered: Vec<FileMeta>,
-        stage: Option<&WalStage>,
     ) -> Result<(LogWriter, ManifestState, u64)> {
         let wal_number = rec.next_file_number;
         rec.next_file_number += 1;
         let wal_path = wal_name(dir, wal_number);
         let wal = LogWriter::new(
-            super::write::create_wal(fs, &wal_path, opts, stage, wal_number)
+            super::write::create_wal(fs, &wal_path, opts, None, wal_number)
                 .map_err(|e| Error::io(&wal_path, e))?,
         );
         let added: Vec<(usize, FileMeta)> = recovered.into_iter().map(|f| (0, f)).collect();

@@ -107,16 +107,19 @@ pub struct Options {
     /// the writers, their p99.9 went from about 3 ms to about 100 ms. For bulk loads through
     /// the write path with nothing else to serve; off for serving. Default `false`.
     pub wal_mmap_writes: bool,
-    /// Stage the WAL through a ring in shared memory (`/dev/shm` on Linux, on the real file
-    /// system; `fs::staged`): a write copies its record into the ring, which outlives the
-    /// process, and a thread writes the ring to the WAL file behind it, so a put makes no
-    /// system call and still survives `kill -9` once acknowledged (a sync write drains the
-    /// ring and syncs the file before it returns, as before). After a crash, the next open
-    /// writes what the ring held to the WAL before it replays it. Needs a 2 MiB ring file
-    /// per open Db; where it cannot be made (no `/dev/shm`, no room), or with
-    /// `wal_mmap_writes`, the WAL is written directly. Non-synced writes the thread had not
-    /// written yet are lost on a reboot as on a power loss (they were never promised to
-    /// survive one). Default `true`.
+    /// Stage the WAL through a ring in shared memory (`/dev/shm` on Linux when it is a
+    /// tmpfs, on the real file system; `fs::staged`): a write copies its record into the ring,
+    /// which outlives the process, and a thread writes the ring to the WAL file behind it, so
+    /// a put makes no `write(2)` and still survives `kill -9` once acknowledged (a sync write
+    /// drains the ring and syncs the file before it returns, as before). After a crash, the
+    /// next writable open writes what the ring held to the WAL before it replays it. Needs a
+    /// 2 MiB ring file per open Db; where it cannot be made, or with `wal_mmap_writes`, the WAL
+    /// is written directly. The ring lives as long as the tmpfs: non-synced writes the thread
+    /// had not written yet (about 100 µs of them) are lost on a reboot, as on a power loss,
+    /// and when `/dev/shm` is torn down with the process (a container whose `/dev/shm` is its
+    /// own); `write(2)` would have kept those. [`Db::open_read_only`](crate::Db::open_read_only)
+    /// does not read the ring: of a Db whose writer was killed it sees what the thread had
+    /// written, and the next writable open recovers the rest. Default `true`.
     pub wal_staging: bool,
     /// An open for writing starts a new MANIFEST that carries the current one's history of
     /// edits forward (rewritten and synced whole, never appended to in place) while that is

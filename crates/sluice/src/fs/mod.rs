@@ -409,8 +409,12 @@ impl FileSystem for RealFs {
     fn wal_stage_dir(&self) -> Option<std::path::PathBuf> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         {
+            // Only a memory file system: a ring on a disk (a plain `/dev/shm` directory in a
+            // chroot or a minimal container) would outlive a power loss the WAL's unsynced
+            // tail does not, and recovery would write its bytes behind a hole.
+            const TMPFS_MAGIC: u64 = 0x0102_1994;
             let shm = Path::new("/dev/shm");
-            if shm.is_dir() {
+            if rustix::fs::statfs(shm).is_ok_and(|s| s.f_type as u64 == TMPFS_MAGIC) {
                 return Some(shm.to_path_buf());
             }
         }

@@ -137,6 +137,15 @@ impl LogWriter {
         self.file.sync_handle()
     }
 
+    /// The file, for a writer that wrote nothing (a new WAL handed to another writer, e.g.
+    /// through the WAL stage); once anything was written, `Err` gives the writer back.
+    pub fn into_file(self) -> Result<Box<dyn WritableFile>, Self> {
+        if self.size > 0 {
+            return Err(self);
+        }
+        Ok(self.file)
+    }
+
     /// Bytes written.
     pub fn size(&self) -> u64 {
         self.size

@@ -6,10 +6,10 @@
 //! acknowledged before it reaches the kernel dies with the process. Here the writer copies each
 //! record into a ring that lives in a file on a memory file system (`/dev/shm`, tmpfs), mapped
 //! `MAP_SHARED`: the bytes are in the kernel's memory as soon as the copy returns, so a write
-//! acknowledged after it survives `kill -9` exactly as one written with `write(2)` does. A
-//! drainer thread writes the ring's bytes to the WAL file behind the writer; a sync drains
-//! what is left itself and then syncs the file, so a power loss keeps every synced write. A
-//! clean close drains everything and removes the ring.
+//! acknowledged after it survives `kill -9` as one written with `write(2)` does. A drainer
+//! thread writes the ring's bytes to the WAL file behind the writer; a sync drains what is
+//! left itself and then syncs the file, so a power loss keeps every synced write. A clean
+//! close drains everything and removes the ring.
 //!
 //! ```text
 //!   writer (holds the WAL lock)            drainer thread
@@ -17,22 +17,23 @@
 //!   publish: published = pending ──────▶   drained = published
 //!   sync: drain the rest, fdatasync        parks when idle; woken only then
 //!
-//!   /dev/shm/sluice-wal-stage-*:  [ header page | ring bytes … ]
+//!   /dev/shm/sluice-wal-stage-<id>:  [ header page | ring bytes … ]   (0600, flock'd live)
 //!   header: magic, version, published, drained, WAL number, base (ring offset of the WAL's
-//!           byte 0), ring length, the Db directory
+//!           byte 0), ring length, id, the Db directory
 //!   <db>/WAL-STAGE: the ring's file name
 //! ```
 //!
-//! **Recovery.** After a crash, the ring may hold acknowledged bytes the drainer had not written
-//! yet: `[drained, published)`, which belong at file offset `drained - base` of the WAL the
-//! header names. [`recover`] runs at a writable open, under the Db's lock (so the ring's
-//! process is gone): it writes them there, syncs the WAL, then removes the ring and the
-//! marker. Bytes published are whole copies of the writer's buffer; a record cut by the
-//! crash (a group larger than the ring's free space) ends the log in a torn tail, which the
-//! WAL reader drops, as it does after a short `write(2)`. A ring that names another directory
-//! (the Db was copied while open) is left alone. After a reboot the ring is gone, and with it
-//! whatever the drainer had not written: non-synced writes may be lost on power loss or
-//! reboot, as always.
+//! **Recovery** (`recovery.rs`). After a crash, the ring may hold acknowledged bytes the
+//! drainer had not written yet: `[drained, published)`, which belong at file offset
+//! `drained - base` of the WAL the header names. [`recover`] runs at a writable open, under the
+//! Db's lock: it writes them there, syncs the WAL, then removes the marker and the ring.
+//! Bytes published are whole copies of the writer's buffer; a record cut by the crash (a
+//! group larger than the ring's free space) ends the log in a torn tail, which the WAL reader
+//! drops, as it does after a short `write(2)`. A ring is known by its id, not its path; one
+//! still locked is a live process's (this directory is a copy of a running Db) and is left
+//! alone. The ring lives as long as the tmpfs: after a reboot, or when `/dev/shm` is torn down
+//! with the process (a container's own), it is gone, and with it whatever the drainer had not
+//! written — non-synced writes, which a reboot or power loss may always lose.
 //!
 //! **Invariants.**
 //! 1. Only the writer (holding the WAL lock) writes ring bytes and `published`; only the
@@ -65,7 +66,7 @@ const VERSION: u64 = 1;
 /// Bytes before the ring: the header, padded to a page.
 const HEADER: usize = 4096;
 /// Where the Db directory's path starts in the header.
-const DIR_AT: usize = 64;
+const DIR_AT: usize = 128;
 /// The ring of a Db: a few milliseconds of writes at disk speed, and two groups (1 MiB each).
 pub const DEFAULT_RING: usize = 2 << 20;
 /// Largest ring [`recover`] reads (a header claiming more is corrupt).
@@ -83,6 +84,8 @@ const W_WAL: usize = 4;
 const W_BASE: usize = 5;
 const W_RING: usize = 6;
 const W_DIR_LEN: usize = 7;
+/// The ring's random id, also the hex tail of its file name (which the marker holds).
+const W_ID: usize = 8;
 
 /// How long the drainer sleeps between looks while writes flow, and how many empty looks it
 /// makes before it parks (then a writer wakes it: a system call, only after a pause).
@@ -92,7 +95,12 @@ const PARK: Duration = Duration::from_millis(50);
 
 /// The memory the header and ring live in.
 enum Backing {
-    Mapped(#[allow(dead_code)] memmap2::MmapMut),
+    /// The mapping, and the ring's file, on which the live stage holds an exclusive `flock`:
+    /// recovery and the orphan sweep leave a locked ring alone (its process is alive).
+    Mapped(
+        #[allow(dead_code)] memmap2::MmapMut,
+        #[allow(dead_code)] std::fs::File,
+    ),
     /// A leaked `Box<[AtomicU64]>` (a raw pointer, so that moving the backing does not
     /// invalidate `Region::ptr`), freed on drop.
     #[cfg_attr(not(test), allow(dead_code))]
@@ -329,15 +337,8 @@ impl WalStage {
     /// full tmpfs fails here rather than with `SIGBUS` later): the caller writes the WAL
     /// directly then.
     pub fn create(db_dir: &Path, stage_dir: &Path, ring: usize) -> io::Result<WalStage> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let name = format!(
-            "{NAME_PREFIX}{}-{nanos}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
+        let id = random_id();
+        let name = format!("{NAME_PREFIX}{id:016x}");
         let path = stage_dir.join(&name);
         sweep_orphans(stage_dir);
         let dir = std::fs::canonicalize(db_dir)?;
@@ -355,6 +356,8 @@ impl WalStage {
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
             let file = o.open(&path)?;
+            #[cfg(unix)]
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
             let len = (HEADER + ring) as u64;
             #[cfg(any(target_os = "linux", target_os = "android"))]
             rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len)?;
@@ -371,9 +374,9 @@ impl WalStage {
             // Touch every page now, so that no copy of a record faults later.
             map.fill(0);
             map[DIR_AT..DIR_AT + dir_bytes.len()].copy_from_slice(dir_bytes);
-            Ok::<_, io::Error>(map)
+            Ok::<_, io::Error>((map, file))
         })();
-        let mut map = match made {
+        let (mut map, file) = match made {
             Ok(m) => m,
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
@@ -383,9 +386,9 @@ impl WalStage {
         let region = Region {
             ptr: map.as_mut_ptr(),
             ring: ring as u64,
-            _backing: Backing::Mapped(map),
+            _backing: Backing::Mapped(map, file),
         };
-        init_header(&region, dir_bytes.len());
+        init_header(&region, dir_bytes.len(), id);
         let marker = db_dir.join(MARKER);
         if let Err(e) = write_marker(db_dir, &name) {
             let _ = std::fs::remove_file(&path);
@@ -406,7 +409,7 @@ impl WalStage {
             ring: ring as u64,
             _backing: Backing::Heap(std::ptr::NonNull::new(raw).expect("a box is not null")),
         };
-        init_header(&region, 0);
+        init_header(&region, 0, 0);
         Self::start(region, None).expect("spawn drainer")
     }
 
@@ -432,7 +435,20 @@ impl WalStage {
         let sh = Arc::clone(&shared);
         let drainer = std::thread::Builder::new()
             .name("sluice-wal".into())
-            .spawn(move || sh.drain_loop());
+            .spawn(move || {
+                let run =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sh.drain_loop()));
+                if run.is_err() {
+                    // A writer waiting for room must not wait forever (invariant 4).
+                    sh.target.lock().error = Some((
+                        io::ErrorKind::Other,
+                        "the WAL stage's drainer panicked".into(),
+                    ));
+                    sh.failed.store(true, Ordering::SeqCst);
+                    let _g = sh.wake.lock();
+                    sh.space_cv.notify_all();
+                }
+            });
         let drainer = match drainer {
             Ok(h) => h,
             Err(e) => {
@@ -497,7 +513,16 @@ impl WalStage {
     pub(crate) fn crash(self) {
         self.pause(true);
         self.stop_drainer();
+        self.release_lock();
         std::mem::forget(self);
+    }
+
+    /// Lets go of the ring's lock, as the death of the process would (tests).
+    #[cfg(test)]
+    pub(crate) fn release_lock(&self) {
+        if let Backing::Mapped(_, f) = &self.shared.region._backing {
+            let _ = rustix::fs::flock(f, rustix::fs::FlockOperation::Unlock);
+        }
     }
 
     fn stop_drainer(&self) {
@@ -515,30 +540,57 @@ impl WalStage {
     /// and the marker — unless the WAL lacks bytes the ring holds (a failed write): those stay
     /// for the next open (invariant 4). The Db calls this before it lets go of its directory
     /// lock; later writes through a handle fail at their sync.
-    pub fn close(&self) {
+    pub fn close(&self) -> io::Result<()> {
         self.stop_drainer();
         let sh = &self.shared;
         let mut t = sh.target.lock();
-        let clean = t.file.is_none() || sh.drain(&mut t).is_ok();
+        let drained = match t.file.is_some() {
+            true => sh.drain(&mut t),
+            false => Self::failure(&t),
+        };
         // Closes the WAL (its handle flushes nothing: the drain above wrote through it).
         t.file = None;
         t.generation += 1;
         sh.generation.store(t.generation, Ordering::SeqCst);
         drop(t);
-        if let (Some((ring, marker)), true) = (self.files.lock().take(), clean) {
-            let _ = std::fs::remove_file(marker);
+        let files = self.files.lock().take();
+        if let (Some((ring, marker)), true) = (files, drained.is_ok()) {
+            // The ring first: a marker without its ring is harmless, a ring without its
+            // marker is found only by the sweep.
             let _ = std::fs::remove_file(ring);
+            let _ = std::fs::remove_file(marker);
         }
+        drained
+    }
+
+    fn failure(t: &Target) -> io::Result<()> {
+        Shared::error(t).map_or(Ok(()), Err)
     }
 }
 
 impl Drop for WalStage {
     fn drop(&mut self) {
-        self.close();
+        let _ = self.close();
     }
 }
 
-fn init_header(r: &Region, dir_len: usize) {
+/// A random ring id: std's per-process random hash keys over the process id, the time and a
+/// counter (no randomness crate in the engine for 64 bits).
+fn random_id() -> u64 {
+    use std::hash::BuildHasher;
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::collections::hash_map::RandomState::new().hash_one((
+        std::process::id(),
+        nanos,
+        SEQ.fetch_add(1, Ordering::Relaxed),
+    ))
+}
+
+fn init_header(r: &Region, dir_len: usize, id: u64) {
+    r.word(W_ID).store(id, Ordering::Relaxed);
     r.word(W_MAGIC).store(MAGIC, Ordering::Relaxed);
     r.word(W_VERSION).store(VERSION, Ordering::Relaxed);
     r.word(W_RING).store(r.ring, Ordering::Relaxed);

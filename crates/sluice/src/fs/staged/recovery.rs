@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     DIR_AT, HEADER, MAGIC, MARKER, MAX_RING, NAME_PREFIX, VERSION, W_BASE, W_DIR_LEN, W_DRAINED,
-    W_MAGIC, W_PUBLISHED, W_RING, W_VERSION, W_WAL,
+    W_ID, W_MAGIC, W_PUBLISHED, W_RING, W_VERSION, W_WAL,
 };
 
 /// What [`recover`] did.
@@ -29,10 +29,19 @@ pub enum StageError {
 
 /// At a writable open, under the Db's lock: writes the acknowledged bytes a crashed process
 /// left in its ring (named by `<db_dir>/WAL-STAGE`, in `stage_dir`) to the WAL they belong to
-/// (`wal_path(number)`), syncs it, and removes the ring and the marker. `None`: no marker. A
-/// marker whose ring is gone (a reboot) is removed; a ring that names another directory is
-/// left alone. A corrupt marker or ring is an error naming it and the offset (the Db is then
-/// not opened: its bytes may be acknowledged writes).
+/// (`wal_path(number)`), syncs it, then removes the marker, and the ring if it is this
+/// directory's. `None`: no marker.
+/// - A ring still locked is a live process's: this directory is a copy of its Db. Its marker
+///   goes; the ring is not read.
+/// - A ring that is gone (a reboot, or `/dev/shm` torn down with a container) or that is not
+///   a regular file of this user (anyone may make files in `/dev/shm`; ours are made
+///   `O_EXCL`) is no ring of ours: the marker goes.
+/// - A ring made for another path (the Db was copied or moved after its crash) is written to
+///   this WAL all the same — it is the same history — and left in place for the original,
+///   until the orphan sweep finds its path gone.
+/// - A corrupt marker or header, an id that does not match, or undrained bytes for a WAL
+///   that is missing or shorter than the ring says are errors naming the file and offset: the
+///   Db is not opened, since those bytes may be acknowledged writes.
 pub fn recover(
     db_dir: &Path,
     stage_dir: &Path,
@@ -45,66 +54,113 @@ pub fn recover(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_err(&marker, e)),
     };
-    let name = std::str::from_utf8(&name)
+    let (name, id) = std::str::from_utf8(&name)
         .ok()
-        .filter(|n| {
-            n.len() < 200
-                && n.starts_with(NAME_PREFIX)
-                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        .and_then(|n| {
+            let hex = n.strip_prefix(NAME_PREFIX)?;
+            let id = u64::from_str_radix(hex, 16)
+                .ok()
+                .filter(|_| hex.len() == 16)?;
+            Some((n, id))
         })
         .ok_or_else(|| StageError::Corrupt(marker.clone(), 0, "not a WAL stage's name".into()))?;
     let ring_path = stage_dir.join(name);
-    let bytes = match std::fs::metadata(&ring_path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_err(&ring_path, e)),
-        Ok(m) if m.len() > (HEADER + MAX_RING) as u64 => {
-            let why = format!("{} bytes: too large for a stage", m.len());
-            return Err(StageError::Corrupt(ring_path, 0, why));
-        }
-        Ok(m) if !owned_by_us(&m) => {
-            // Anyone may create files in `/dev/shm`: bytes from a file another user made are
-            // not this Db's writes.
-            let why = "owned by another user: not this Db's stage".to_string();
-            return Err(StageError::Corrupt(ring_path, 0, why));
-        }
-        Ok(_) => Some(std::fs::read(&ring_path).map_err(|e| io_err(&ring_path, e))?),
+    let remove_marker = || std::fs::remove_file(&marker).map_err(|e| io_err(&marker, e));
+    let Some(mut ring) = open_ring(&ring_path).map_err(|e| io_err(&ring_path, e))? else {
+        remove_marker()?;
+        return Ok(Some(Recovered::default()));
     };
+    if !lock_shared(&ring) {
+        remove_marker()?;
+        return Ok(None);
+    }
+    let len = ring.metadata().map_err(|e| io_err(&ring_path, e))?.len();
+    if len > (HEADER + MAX_RING) as u64 {
+        let why = format!("{len} bytes: too large for a stage");
+        return Err(StageError::Corrupt(ring_path, 0, why));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    io::Read::read_to_end(&mut ring, &mut bytes).map_err(|e| io_err(&ring_path, e))?;
+    let corrupt = |(at, why): (u64, String)| StageError::Corrupt(ring_path.clone(), at, why);
+    let stage = parse(&bytes).map_err(corrupt)?;
+    if stage.id != id {
+        let why = format!("ring id {:016x}, its name says {id:016x}", stage.id);
+        return Err(corrupt((8 * W_ID as u64, why)));
+    }
     let mut done = Recovered::default();
-    if let Some(bytes) = bytes {
-        let dir = std::fs::canonicalize(db_dir).map_err(|e| io_err(db_dir, e))?;
-        let stage =
-            parse(&bytes).map_err(|(at, why)| StageError::Corrupt(ring_path.clone(), at, why))?;
-        if stage.dir != dir.as_os_str().as_encoded_bytes() {
-            // Another Db's ring (this directory is a copy): not ours to drain or remove.
-            std::fs::remove_file(&marker).map_err(|e| io_err(&marker, e))?;
-            return Ok(None);
-        }
-        if stage.published > stage.drained {
-            let wal = wal_path(stage.wal_number);
-            // A WAL that is gone was flushed and deleted, which only happens after a switch
-            // drained it whole (invariant 3): nothing of it is left to write.
-            if wal.exists() {
-                write_tail(&wal, &bytes, &stage).map_err(|e| io_err(&wal, e))?;
-                done = Recovered {
-                    bytes: stage.published - stage.drained,
-                    wal_number: stage.wal_number,
-                };
+    if stage.published > stage.drained {
+        let wal = wal_path(stage.wal_number);
+        let missing = stage.published - stage.drained;
+        let have = match std::fs::metadata(&wal) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let why = format!("{missing} bytes for WAL {}, which is gone", wal.display());
+                return Err(corrupt((8 * W_WAL as u64, why)));
             }
+            Err(e) => return Err(io_err(&wal, e)),
+        };
+        if have < stage.drained - stage.base {
+            let why = format!(
+                "{} bytes of WAL {} drained, but it holds {have}",
+                stage.drained - stage.base,
+                wal.display()
+            );
+            return Err(corrupt((8 * W_DRAINED as u64, why)));
         }
+        write_tail(&wal, &bytes, &stage).map_err(|e| io_err(&wal, e))?;
+        done = Recovered {
+            bytes: missing,
+            wal_number: stage.wal_number,
+        };
+    }
+    let dir = std::fs::canonicalize(db_dir).map_err(|e| io_err(db_dir, e))?;
+    if stage.dir == dir.as_os_str().as_encoded_bytes() {
         std::fs::remove_file(&ring_path).map_err(|e| io_err(&ring_path, e))?;
     }
-    std::fs::remove_file(&marker).map_err(|e| io_err(&marker, e))?;
+    remove_marker()?;
     Ok(Some(done))
 }
 
+/// Opens a ring for reading: `None` if it is gone, or is not a regular file of this user.
+/// Never follows a symlink, never blocks on a FIFO.
 #[cfg(unix)]
-fn owned_by_us(m: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    m.uid() == rustix::process::geteuid().as_raw()
+fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path);
+    let f = match f {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP: a symlink in its place, not ours.
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let m = f.metadata()?;
+    let ours = m.is_file() && m.uid() == rustix::process::geteuid().as_raw();
+    Ok(ours.then_some(f))
 }
 
 #[cfg(not(unix))]
-fn owned_by_us(_: &std::fs::Metadata) -> bool {
+fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
+    match std::fs::File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes a shared lock on a ring: false if a live stage holds it (exclusively).
+#[cfg(unix)]
+fn lock_shared(f: &std::fs::File) -> bool {
+    rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockShared).is_ok()
+}
+
+#[cfg(not(unix))]
+fn lock_shared(_: &std::fs::File) -> bool {
     true
 }
 
@@ -114,6 +170,7 @@ struct Parsed<'a> {
     wal_number: u64,
     base: u64,
     ring: u64,
+    id: u64,
     dir: &'a [u8],
 }
 
@@ -145,6 +202,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, (u64, String)> {
         wal_number: word(W_WAL),
         base: word(W_BASE),
         ring,
+        id: word(W_ID),
         dir: &bytes[DIR_AT..DIR_AT + dir_len as usize],
     };
     if p.drained > p.published || p.published - p.drained > ring || p.base > p.drained {
@@ -194,21 +252,32 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
         if !e.file_name().as_bytes().starts_with(NAME_PREFIX.as_bytes()) {
             continue;
         }
-        let mut head = vec![0u8; HEADER];
-        let read = std::fs::File::open(e.path()).and_then(|mut f| f.read_exact(&mut head));
-        let word =
-            |i: usize| u64::from_le_bytes(head[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
-        if read.is_err() || word(W_MAGIC) != MAGIC {
+        // Ours, a regular file, and not locked by a live stage (held while we look).
+        let Ok(Some(mut f)) = open_ring(&e.path()) else {
+            continue;
+        };
+        if !lock_shared(&f) {
             continue;
         }
-        let len = word(W_DIR_LEN);
+        let mut head = vec![0u8; HEADER];
+        let word = |h: &[u8], i: usize| {
+            u64::from_le_bytes(h[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]))
+        };
+        if f.read_exact(&mut head).is_err() || word(&head, W_MAGIC) != MAGIC {
+            continue;
+        }
+        let len = word(&head, W_DIR_LEN);
         if len == 0 || len > (HEADER - DIR_AT) as u64 {
             continue;
         }
         let dir = Path::new(std::ffi::OsStr::from_bytes(
             &head[DIR_AT..DIR_AT + len as usize],
         ));
-        if dir.is_absolute() && !dir.exists() {
+        // Only a path that is certainly gone: an unreadable one (EACCES, EIO, a mount not
+        // seen from here) may still hold the Db that needs this ring.
+        let gone =
+            matches!(std::fs::symlink_metadata(dir), Err(e) if e.kind() == io::ErrorKind::NotFound);
+        if dir.is_absolute() && gone {
             let _ = std::fs::remove_file(e.path());
         }
     }

@@ -206,7 +206,7 @@ fn a_clean_close_drains_everything_and_removes_ring_and_marker() {
     let (wal, file) = wal_file(db.path(), 3);
     let mut f = stage.wrap(file, 3).unwrap();
     write_record(&mut f, b"kept").unwrap();
-    stage.close();
+    stage.close().unwrap();
     assert_eq!(std::fs::read(&wal).unwrap(), b"kept");
     assert!(!ring.exists() && !db.path().join(MARKER).exists());
     assert!(f.sync().is_err(), "a handle syncs after its stage closed");
@@ -225,6 +225,10 @@ fn a_failed_drain_keeps_the_ring_for_the_next_open() {
     write_record(&mut f, b"0123456789abcdef").unwrap();
     assert!(f.sync().is_err());
     drop(f);
+    assert!(
+        stage.close().is_err(),
+        "a close that left bytes in the ring reported success"
+    );
     drop(stage);
     assert!(
         ring.exists(),
@@ -256,7 +260,7 @@ fn a_copied_dbs_marker_leaves_the_original_ring_alone() {
 #[test]
 fn a_marker_whose_ring_is_gone_is_removed() {
     let (db, shm) = tmp_dirs();
-    std::fs::write(db.path().join(MARKER), format!("{NAME_PREFIX}1-2-3")).unwrap();
+    std::fs::write(db.path().join(MARKER), format!("{NAME_PREFIX}{:016x}", 123)).unwrap();
     let got = recover(db.path(), shm.path(), |_| unreachable!()).unwrap();
     assert_eq!(got, Some(Recovered::default()));
     assert!(!db.path().join(MARKER).exists());
@@ -272,12 +276,16 @@ fn a_corrupt_marker_is_an_error_naming_it() {
     }
 }
 
-/// A ring file holding `header` words (then zeros) for the Db in `db`.
+/// A ring file holding `header` words (then zeros; id 9, matching its name) for the Db in
+/// `db`.
 fn fake_ring(db: &Path, shm: &Path, words: &[u64], len: usize) -> PathBuf {
-    let name = format!("{NAME_PREFIX}9-9-9");
+    let name = format!("{NAME_PREFIX}{:016x}", 9);
     let mut bytes = vec![0u8; len];
     for (i, w) in words.iter().enumerate() {
         bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    if len >= 8 * W_ID + 8 {
+        bytes[8 * W_ID..8 * W_ID + 8].copy_from_slice(&9u64.to_le_bytes());
     }
     let dir = std::fs::canonicalize(db).unwrap();
     let d = dir.as_os_str().as_encoded_bytes();
@@ -331,13 +339,13 @@ proptest! {
         }
         fake_ring(db.path(), shm.path(), &words, HEADER + ring);
         let wal = db.path().join("000001.log");
-        std::fs::write(&wal, b"").unwrap();
+        std::fs::write(&wal, [7u8; 50]).unwrap();
         let r = recover(db.path(), shm.path(), |n| db.path().join(format!("{n:06}.log")));
         let len = std::fs::metadata(&wal).unwrap().len();
         match r {
             Ok(Some(rec)) => prop_assert!(rec.bytes <= ring as u64 && len <= 50 + ring as u64),
-            Ok(None) => prop_assert_eq!(len, 0),
-            Err(StageError::Corrupt(..)) => prop_assert_eq!(len, 0),
+            Ok(None) => prop_assert!(false, "an unlocked ring was taken for a live one"),
+            Err(StageError::Corrupt(..)) => prop_assert_eq!(len, 50),
             Err(StageError::Io(p, e)) => prop_assert!(false, "io error {}: {}", p.display(), e),
         }
     }
@@ -363,4 +371,101 @@ fn a_ring_whose_db_directory_is_gone_is_swept_and_no_other() {
     assert!(alive_ring.exists() && foreign.exists());
     drop(next);
     drop(alive);
+}
+
+#[test]
+fn a_crashed_dbs_copy_gets_its_tail_and_the_original_keeps_its_ring() {
+    let (db, shm) = tmp_dirs();
+    let copy = tempfile::tempdir().unwrap();
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    let ring = stage.path().unwrap().to_path_buf();
+    let (_, file) = wal_file(db.path(), 5);
+    let mut f = stage.wrap(file, 5).unwrap();
+    stage.pause(true);
+    write_record(&mut f, b"acknowledged").unwrap();
+    drop(f);
+    stage.crash();
+    for name in [MARKER, "000005.log"] {
+        std::fs::copy(db.path().join(name), copy.path().join(name)).unwrap();
+    }
+    let wal_of = |d: &Path| {
+        let d = d.to_path_buf();
+        move |n: u64| d.join(format!("{n:06}.log"))
+    };
+    // The copy replays the same history: it gets the tail, the ring stays for the original.
+    let got = recover(copy.path(), shm.path(), wal_of(copy.path())).unwrap();
+    assert_eq!(got.unwrap().bytes, 12);
+    assert_eq!(
+        std::fs::read(copy.path().join("000005.log")).unwrap(),
+        b"acknowledged"
+    );
+    assert!(ring.exists());
+    let got = recover(db.path(), shm.path(), wal_of(db.path())).unwrap();
+    assert_eq!(got.unwrap().bytes, 12);
+    assert_eq!(
+        std::fs::read(db.path().join("000005.log")).unwrap(),
+        b"acknowledged"
+    );
+    assert!(!ring.exists());
+}
+
+#[test]
+fn undrained_bytes_for_a_missing_or_short_wal_are_an_error() {
+    let (db, shm) = tmp_dirs();
+    // published 60, drained 50, WAL 1, base 0: ten bytes for the first 50 of WAL 1.
+    let words = [MAGIC, VERSION, 60, 50, 1, 0, 64];
+    fake_ring(db.path(), shm.path(), &words, HEADER + 64);
+    let wal = |n: u64| PathBuf::from(format!("/nonexistent-sluice-test/{n:06}.log"));
+    match recover(db.path(), shm.path(), wal) {
+        Err(StageError::Corrupt(_, 32, why)) => assert!(why.contains("gone"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::write(db.path().join("000001.log"), [1u8; 20]).unwrap();
+    let wal = |n: u64| db.path().join(format!("{n:06}.log"));
+    match recover(db.path(), shm.path(), wal) {
+        Err(StageError::Corrupt(_, 24, why)) => assert!(why.contains("holds 20"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(db.path().join("000001.log")).unwrap(),
+        [1u8; 20]
+    );
+}
+
+#[test]
+fn a_fifo_or_symlink_in_the_rings_place_is_not_ours_and_blocks_nothing() {
+    let (db, shm) = tmp_dirs();
+    let fifo = shm.path().join(format!("{NAME_PREFIX}{:016x}", 1));
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    std::fs::write(
+        db.path().join(MARKER),
+        fifo.file_name().unwrap().as_encoded_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        recover(db.path(), shm.path(), |_| unreachable!()).unwrap(),
+        Some(Recovered::default())
+    );
+    let link = shm.path().join(format!("{NAME_PREFIX}{:016x}", 2));
+    std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+    std::fs::write(
+        db.path().join(MARKER),
+        link.file_name().unwrap().as_encoded_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        recover(db.path(), shm.path(), |_| unreachable!()).unwrap(),
+        Some(Recovered::default())
+    );
+    // The sweep of a new stage passes both by.
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    assert!(fifo.exists() && link.symlink_metadata().is_ok());
+    drop(stage);
 }
