@@ -378,7 +378,7 @@ impl SkipList {
 
     /// First node with key >= `target`, filling `prev` with the last node < target per level.
     fn find_greater_or_equal(&self, target: &[u8], prev: Option<&mut [u32; MAX_HEIGHT]>) -> u32 {
-        self.find_from(target, prev, None)
+        self.find_from(target, key_prefix(target), prev, None)
     }
 
     /// [`find_greater_or_equal`](Self::find_greater_or_equal) from a writer's splice, when
@@ -386,13 +386,14 @@ impl SkipList {
     /// the splice's node of that level (HEAD or before `target`, and never behind the node
     /// the walk above stopped at while that walk has not moved), until some level's walk
     /// moves: it is then past the last node linked, so past every splice node below too.
+    /// `tprefix` is [`key_prefix`] of `target`.
     fn find_from(
         &self,
         target: &[u8],
+        tprefix: Option<u64>,
         mut prev: Option<&mut [u32; MAX_HEIGHT]>,
         start: Option<&[u32; MAX_HEIGHT]>,
     ) -> u32 {
-        let tprefix = key_prefix(target);
         let mut x = HEAD;
         let mut level = self.height.load(Ordering::Acquire) - 1;
         let mut moved = false;
@@ -475,15 +476,16 @@ impl SkipList {
         // Write the node first, then search with its own key bytes (no copy of the key).
         let r = self.new_node(&mut w, height, key, trailer, value);
         let ikey = self.key(r);
+        let iprefix = key_prefix(ikey);
         let mut prev = [HEAD; MAX_HEIGHT];
-        let after_last = w.last != NIL && self.before(w.last, ikey, key_prefix(ikey));
+        let after_last = w.last != NIL && self.before(w.last, ikey, iprefix);
         let start = after_last.then_some(w.splice);
-        let found = self.find_from(ikey, Some(&mut prev), start.as_ref());
+        let found = self.find_from(ikey, iprefix, Some(&mut prev), start.as_ref());
         // A duplicate shares the node's prefix: comparing prefixes first spares the load of
         // `found`'s entry, a cache miss on nearly every random insert (~10% of fillrandom's
         // samples went to that load).
         if found != NIL
-            && key_prefix(ikey).is_none_or(|p| p == self.prefix(found))
+            && iprefix.is_none_or(|p| p == self.prefix(found))
             && compare_internal(self.key(found), ikey) == CmpOrdering::Equal
         {
             return false;
