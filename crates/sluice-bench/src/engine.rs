@@ -204,9 +204,10 @@ pub fn run(
                 }),
             );
             out["params"]["sync"] = true.into();
-            out["params"]["wal_writes"] = if sluice::Options::default().wal_mmap_writes {
+            let o = crate::db_options();
+            out["params"]["wal_writes"] = if o.wal_mmap_writes {
                 "one copy into the mapped WAL + fdatasync per put"
-            } else if sluice::Options::default().wal_staging {
+            } else if o.wal_staging {
                 "one copy into the WAL stage's ring, then write(2) of what the ring holds + fdatasync per put"
             } else {
                 "write(2) + fdatasync per put"
@@ -363,13 +364,13 @@ fn report(sampler: Option<TraceSampler>, workload: &str, lat: &mut Latencies) ->
     sampler.map_or(Value::Null, |s| s.report(workload, lat.sorted_nanos()))
 }
 
-/// How the WAL is written with `Options::default()`, for the printed settings.
+/// How the WAL is written with the benchmark's options, for the printed settings.
 fn wal_writes() -> &'static str {
-    let o = sluice::Options::default();
+    let o = crate::db_options();
     if o.wal_mmap_writes {
         "one copy per batch into a shared mapping of the preallocated WAL (Options::wal_mmap_writes on): no system call, and, like a write(2), it survives a process crash"
     } else if o.wal_staging {
-        "one copy per batch into a 2 MiB ring on /dev/shm (Options::wal_staging, the default): no system call on the writer's thread, and, like a write(2), it survives a process crash; a thread writes the ring to the WAL file with write(2) (what Pebble's NoSync flusher does, minus losing acknowledged writes on kill -9)"
+        "one copy per batch into a 2 MiB ring on /dev/shm (Options::wal_staging, set by the benchmark; off by default): no system call on the writer's thread, and, like a write(2), it survives a process crash; a thread writes the ring to the WAL file with write(2) (what Pebble's NoSync flusher does, minus losing acknowledged writes on kill -9)"
     } else {
         "one write(2) per batch (no user-space WAL buffer)"
     }

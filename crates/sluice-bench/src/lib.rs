@@ -31,10 +31,12 @@ pub fn event_listeners() -> Vec<Arc<dyn sluice::EventListener>> {
         .unwrap_or_default()
 }
 
-/// The options every workload opens a Sluice Db with: the defaults, and the `--events`
-/// listener.
+/// The options every workload opens a Sluice Db with: the defaults, the WAL stage
+/// (`Options::wal_staging`, off by default until a read-only open beside a live writer reads
+/// its ring), and the `--events` listener.
 pub fn db_options() -> sluice::Options {
     sluice::Options {
+        wal_staging: true,
         listeners: event_listeners(),
         ..sluice::Options::default()
     }

@@ -305,7 +305,14 @@ fn sigkill_at_a_random_moment_loses_no_acknowledged_write() {
             !acked.is_empty(),
             "round {round}: child acknowledged nothing"
         );
-        let db = Db::open(tmp.path(), Options::default()).unwrap();
+        let db = Db::open(
+            tmp.path(),
+            Options {
+                wal_staging: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
         for i in &acked {
             let v = db.get(format!("key{i:08}").as_bytes()).unwrap();
             assert_eq!(

@@ -553,7 +553,11 @@ mod tests {
     #[test]
     fn writes_left_in_the_wal_stage_by_a_crash_are_recovered() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let staged = || Options {
+            wal_staging: true,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), staged()).unwrap();
         let stage = db
             .inner
             .wal_stage
@@ -598,7 +602,7 @@ mod tests {
         );
         assert!(ring.exists() && dir.path().join(crate::fs::staged::MARKER).exists());
 
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let db = Db::open(dir.path(), staged()).unwrap();
         assert!(!ring.exists(), "the crashed ring was left behind");
         assert_eq!(db.get(b"drained").unwrap(), Some(b"1".to_vec()));
         assert_eq!(db.get(b"synced").unwrap(), Some(b"2".to_vec()));
