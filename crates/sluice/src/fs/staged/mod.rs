@@ -263,13 +263,29 @@ impl Shared {
                 Ok(())
             }
             Err(e) => {
-                t.error = Some((e.kind(), format!("WAL write behind the stage failed: {e}")));
-                self.failed.store(true, Ordering::Release);
-                let _g = self.wake.lock();
-                self.space_cv.notify_all();
+                self.fail(
+                    t,
+                    e.kind(),
+                    format!("WAL write behind the stage failed: {e}"),
+                );
                 Err(e)
             }
         }
+    }
+
+    /// Makes the stage's failure sticky (invariant 4) and wakes writers waiting for room.
+    fn fail(&self, t: &mut Target, kind: io::ErrorKind, msg: String) {
+        t.error = Some((kind, msg));
+        self.failed.store(true, Ordering::SeqCst);
+        let _g = self.wake.lock();
+        self.space_cv.notify_all();
+    }
+
+    /// Starts a new generation of handles: every earlier handle stops working.
+    fn next_generation(&self, t: &mut Target) -> u64 {
+        t.generation += 1;
+        self.generation.store(t.generation, Ordering::SeqCst);
+        t.generation
     }
 
     /// Waits until the ring has room beyond `pending` (or the stage failed).
@@ -325,9 +341,10 @@ impl Shared {
 pub struct WalStage {
     shared: Arc<Shared>,
     drainer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// The ring's file and the Db's marker (taken by [`WalStage::close`]).
-    files: Mutex<Option<(PathBuf, PathBuf)>>,
+    /// The ring's file (none for a ring in process memory).
     path: Option<PathBuf>,
+    /// The Db's marker naming the ring, taken by [`WalStage::close`].
+    marker: Mutex<Option<PathBuf>>,
 }
 
 impl WalStage {
@@ -413,6 +430,7 @@ impl WalStage {
         Self::start(region, None).expect("spawn drainer")
     }
 
+    /// `files`: the ring's file and the Db's marker, for a ring in a file.
     fn start(region: Region, files: Option<(PathBuf, PathBuf)>) -> io::Result<WalStage> {
         let shared = Arc::new(Shared {
             region,
@@ -440,21 +458,15 @@ impl WalStage {
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sh.drain_loop()));
                 if run.is_err() {
                     // A writer waiting for room must not wait forever (invariant 4).
-                    sh.target.lock().error = Some((
-                        io::ErrorKind::Other,
-                        "the WAL stage's drainer panicked".into(),
-                    ));
-                    sh.failed.store(true, Ordering::SeqCst);
-                    let _g = sh.wake.lock();
-                    sh.space_cv.notify_all();
+                    let msg = "the WAL stage's drainer panicked".to_string();
+                    sh.fail(&mut sh.target.lock(), io::ErrorKind::Other, msg);
                 }
             });
         let drainer = match drainer {
             Ok(h) => h,
             Err(e) => {
                 if let Some((ring, marker)) = &files {
-                    let _ = std::fs::remove_file(marker);
-                    let _ = std::fs::remove_file(ring);
+                    remove_ring_and_marker(ring, marker);
                 }
                 return Err(e);
             }
@@ -463,7 +475,7 @@ impl WalStage {
             shared,
             drainer: Mutex::new(Some(drainer)),
             path: files.as_ref().map(|(p, _)| p.clone()),
-            files: Mutex::new(files),
+            marker: Mutex::new(files.map(|(_, m)| m)),
         })
     }
 
@@ -481,9 +493,7 @@ impl WalStage {
             sh.drain(&mut t)?;
         }
         let old = t.file.replace(file);
-        t.generation += 1;
-        sh.generation.store(t.generation, Ordering::SeqCst);
-        let generation = t.generation;
+        let generation = sh.next_generation(&mut t);
         let at = sh.published();
         sh.region.word(W_WAL).store(wal_number, Ordering::SeqCst);
         sh.region.word(W_BASE).store(at, Ordering::SeqCst);
@@ -550,15 +560,13 @@ impl WalStage {
         };
         // Closes the WAL (its handle flushes nothing: the drain above wrote through it).
         t.file = None;
-        t.generation += 1;
-        sh.generation.store(t.generation, Ordering::SeqCst);
+        sh.next_generation(&mut t);
         drop(t);
-        let files = self.files.lock().take();
-        if let (Some((ring, marker)), true) = (files, drained.is_ok()) {
-            // The ring first: a marker without its ring is harmless, a ring without its
-            // marker is found only by the sweep.
-            let _ = std::fs::remove_file(ring);
-            let _ = std::fs::remove_file(marker);
+        // Taken once: a second close (the Db's, then `Drop`'s) must not remove a marker a
+        // later open of the same directory has written since.
+        let marker = self.marker.lock().take();
+        if let (Some(ring), Some(marker), true) = (&self.path, marker, drained.is_ok()) {
+            remove_ring_and_marker(ring, &marker);
         }
         drained
     }
@@ -572,6 +580,13 @@ impl Drop for WalStage {
     fn drop(&mut self) {
         let _ = self.close();
     }
+}
+
+/// Removes a ring and the marker naming it. The ring first: a marker without its ring is
+/// harmless (recovery removes it), a ring without its marker is found only by the sweep.
+fn remove_ring_and_marker(ring: &Path, marker: &Path) {
+    let _ = std::fs::remove_file(ring);
+    let _ = std::fs::remove_file(marker);
 }
 
 /// A random ring id: std's per-process random hash keys over the process id, the time and a

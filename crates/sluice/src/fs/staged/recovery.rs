@@ -164,6 +164,14 @@ fn lock_shared(_: &std::fs::File) -> bool {
     true
 }
 
+/// Header word `i` of a ring's bytes (0 past their end).
+fn header_word(bytes: &[u8], i: usize) -> u64 {
+    bytes
+        .get(8 * i..8 * i + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
 struct Parsed<'a> {
     published: u64,
     drained: u64,
@@ -176,33 +184,31 @@ struct Parsed<'a> {
 
 /// The header of a ring read from its file, checked.
 fn parse(bytes: &[u8]) -> Result<Parsed<'_>, (u64, String)> {
-    let word = |i: usize| -> u64 {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[8 * i..8 * i + 8]);
-        u64::from_le_bytes(w)
-    };
-    if bytes.len() < HEADER || word(W_MAGIC) != MAGIC {
+    if bytes.len() < HEADER || header_word(bytes, W_MAGIC) != MAGIC {
         return Err((0, "not a WAL stage (bad magic)".into()));
     }
-    if word(W_VERSION) != VERSION {
-        return Err((8, format!("unknown stage version {}", word(W_VERSION))));
+    if header_word(bytes, W_VERSION) != VERSION {
+        return Err((
+            8,
+            format!("unknown stage version {}", header_word(bytes, W_VERSION)),
+        ));
     }
-    let ring = word(W_RING);
+    let ring = header_word(bytes, W_RING);
     if ring == 0 || ring > MAX_RING as u64 || bytes.len() as u64 != HEADER as u64 + ring {
         let why = format!("ring of {ring} bytes in a file of {}", bytes.len());
         return Err((8 * W_RING as u64, why));
     }
-    let dir_len = word(W_DIR_LEN);
+    let dir_len = header_word(bytes, W_DIR_LEN);
     if dir_len > (HEADER - DIR_AT) as u64 {
         return Err((8 * W_DIR_LEN as u64, format!("directory length {dir_len}")));
     }
     let p = Parsed {
-        published: word(W_PUBLISHED),
-        drained: word(W_DRAINED),
-        wal_number: word(W_WAL),
-        base: word(W_BASE),
+        published: header_word(bytes, W_PUBLISHED),
+        drained: header_word(bytes, W_DRAINED),
+        wal_number: header_word(bytes, W_WAL),
+        base: header_word(bytes, W_BASE),
         ring,
-        id: word(W_ID),
+        id: header_word(bytes, W_ID),
         dir: &bytes[DIR_AT..DIR_AT + dir_len as usize],
     };
     if p.drained > p.published || p.published - p.drained > ring || p.base > p.drained {
@@ -260,13 +266,10 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
             continue;
         }
         let mut head = vec![0u8; HEADER];
-        let word = |h: &[u8], i: usize| {
-            u64::from_le_bytes(h[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]))
-        };
-        if f.read_exact(&mut head).is_err() || word(&head, W_MAGIC) != MAGIC {
+        if f.read_exact(&mut head).is_err() || header_word(&head, W_MAGIC) != MAGIC {
             continue;
         }
-        let len = word(&head, W_DIR_LEN);
+        let len = header_word(&head, W_DIR_LEN);
         if len == 0 || len > (HEADER - DIR_AT) as u64 {
             continue;
         }

@@ -444,26 +444,18 @@ fn a_fifo_or_symlink_in_the_rings_place_is_not_ours_and_blocks_nothing() {
         0,
     )
     .unwrap();
-    std::fs::write(
-        db.path().join(MARKER),
-        fifo.file_name().unwrap().as_encoded_bytes(),
-    )
-    .unwrap();
-    assert_eq!(
-        recover(db.path(), shm.path(), |_| unreachable!()).unwrap(),
-        Some(Recovered::default())
-    );
     let link = shm.path().join(format!("{NAME_PREFIX}{:016x}", 2));
     std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
-    std::fs::write(
-        db.path().join(MARKER),
-        link.file_name().unwrap().as_encoded_bytes(),
-    )
-    .unwrap();
-    assert_eq!(
-        recover(db.path(), shm.path(), |_| unreachable!()).unwrap(),
-        Some(Recovered::default())
-    );
+    for planted in [&fifo, &link] {
+        let name = planted.file_name().unwrap().as_encoded_bytes();
+        std::fs::write(db.path().join(MARKER), name).unwrap();
+        assert_eq!(
+            recover(db.path(), shm.path(), |_| unreachable!()).unwrap(),
+            Some(Recovered::default()),
+            "{}",
+            planted.display()
+        );
+    }
     // The sweep of a new stage passes both by.
     let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
     assert!(fifo.exists() && link.symlink_metadata().is_ok());
