@@ -407,8 +407,7 @@ impl Db {
         rec.next_file_number += 1;
         let wal_path = wal_name(dir, wal_number);
         let wal = LogWriter::new(
-            super::write::create_wal(fs, &wal_path, opts, None, wal_number)
-                .map_err(|e| Error::io(&wal_path, e))?,
+            super::write::create_wal(fs, &wal_path, opts).map_err(|e| Error::io(&wal_path, e))?,
         );
         let added: Vec<(usize, FileMeta)> = recovered.into_iter().map(|f| (0, f)).collect();
         if !added.is_empty() {

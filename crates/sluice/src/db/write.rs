@@ -312,13 +312,10 @@ impl Inner {
             // Earlier WALs must be durable before later ones: a sync write in the new WAL
             // implies every write before it survives.
             wal.sync()?;
-            let f = create_wal(
-                &*self.fs,
-                &path,
-                &self.opts,
-                self.wal_stage.as_ref(),
-                number,
-            )?;
+            let mut f = create_wal(&*self.fs, &path, &self.opts)?;
+            if let Some(stage) = &self.wal_stage {
+                f = stage.wrap(f, number)?;
+            }
             self.fs.sync_dir(&self.dir)?;
             Ok(std::mem::replace(&mut *wal, LogWriter::new(f)))
         };
@@ -392,21 +389,14 @@ impl Inner {
 /// Creates a WAL file with a memtable's worth and a tenth reserved on disk (RocksDB's
 /// preallocation of WALs), so that its appends allocate no blocks, written through a mapping
 /// of that space with [`Options::wal_mmap_writes`](super::Options::wal_mmap_writes)
-/// ([`FileSystem::create_log`](crate::fs::FileSystem::create_log)), or staged through
-/// `stage` (`Options::wal_staging`) as WAL `number`.
+/// ([`FileSystem::create_log`](crate::fs::FileSystem::create_log)).
 pub(super) fn create_wal(
     fs: &dyn crate::fs::FileSystem,
     path: &std::path::Path,
     opts: &super::Options,
-    stage: Option<&crate::fs::staged::WalStage>,
-    number: u64,
 ) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
     let b = opts.write_buffer_size as u64;
-    let file = fs.create_log(path, b + b / 10, opts.wal_mmap_writes)?;
-    match stage {
-        Some(s) => s.wrap(file, number),
-        None => Ok(file),
-    }
+    fs.create_log(path, b + b / 10, opts.wal_mmap_writes)
 }
 
 /// Why writes stall, for a trace (the empty string when not tracing: nothing is computed).

@@ -557,8 +557,9 @@ impl SkipList {
 pub struct SkipIter<L: std::ops::Deref<Target = SkipList>> {
     list: L,
     node: u32,
-    /// `next` calls since the last positioning: the scan pipeline's depth (`prefetch_after`).
-    streak: u8,
+    /// A `next` ran since the last positioning: the scan pipeline is primed
+    /// (`prefetch_after`).
+    primed: bool,
 }
 
 impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
@@ -567,7 +568,7 @@ impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
         SkipIter {
             list,
             node: NIL,
-            streak: 0,
+            primed: false,
         }
     }
     /// True when positioned on an entry.
@@ -577,7 +578,7 @@ impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
     }
     /// Makes the iterator invalid.
     pub fn invalidate(&mut self) {
-        self.streak = 0;
+        self.primed = false;
         self.node = NIL;
     }
     /// The current internal key.
@@ -594,19 +595,19 @@ impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
     #[inline]
     pub fn next(&mut self) {
         self.node = self.list.next(self.node, 0);
-        self.list.prefetch_after(self.node, self.streak > 0);
-        self.streak = self.streak.saturating_add(1);
+        self.list.prefetch_after(self.node, self.primed);
+        self.primed = true;
     }
     /// Moves to the previous entry.
     pub fn prev(&mut self) {
-        self.streak = 0;
+        self.primed = false;
         let k = self.key().to_vec();
         let p = self.list.find_less_than(&k);
         self.node = if p == HEAD { NIL } else { p };
     }
     /// First entry >= target.
     pub fn seek(&mut self, target: &[u8]) {
-        self.streak = 0;
+        self.primed = false;
         self.node = self.list.find_greater_or_equal(target, None);
     }
     /// Last entry <= target.
@@ -619,12 +620,12 @@ impl<L: std::ops::Deref<Target = SkipList>> SkipIter<L> {
     }
     /// First entry.
     pub fn seek_to_first(&mut self) {
-        self.streak = 0;
+        self.primed = false;
         self.node = self.list.next(HEAD, 0);
     }
     /// Last entry.
     pub fn seek_to_last(&mut self) {
-        self.streak = 0;
+        self.primed = false;
         let l = self.list.find_last();
         self.node = if l == HEAD { NIL } else { l };
     }
