@@ -370,7 +370,7 @@ fn wal_writes() -> &'static str {
     if o.wal_mmap_writes {
         "one copy per batch into a shared mapping of the preallocated WAL (Options::wal_mmap_writes on): no system call, and, like a write(2), it survives a process crash"
     } else if o.wal_staging {
-        "one copy per batch into a 2 MiB ring on /dev/shm (Options::wal_staging, set by the benchmark; off by default): no system call on the writer's thread, and, like a write(2), it survives a process crash; a thread writes the ring to the WAL file with write(2) (what Pebble's NoSync flusher does, minus losing acknowledged writes on kill -9)"
+        "one copy per batch into a 2 MiB ring on /dev/shm (Options::wal_staging, the default): no system call on the writer's thread, and, like a write(2), it survives a process crash; a thread writes the ring to the WAL file with write(2) (what Pebble's NoSync flusher does, minus losing acknowledged writes on kill -9)"
     } else {
         "one write(2) per batch (no user-space WAL buffer)"
     }

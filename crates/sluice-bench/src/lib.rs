@@ -32,8 +32,8 @@ pub fn event_listeners() -> Vec<Arc<dyn sluice::EventListener>> {
 }
 
 /// The options every workload opens a Sluice Db with: the defaults, the WAL stage
-/// (`Options::wal_staging`, off by default until a read-only open beside a live writer reads
-/// its ring), and the `--events` listener.
+/// (`Options::wal_staging`, the default, set here so that the settings say it), and the
+/// `--events` listener.
 pub fn db_options() -> sluice::Options {
     sluice::Options {
         wal_staging: true,

@@ -580,6 +580,20 @@ mod tests {
             db.put(format!("ring-only-{i:03}").as_bytes(), &i.to_le_bytes())
                 .unwrap();
         }
+        // A reader beside the live writer sees every acknowledged put, though they are still
+        // only in the ring (checked below), and takes nothing from it.
+        let sees_all = || {
+            let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+            for i in (0..100u32).step_by(33).chain([99]) {
+                let k = format!("ring-only-{i:03}");
+                assert_eq!(
+                    ro.get(k.as_bytes()).unwrap(),
+                    Some(i.to_le_bytes().to_vec())
+                );
+            }
+            assert_eq!(ro.get(b"synced").unwrap(), Some(b"2".to_vec()));
+        };
+        sees_all();
         // A crash: workers stop, the lock goes with the process, nothing is closed.
         db.inner.shutting_down.store(true, Ordering::Release);
         {
@@ -600,6 +614,10 @@ mod tests {
             has(b"synced") && !has(b"ring-only-099"),
             "the WAL already had the ring's bytes"
         );
+        assert!(ring.exists() && dir.path().join(crate::fs::staged::MARKER).exists());
+        // So does one of the crashed Db, which leaves ring, marker and WAL as they were.
+        sees_all();
+        assert_eq!(std::fs::read(&wal).unwrap(), on_disk);
         assert!(ring.exists() && dir.path().join(crate::fs::staged::MARKER).exists());
 
         let db = Db::open(dir.path(), staged()).unwrap();

@@ -61,7 +61,7 @@ impl Db {
             }
         }
         Self::recover_wal_stage(&*fs, &dir)?;
-        let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
+        let mems = Self::replay_wals(&*fs, &dir, &mut rec, None)?;
         let report = (!opts.listeners.is_empty()).then(|| RecoveryReport::begin(&mems));
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
         let report = report.map(|r| r.flushed(&recovered));
@@ -117,7 +117,9 @@ impl Db {
             }
         }
         let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
-        let recovered = Self::replay_wals(&*fs, &dir, &mut rec)?;
+        // Before any WAL is read: what a writer's drainer had not written yet (step 2b).
+        let overlay = Self::read_wal_stage(&*fs, &dir)?;
+        let recovered = Self::replay_wals(&*fs, &dir, &mut rec, overlay.as_ref())?;
         let imm = recovered
             .into_iter()
             .map(|r| match r {
@@ -228,7 +230,23 @@ impl Db {
         let Some(stage_dir) = fs.wal_stage_dir() else {
             return Ok(());
         };
-        staged::recover(dir, &stage_dir, |n| wal_name(dir, n)).map_err(|e| match e {
+        staged::recover(dir, &stage_dir, |n| wal_name(dir, n))
+            .map_err(|e| Self::stage_error(dir, e))?;
+        Ok(())
+    }
+
+    /// Step 2b of a read-only open: the bytes a writer (live, or killed) acknowledged that its
+    /// WAL stage had not written to the WAL yet, read without writing or locking anything;
+    /// [`Self::replay_wals`] lays them over their WAL.
+    fn read_wal_stage(fs: &dyn FileSystem, dir: &Path) -> Result<Option<staged::Overlay>> {
+        let Some(stage_dir) = fs.wal_stage_dir() else {
+            return Ok(None);
+        };
+        staged::read_undrained(dir, &stage_dir).map_err(|e| Self::stage_error(dir, e))
+    }
+
+    fn stage_error(dir: &Path, e: StageError) -> Error {
+        match e {
             StageError::Io(path, source) => Error::io(&path, source),
             StageError::Corrupt(path, offset, why) => Error::corruption(
                 &path,
@@ -239,8 +257,7 @@ impl Db {
                     dir.display()
                 ),
             ),
-        })?;
-        Ok(())
+        }
     }
 
     /// Step 5b: with `Options::wal_staging`, a new ring for this open, through which the new
@@ -279,11 +296,13 @@ impl Db {
     /// Step 3: replays every WAL not yet flushed, in order, into what it held: memtables of
     /// ordinary writes, split at each flushable ingest's record into the ingested tables.
     /// Records at or below the flushed seqno are already in tables and skipped (a memtable
-    /// rotated for an ingest shares its WAL with the next one).
+    /// rotated for an ingest shares its WAL with the next one). A read-only open passes the
+    /// bytes its writer's WAL stage had not written yet, laid over their WAL.
     pub(super) fn replay_wals(
         fs: &dyn FileSystem,
         dir: &Path,
         rec: &mut Recovery,
+        overlay: Option<&staged::Overlay>,
     ) -> Result<Vec<Recovered>> {
         let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
         let mut wals: Vec<u64> = names
@@ -298,7 +317,11 @@ impl Db {
         for w in wals {
             rec.next_file_number = rec.next_file_number.max(w + 1);
             let path = wal_name(dir, w);
-            let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+            let mut data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+            if let Some(o) = overlay.filter(|o| o.wal_number == w) {
+                o.apply(&mut data)
+                    .map_err(|why| Error::corruption(&path, o.offset, why))?;
+            }
             let mut reader = LogReader::wal(&data, &path);
             // Made at the first entry: a memtable costs about a megabyte before it holds one
             // (its skiplist's chunk table and first chunk), and a WAL may hold none.

@@ -118,10 +118,9 @@ pub struct Options {
     /// had not written yet (about 100 µs of them) are lost on a reboot, as on a power loss,
     /// and when `/dev/shm` is torn down with the process (a container whose `/dev/shm` is its
     /// own); `write(2)` would have kept those. [`Db::open_read_only`](crate::Db::open_read_only)
-    /// does not read the ring: of a Db whose writer was killed it sees what the thread had
-    /// written, and the next writable open recovers the rest — and beside a live writer it may
-    /// miss the writes of the last moments, still in the ring, which is why this is off by
-    /// default until a read-only open reads the ring. Default `false`.
+    /// reads the ring too, without writing to it or stopping the writer: beside a live writer,
+    /// or of one that was killed, it sees every write acknowledged before it opened. Default
+    /// `true`.
     pub wal_staging: bool,
     /// An open for writing starts a new MANIFEST that carries the current one's history of
     /// edits forward (rewritten and synced whole, never appended to in place) while that is
@@ -189,7 +188,7 @@ impl Default for Options {
             bloom_bits_per_level: [Some(10.0); NUM_LEVELS],
             verify_checksums: true,
             wal_mmap_writes: false,
-            wal_staging: false,
+            wal_staging: true,
             max_manifest_file_size: 64 << 20,
             fs: Arc::new(RealFs),
             listeners: Vec::new(),

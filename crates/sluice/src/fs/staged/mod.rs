@@ -35,6 +35,13 @@
 //! with the process (a container's own), it is gone, and with it whatever the drainer had not
 //! written — non-synced writes, which a reboot or power loss may always lose.
 //!
+//! **Readers** (`reader.rs`). A read-only open writes nothing and stops no writer, so it reads
+//! a live ring as it changes: [`read_undrained`] takes the header, copies `[drained,
+//! published)`, and looks at `drained` again; the bytes at or past the second `drained` were
+//! intact (invariant 2) and the ones before it are in the WAL file, which it reads after.
+//! It lays them over that WAL's contents ([`Overlay::apply`]), so it sees every write
+//! acknowledged before its open, as it would with the WAL written directly.
+//!
 //! **Invariants.**
 //! 1. Only the writer (holding the WAL lock) writes ring bytes and `published`; only the
 //!    holder of `target` writes the WAL file and `drained`.
@@ -56,8 +63,10 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{SyncHandle, WritableFile};
 
+mod reader;
 mod recovery;
 
+pub use reader::{read_undrained, Overlay};
 use recovery::sweep_orphans;
 pub use recovery::{recover, Recovered, StageError};
 

@@ -49,21 +49,9 @@ pub fn recover(
 ) -> Result<Option<Recovered>, StageError> {
     let marker = db_dir.join(MARKER);
     let io_err = |p: &Path, e: io::Error| StageError::Io(p.to_path_buf(), e);
-    let name = match std::fs::read(&marker) {
-        Ok(n) => n,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(&marker, e)),
+    let Some((name, id)) = read_marker(db_dir)? else {
+        return Ok(None);
     };
-    let (name, id) = std::str::from_utf8(&name)
-        .ok()
-        .and_then(|n| {
-            let hex = n.strip_prefix(NAME_PREFIX)?;
-            let id = u64::from_str_radix(hex, 16)
-                .ok()
-                .filter(|_| hex.len() == 16)?;
-            Some((n, id))
-        })
-        .ok_or_else(|| StageError::Corrupt(marker.clone(), 0, "not a WAL stage's name".into()))?;
     let ring_path = stage_dir.join(name);
     let remove_marker = || std::fs::remove_file(&marker).map_err(|e| io_err(&marker, e));
     let Some(mut ring) = open_ring(&ring_path).map_err(|e| io_err(&ring_path, e))? else {
@@ -121,10 +109,36 @@ pub fn recover(
     Ok(Some(done))
 }
 
+/// The ring's file name and id that the Db's marker `<db_dir>/WAL-STAGE` holds; `None`: no
+/// marker.
+pub(super) fn read_marker(db_dir: &Path) -> Result<Option<(String, u64)>, StageError> {
+    let marker = db_dir.join(MARKER);
+    let name = match std::fs::read(&marker) {
+        Ok(n) => n,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StageError::Io(marker, e)),
+    };
+    let parsed = String::from_utf8(name).ok().and_then(|n| {
+        let hex = n.strip_prefix(NAME_PREFIX)?;
+        let id = u64::from_str_radix(hex, 16)
+            .ok()
+            .filter(|_| hex.len() == 16)?;
+        Some((n, id))
+    });
+    match parsed {
+        Some(p) => Ok(Some(p)),
+        None => Err(StageError::Corrupt(
+            marker,
+            0,
+            "not a WAL stage's name".into(),
+        )),
+    }
+}
+
 /// Opens a ring for reading: `None` if it is gone, or is not a regular file of this user.
 /// Never follows a symlink, never blocks on a FIFO.
 #[cfg(unix)]
-fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
+pub(super) fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -145,7 +159,7 @@ fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
 }
 
 #[cfg(not(unix))]
-fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
+pub(super) fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
     match std::fs::File::open(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -155,12 +169,12 @@ fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
 
 /// Takes a shared lock on a ring: false if a live stage holds it (exclusively).
 #[cfg(unix)]
-fn lock_shared(f: &std::fs::File) -> bool {
+pub(super) fn lock_shared(f: &std::fs::File) -> bool {
     rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockShared).is_ok()
 }
 
 #[cfg(not(unix))]
-fn lock_shared(_: &std::fs::File) -> bool {
+pub(super) fn lock_shared(_: &std::fs::File) -> bool {
     true
 }
 
