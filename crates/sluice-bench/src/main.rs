@@ -162,6 +162,10 @@ struct OnlineArgs {
     /// Memory budget of the import (`512M`, `1G`, as `sluice import --memory`).
     #[arg(long, default_value = "1G")]
     memory: String,
+    /// Diagnosis: the paced threads run a no-op instead of their put or get, in both windows
+    /// (the machine's floor during the import, against the same run's without).
+    #[arg(long)]
+    noop_ops: bool,
 }
 
 impl OnlineArgs {
@@ -194,6 +198,7 @@ impl OnlineArgs {
                 .transpose()?
                 .filter(|r| *r > 0),
             memory: sluice_import::parse_size(&self.memory)?,
+            noop_ops: self.noop_ops,
         })
     }
 }

@@ -67,6 +67,8 @@ pub struct OnlineConfig {
     pub import_write_rate: Option<u64>,
     /// The import's memory budget, bytes.
     pub memory: u64,
+    /// Diagnosis: no-op ops instead of puts and gets (the floor during the import).
+    pub noop_ops: bool,
 }
 
 /// Prefix byte of the orders key space (invariant 1).
@@ -248,7 +250,7 @@ fn params(cfg: &OnlineConfig) -> Value {
             "import_worker_threads": import_options(cfg).worker_threads(),
             "import_nice": cfg.import_nice, "import_idle": cfg.import_idle, "import_write_rate_bytes_per_sec": cfg.import_write_rate, "memory_bytes": cfg.memory,
             "inputs": cfg.inputs, "sum_col": cfg.sum_col,
-            "wal": true, "sync": false, "write_batch": 1,
+            "wal": true, "sync": false, "write_batch": 1, "noop_ops": cfg.noop_ops,
             "key_bytes": 13, "value_bytes": gen::VALUE_LEN,
             "orders_key": "o ‖ BE32(writer) ‖ BE64(seq), 13 bytes; value 100 bytes",
             "reads": "Db::get of a uniformly random preloaded orders key, value checked",
@@ -303,6 +305,9 @@ fn serve<T>(
                 let writer = w as u32 + 1;
                 s.spawn(move || {
                     paced_thread(window, w_int, w_cap, |j| {
+                        if cfg.noop_ops {
+                            return false;
+                        }
                         let seq = first + j;
                         db.put(&order_key(writer, seq), &order_value(writer, seq))
                             .unwrap_or_else(|e| panic!("orders put failed: {e}"));
@@ -315,6 +320,9 @@ fn serve<T>(
             .map(|r| {
                 s.spawn(move || {
                     paced_thread(window, r_int, r_cap, |j| {
+                        if cfg.noop_ops {
+                            return false;
+                        }
                         let seq = read_target(r, j, cfg.preload);
                         let v = db
                             .get(&order_key(0, seq))
@@ -328,7 +336,8 @@ fn serve<T>(
         let end = window.close();
         for (w, h) in writers.into_iter().enumerate() {
             let t = h.join().expect("writer thread");
-            next_seq[w] += t.ops;
+            // No-op writers put nothing: nothing to read back.
+            next_seq[w] += if cfg.noop_ops { 0 } else { t.ops };
             writes.add(t);
         }
         for h in readers {
