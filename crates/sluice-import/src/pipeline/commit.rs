@@ -86,13 +86,26 @@ impl Baseline {
     /// import reads any of its rows, under the table's commit lock: no commit of the table
     /// is then half done (an ingest takes its sequence number before it publishes it, so a
     /// snapshot taken during one could have a larger number and still not see its files).
-    pub(crate) fn take(db: &Db, table: &TableDef, created: bool) -> Baseline {
-        if created {
-            return Baseline { snapshot: None };
-        }
-        let _lock = CommitLock::take(db, table, false);
-        Baseline {
-            snapshot: Some(db.snapshot()),
+    ///
+    /// The catalog is checked here as at the commit: a table another import created since
+    /// this import bound it is refused now, before any of the work, not after.
+    pub(crate) fn take(db: &Db, table: &TableDef, created: bool) -> Result<Baseline, ImportError> {
+        let baseline = match created {
+            true => Baseline { snapshot: None },
+            false => {
+                let _lock = CommitLock::take(db, table, false);
+                Baseline {
+                    snapshot: Some(db.snapshot()),
+                }
+            }
+        };
+        match catalog_change(&catalog::load(db)?, table, created) {
+            Some(what) => Err(ImportError::InvalidArgument(format!(
+                "table {} {what} after this import read the catalog; nothing was changed: run \
+                 the import again",
+                table.name
+            ))),
+            None => Ok(baseline),
         }
     }
 
@@ -596,8 +609,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn two_imports_creating_one_table_commit_once() {
+    /// A new Db and two imports that create the same table, rows 0..50 and 25..75.
+    fn two_imports_creating_one_table() -> (tempfile::TempDir, Db, Import, Import) {
         let dir = tempfile::tempdir().unwrap();
         let db = crate::open_db(dir.path().join("db"), true).unwrap();
         let a = import(
@@ -610,6 +623,12 @@ mod tests {
             OnDuplicate::Error,
             csv(dir.path(), "b.csv", 25..75, "b"),
         );
+        (dir, db, a, b)
+    }
+
+    #[test]
+    fn two_imports_creating_one_table_commit_once() {
+        let (_dir, db, a, b) = two_imports_creating_one_table();
         let staged = a.stage(&db).unwrap();
         b.run(&db).unwrap();
         let err = a.install(&db, staged).unwrap_err().to_string();
@@ -617,5 +636,23 @@ mod tests {
         let (by_pk, _) = rows(&db);
         assert_eq!(by_pk.len(), 50);
         assert!(by_pk.iter().all(|r| r.contains(",b")), "{by_pk:?}");
+    }
+
+    #[test]
+    fn a_table_created_between_bind_and_baseline_is_refused_before_the_work() {
+        let (_dir, db, a, b) = two_imports_creating_one_table();
+        let (table, created) = a.bind_table(&db).unwrap();
+        assert!(created);
+        b.run(&db).unwrap();
+        let Err(err) = a.prepare(&db, table, created) else {
+            panic!("an import planned over a table created after its bind");
+        };
+        let err = err.to_string();
+        assert!(
+            err.contains("was created by another import") && err.contains("nothing was changed"),
+            "{err}"
+        );
+        let (by_pk, _) = rows(&db);
+        assert_eq!(by_pk.len(), 50);
     }
 }

@@ -173,7 +173,7 @@ impl Import {
         let latch = (table.layout == Layout::Columnar)
             .then(|| crate::chunk::TableLatch::for_import(db, &table));
         // Before any row is read, with the latch held (see `commit`).
-        let baseline = super::commit::Baseline::take(db, &table, created);
+        let baseline = super::commit::Baseline::take(db, &table, created)?;
         let mut it = crate::catalog::index_iter(db, table.id, PRIMARY_INDEX_ID)?;
         it.seek_to_first();
         let existing_rows = it.valid();
