@@ -80,7 +80,7 @@ pub fn exercise_wal(bytes: &[u8]) -> Result<WalRecovery> {
     let dir = Path::new(FUZZ_DIR);
     let opts = options_on(&fs);
     let mut rec = Db::recover_manifest(&fs, dir, &opts)?;
-    let recovered = Db::replay_wals(&fs, dir, &mut rec, None)?;
+    let recovered = Db::replay_wals(&fs, dir, &mut rec)?;
     let tables = Db::flush_recovered(&fs, dir, &opts, &mut rec, recovered)?;
     Ok(WalRecovery {
         records,

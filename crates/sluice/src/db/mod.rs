@@ -55,6 +55,7 @@ mod obsolete;
 mod open;
 mod options;
 mod read;
+mod read_only;
 mod table_cache;
 mod version_set;
 mod write;

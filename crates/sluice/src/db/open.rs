@@ -22,11 +22,11 @@ use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
 use crate::wal::batch::{decode_ingest_record, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
-use super::create::{lock_or_create, DirContents};
+use super::create::lock_or_create;
 use super::events::{Events, RecoveryReport, StallTracker};
 use super::file_book::FileBook;
 use super::flush::flush_memtable;
-use super::flushable::{Flushable, IngestedTables};
+use super::flushable::Flushable;
 use super::jobs::Jobs;
 use super::metrics::Counters;
 use super::table_cache::TableCache;
@@ -61,7 +61,7 @@ impl Db {
             }
         }
         Self::recover_wal_stage(&*fs, &dir)?;
-        let mems = Self::replay_wals(&*fs, &dir, &mut rec, None)?;
+        let mems = Self::replay_wals(&*fs, &dir, &mut rec)?;
         let report = (!opts.listeners.is_empty()).then(|| RecoveryReport::begin(&mems));
         let recovered = Self::flush_recovered(&*fs, &dir, &opts, &mut rec, mems)?;
         let report = report.map(|r| r.flushed(&recovered));
@@ -100,65 +100,20 @@ impl Db {
         })
     }
 
-    /// Opens an existing Db for reading only (RocksDB's `OpenForReadOnly`): it replays the
-    /// MANIFEST and the WALs into memory and writes nothing at all — no flush, no new WAL,
-    /// MANIFEST or OPTIONS file, no file deleted, no lock taken, no background work — so any
-    /// number of readers may open a Db, also one a writer holds. Such a reader sees the Db as
-    /// of its open; if the writer deletes a table the reader still needs, that read fails with
-    /// an I/O error (reopen to see the new state). Writes, flush, compaction and ingest fail.
-    pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        opts.validate()?;
-        let dir = dir.as_ref().to_path_buf();
-        let fs = Arc::clone(&opts.fs);
-        if !fs.exists(&dir.join("CURRENT")) {
-            let contents = DirContents::inspect(&*fs, &dir)?;
-            if let Some(why) = contents.why_not_a_db(&dir) {
-                return Err(Error::InvalidArgument(why));
-            }
-        }
-        let mut rec = Self::recover_manifest(&*fs, &dir, &opts)?;
-        // Before any WAL is read: what a writer's drainer had not written yet (step 2b).
-        let overlay = Self::read_wal_stage(&*fs, &dir)?;
-        let recovered = Self::replay_wals(&*fs, &dir, &mut rec, overlay.as_ref())?;
-        let imm = recovered
-            .into_iter()
-            .map(|r| match r {
-                Recovered::Mem(m) => Flushable::Mem(m),
-                Recovered::Ingested(files) => {
-                    let mut files: Vec<Arc<FileMeta>> = files.into_iter().map(Arc::new).collect();
-                    files.sort_by_key(|f| std::cmp::Reverse(f.largest_seqno));
-                    let largest_seqno = files.first().map_or(0, |f| f.largest_seqno);
-                    Flushable::Ingested(Arc::new(IngestedTables {
-                        files,
-                        wal_number: 0,
-                        largest_seqno,
-                    }))
-                }
-            })
-            .collect();
-        let manifest = ManifestState {
-            writer: LogWriter::new(Box::new(NoWrites)),
-            number: rec.manifest_number,
-        };
-        let inner = Arc::new(Inner::new(
-            rec,
-            Arc::new(MemTable::new(0)),
-            imm,
-            (LogWriter::new(Box::new(NoWrites)), manifest, None),
-            None,
-            (dir, fs, opts),
-            true,
-        ));
-        Ok(Db {
-            inner,
-            workers: Mutex::new(Vec::new()),
-        })
-    }
-
     pub(super) fn recover_manifest(
         fs: &dyn FileSystem,
         dir: &Path,
         _opts: &Options,
+    ) -> Result<Recovery> {
+        Self::recover_manifest_then(fs, dir, &mut || Ok(()))
+    }
+
+    /// [`Db::recover_manifest`], calling `read` as soon as the MANIFEST's bytes are read,
+    /// before they are parsed (a read-only open holds the WALs made meanwhile).
+    pub(super) fn recover_manifest_then(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        read: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Recovery> {
         let current = dir.join("CURRENT");
         let mut rec = Recovery {
@@ -169,6 +124,7 @@ impl Db {
             flushed_seqno: 0,
             manifest_number: 0,
             manifest_clean_len: None,
+            manifest_len: 0,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -185,6 +141,8 @@ impl Db {
         }
         let path = dir.join(&name);
         let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        read()?;
+        rec.manifest_len = data.len() as u64;
         let mut reader = LogReader::new(&data, &path);
         let mut edits = 0;
         while let Some((offset, rec_bytes)) = reader.next_record()? {
@@ -235,17 +193,7 @@ impl Db {
         Ok(())
     }
 
-    /// Step 2b of a read-only open: the bytes a writer (live, or killed) acknowledged that its
-    /// WAL stage had not written to the WAL yet, read without writing or locking anything;
-    /// [`Self::replay_wals`] lays them over their WAL.
-    fn read_wal_stage(fs: &dyn FileSystem, dir: &Path) -> Result<Option<staged::Overlay>> {
-        let Some(stage_dir) = fs.wal_stage_dir() else {
-            return Ok(None);
-        };
-        staged::read_undrained(dir, &stage_dir).map_err(|e| Self::stage_error(dir, e))
-    }
-
-    fn stage_error(dir: &Path, e: StageError) -> Error {
+    pub(super) fn stage_error(dir: &Path, e: StageError) -> Error {
         match e {
             StageError::Io(path, source) => Error::io(&path, source),
             StageError::Corrupt(path, offset, why) => Error::corruption(
@@ -296,13 +244,11 @@ impl Db {
     /// Step 3: replays every WAL not yet flushed, in order, into what it held: memtables of
     /// ordinary writes, split at each flushable ingest's record into the ingested tables.
     /// Records at or below the flushed seqno are already in tables and skipped (a memtable
-    /// rotated for an ingest shares its WAL with the next one). A read-only open passes the
-    /// bytes its writer's WAL stage had not written yet, laid over their WAL.
+    /// rotated for an ingest shares its WAL with the next one).
     pub(super) fn replay_wals(
         fs: &dyn FileSystem,
         dir: &Path,
         rec: &mut Recovery,
-        overlay: Option<&staged::Overlay>,
     ) -> Result<Vec<Recovered>> {
         let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
         let mut wals: Vec<u64> = names
@@ -315,54 +261,69 @@ impl Db {
         wals.sort_unstable();
         let mut out = Vec::new();
         for w in wals {
-            rec.next_file_number = rec.next_file_number.max(w + 1);
             let path = wal_name(dir, w);
-            let mut data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-            if let Some(o) = overlay.filter(|o| o.wal_number == w) {
-                o.apply(&mut data)
-                    .map_err(|why| Error::corruption(&path, o.offset, why))?;
-            }
-            let mut reader = LogReader::wal(&data, &path);
-            // Made at the first entry: a memtable costs about a megabyte before it holds one
-            // (its skiplist's chunk table and first chunk), and a WAL may hold none.
-            let mut mem: Option<Arc<MemTable>> = None;
-            while let Some((offset, payload)) = reader.next_record()? {
-                if let Some((seq, tables)) = decode_ingest_record(&payload) {
-                    if seq <= rec.flushed_seqno {
-                        continue;
-                    }
-                    let edit = VersionEdit::decode(tables)
-                        .map_err(|e| Error::corruption(&path, offset, e))?;
-                    let files: Vec<FileMeta> = edit.added.into_iter().map(|(_, f)| f).collect();
-                    for f in &files {
-                        rec.last_sequence = rec.last_sequence.max(f.largest_seqno);
-                    }
-                    if let Some(m) = mem.take().filter(|m| !m.is_empty()) {
-                        out.push(Recovered::Mem(m));
-                    }
-                    out.push(Recovered::Ingested(files));
-                    continue;
-                }
-                let batch = WriteBatch::from_rep(payload)
-                    .map_err(|e| Error::corruption(&path, offset, e))?;
-                let mut seq = batch.seqno();
-                for e in batch.iter() {
-                    let e = e.map_err(|e| Error::corruption(&path, offset, e))?;
-                    if seq > rec.flushed_seqno {
-                        mem.get_or_insert_with(|| Arc::new(MemTable::new(w)))
-                            .add(seq, e.kind, e.key, e.value);
-                    }
-                    seq += 1;
-                }
-                if batch.count() > 0 {
-                    rec.last_sequence = rec.last_sequence.max(seq - 1);
-                }
-            }
-            if let Some(m) = mem.filter(|m| !m.is_empty()) {
-                out.push(Recovered::Mem(m));
-            }
+            let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+            Self::replay_wal(rec, w, &path, data, None, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// Step 3 for one WAL, `w`, whose contents are `data`: what it held, appended to `out`. A
+    /// read-only open passes the bytes its writer's WAL stage had not written yet (laid over
+    /// the WAL they belong to).
+    pub(super) fn replay_wal(
+        rec: &mut Recovery,
+        w: u64,
+        path: &Path,
+        mut data: Vec<u8>,
+        overlay: Option<&staged::Overlay>,
+        out: &mut Vec<Recovered>,
+    ) -> Result<()> {
+        rec.next_file_number = rec.next_file_number.max(w + 1);
+        if let Some(o) = overlay.filter(|o| o.wal_number == w) {
+            o.apply(&mut data)
+                .map_err(|why| Error::corruption(path, o.offset, why))?;
+        }
+        let mut reader = LogReader::wal(&data, path);
+        // Made at the first entry: a memtable costs about a megabyte before it holds one
+        // (its skiplist's chunk table and first chunk), and a WAL may hold none.
+        let mut mem: Option<Arc<MemTable>> = None;
+        while let Some((offset, payload)) = reader.next_record()? {
+            if let Some((seq, tables)) = decode_ingest_record(&payload) {
+                if seq <= rec.flushed_seqno {
+                    continue;
+                }
+                let edit =
+                    VersionEdit::decode(tables).map_err(|e| Error::corruption(path, offset, e))?;
+                let files: Vec<FileMeta> = edit.added.into_iter().map(|(_, f)| f).collect();
+                for f in &files {
+                    rec.last_sequence = rec.last_sequence.max(f.largest_seqno);
+                }
+                if let Some(m) = mem.take().filter(|m| !m.is_empty()) {
+                    out.push(Recovered::Mem(m));
+                }
+                out.push(Recovered::Ingested(files));
+                continue;
+            }
+            let batch =
+                WriteBatch::from_rep(payload).map_err(|e| Error::corruption(path, offset, e))?;
+            let mut seq = batch.seqno();
+            for e in batch.iter() {
+                let e = e.map_err(|e| Error::corruption(path, offset, e))?;
+                if seq > rec.flushed_seqno {
+                    mem.get_or_insert_with(|| Arc::new(MemTable::new(w)))
+                        .add(seq, e.kind, e.key, e.value);
+                }
+                seq += 1;
+            }
+            if batch.count() > 0 {
+                rec.last_sequence = rec.last_sequence.max(seq - 1);
+            }
+        }
+        if let Some(m) = mem.filter(|m| !m.is_empty()) {
+            out.push(Recovered::Mem(m));
+        }
+        Ok(())
     }
 
     /// Step 4: recovered memtables become L0 tables; recovered ingested tables are checked to
@@ -576,27 +537,9 @@ pub(super) fn write_options_file(
     Ok(())
 }
 
-/// The writer of a read-only Db's WAL and MANIFEST: nothing may be written.
-struct NoWrites;
-
-impl std::io::Write for NoWrites {
-    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-        Err(std::io::Error::other("the database is open read-only"))
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl crate::fs::WritableFile for NoWrites {
-    fn sync(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 impl Inner {
     /// The shared state of an open Db, from what recovery found.
-    fn new(
+    pub(super) fn new(
         rec: Recovery,
         mem: Arc<MemTable>,
         imm: Vec<Flushable>,
@@ -666,6 +609,8 @@ pub(super) struct Recovery {
     /// The MANIFEST's length if every byte of it is a valid record (its history may then be
     /// carried into the next MANIFEST).
     pub(super) manifest_clean_len: Option<u64>,
+    /// The MANIFEST's bytes read (clean or not).
+    pub(super) manifest_len: u64,
 }
 
 /// What a WAL replay yields, in order.

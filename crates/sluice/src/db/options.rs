@@ -119,8 +119,9 @@ pub struct Options {
     /// and when `/dev/shm` is torn down with the process (a container whose `/dev/shm` is its
     /// own); `write(2)` would have kept those. [`Db::open_read_only`](crate::Db::open_read_only)
     /// reads the ring too, without writing to it or stopping the writer: beside a live writer,
-    /// or of one that was killed, it sees every write acknowledged before it opened. Default
-    /// `true`.
+    /// or of one that was killed, it sees every write acknowledged before it opened — unless
+    /// its `/dev/shm` is not the writer's (another container sharing only the Db's volume):
+    /// then it misses what the ring still held. Made only on 64-bit Linux. Default `true`.
     pub wal_staging: bool,
     /// An open for writing starts a new MANIFEST that carries the current one's history of
     /// edits forward (rewritten and synced whole, never appended to in place) while that is

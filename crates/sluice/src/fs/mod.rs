@@ -407,7 +407,12 @@ impl DirLock for RealLock {}
 
 impl FileSystem for RealFs {
     fn wal_stage_dir(&self) -> Option<std::path::PathBuf> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
+        // 64-bit targets only: a reader loads the live header's 64-bit words from a read-only
+        // mapping, which Rust allows only up to the register's width.
+        #[cfg(all(
+            any(target_os = "linux", target_os = "android"),
+            target_pointer_width = "64"
+        ))]
         {
             // Only a memory file system: a ring on a disk (a plain `/dev/shm` directory in a
             // chroot or a minimal container) would outlive a power loss the WAL's unsynced

@@ -36,11 +36,12 @@
 //! written — non-synced writes, which a reboot or power loss may always lose.
 //!
 //! **Readers** (`reader.rs`). A read-only open writes nothing and stops no writer, so it reads
-//! a live ring as it changes: [`read_undrained`] takes the header, copies `[drained,
-//! published)`, and looks at `drained` again; the bytes at or past the second `drained` were
-//! intact (invariant 2) and the ones before it are in the WAL file, which it reads after.
-//! It lays them over that WAL's contents ([`Overlay::apply`]), so it sees every write
-//! acknowledged before its open, as it would with the WAL written directly.
+//! a live ring as it changes: [`read_undrained`] loads `published` then `drained`, copies
+//! `[drained, published)`, and looks at `drained` again; the bytes at or past the second
+//! `drained` were intact (invariant 2) and the ones before it are in the WAL file, which it
+//! reads after. It lays them over that WAL's contents ([`Overlay::apply`]), so it sees every
+//! write acknowledged before its open, as it would with the WAL written directly (the open
+//! reads everything again if a flush finished meanwhile: `Db::read_only_view`).
 //!
 //! **Invariants.**
 //! 1. Only the writer (holding the WAL lock) writes ring bytes and `published`; only the
@@ -95,6 +96,10 @@ const W_RING: usize = 6;
 const W_DIR_LEN: usize = 7;
 /// The ring's random id, also the hex tail of its file name (which the marker holds).
 const W_ID: usize = 8;
+/// The Db directory's device and inode (Unix; 0 elsewhere): a reader reaching the Db by
+/// another path (a bind mount, a symlink) still knows its ring.
+const W_DIR_DEV: usize = 9;
+const W_DIR_INO: usize = 10;
 
 /// How long the drainer sleeps between looks while writes flow, and how many empty looks it
 /// makes before it parks (then a writer wakes it: a system call, only after a pause).
@@ -378,9 +383,11 @@ impl WalStage {
             let mut o = std::fs::OpenOptions::new();
             o.read(true).write(true).create_new(true);
             // `/dev/shm` is shared by every user of the machine: the ring holds the Db's
-            // writes, readable by its owner only.
+            // writes, writable by its owner only and readable by whom the Db's own files
+            // are (its `CURRENT`'s read bits): a read-only open by another user who may read
+            // the WAL may read its staged tail too.
             #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+            std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600 | db_read_bits(db_dir));
             let file = o.open(&path)?;
             #[cfg(unix)]
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
@@ -414,7 +421,7 @@ impl WalStage {
             ring: ring as u64,
             _backing: Backing::Mapped(map, file),
         };
-        init_header(&region, dir_bytes.len(), id);
+        init_header(&region, dir_bytes.len(), id, dir_identity(&dir));
         let marker = db_dir.join(MARKER);
         if let Err(e) = write_marker(db_dir, &name) {
             let _ = std::fs::remove_file(&path);
@@ -435,7 +442,7 @@ impl WalStage {
             ring: ring as u64,
             _backing: Backing::Heap(std::ptr::NonNull::new(raw).expect("a box is not null")),
         };
-        init_header(&region, 0, 0);
+        init_header(&region, 0, 0, (0, 0));
         Self::start(region, None).expect("spawn drainer")
     }
 
@@ -613,8 +620,38 @@ fn random_id() -> u64 {
     ))
 }
 
-fn init_header(r: &Region, dir_len: usize, id: u64) {
+/// The group and other read bits of the Db's files (`CURRENT`'s; none if it cannot be read).
+fn db_read_bits(db_dir: &Path) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(db_dir.join("CURRENT")).map_or(0, |m| m.permissions().mode() & 0o044)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = db_dir;
+        0
+    }
+}
+
+/// A directory's device and inode (0, 0 where unknown).
+pub(super) fn dir_identity(dir: &Path) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(dir).map_or((0, 0), |m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        (0, 0)
+    }
+}
+
+fn init_header(r: &Region, dir_len: usize, id: u64, dir_id: (u64, u64)) {
     r.word(W_ID).store(id, Ordering::Relaxed);
+    r.word(W_DIR_DEV).store(dir_id.0, Ordering::Relaxed);
+    r.word(W_DIR_INO).store(dir_id.1, Ordering::Relaxed);
     r.word(W_MAGIC).store(MAGIC, Ordering::Relaxed);
     r.word(W_VERSION).store(VERSION, Ordering::Relaxed);
     r.word(W_RING).store(r.ring, Ordering::Relaxed);

@@ -139,6 +139,12 @@ pub(super) fn read_marker(db_dir: &Path) -> Result<Option<(String, u64)>, StageE
 /// Never follows a symlink, never blocks on a FIFO.
 #[cfg(unix)]
 pub(super) fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
+    open_ring_of(path, rustix::process::geteuid().as_raw())
+}
+
+/// [`open_ring`] for a ring that user `owner` made (a reader's: the owner of the Db's marker).
+#[cfg(unix)]
+pub(super) fn open_ring_of(path: &Path, owner: u32) -> io::Result<Option<std::fs::File>> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -154,7 +160,7 @@ pub(super) fn open_ring(path: &Path) -> io::Result<Option<std::fs::File>> {
         Err(e) => return Err(e),
     };
     let m = f.metadata()?;
-    let ours = m.is_file() && m.uid() == rustix::process::geteuid().as_raw();
+    let ours = m.is_file() && m.uid() == owner;
     Ok(ours.then_some(f))
 }
 
@@ -176,6 +182,12 @@ pub(super) fn lock_shared(f: &std::fs::File) -> bool {
 #[cfg(not(unix))]
 pub(super) fn lock_shared(_: &std::fs::File) -> bool {
     true
+}
+
+/// Lets go of [`lock_shared`]'s lock.
+#[cfg(unix)]
+pub(super) fn unlock(f: &std::fs::File) {
+    let _ = rustix::fs::flock(f, rustix::fs::FlockOperation::Unlock);
 }
 
 /// Header word `i` of a ring's bytes (0 past their end).
