@@ -39,11 +39,13 @@ pub enum Op {
     SeqIngest,
     /// Close and open again.
     Reopen,
+    /// `Db::open_read_only` beside the live writer, and point reads through it.
+    ReadOnlyOpen,
 }
 
 impl Op {
     /// All kinds, in counter order.
-    pub const ALL: [Op; 17] = [
+    pub const ALL: [Op; 18] = [
         Op::Put,
         Op::Delete,
         Op::DeleteRange,
@@ -61,6 +63,7 @@ impl Op {
         Op::SeqPut,
         Op::SeqIngest,
         Op::Reopen,
+        Op::ReadOnlyOpen,
     ];
 
     /// Name used in journals and the totals line.
@@ -83,6 +86,7 @@ impl Op {
             Op::SeqPut => "seq_put",
             Op::SeqIngest => "seq_ingest",
             Op::Reopen => "reopen",
+            Op::ReadOnlyOpen => "read_only_open",
         }
     }
 

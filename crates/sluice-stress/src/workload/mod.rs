@@ -5,7 +5,9 @@
 //! operation sequence; only the interleaving differs between runs.
 //!
 //! Checks made here (the oracle's bounds are described in [`crate::oracle`]):
-//! 1. point reads, snapshot reads and iterator entries: value within the key's bounds;
+//! 1. point reads, snapshot reads, iterator entries and point reads through a read-only open
+//!    beside the writer: value within the key's bounds (for the read-only open, the bounds
+//!    around the open: it sees the Db as of then);
 //! 2. monotonic reads: never a version older than this thread saw before for the same key;
 //! 3. iterators: keys inside the bounds, strictly ordered in the direction of travel, keys
 //!    skipped inside the scanned interval allowed to be absent, and a change of direction
@@ -86,7 +88,7 @@ impl Ctx {
 }
 
 /// Operation weights (per mille-ish) of the random mix.
-const MIX: [(Op, u32); 14] = [
+const MIX: [(Op, u32); 15] = [
     (Op::Put, 240),
     (Op::Delete, 60),
     (Op::DeleteRange, 20),
@@ -101,6 +103,7 @@ const MIX: [(Op, u32); 14] = [
     (Op::IngestBehind, 3),
     (Op::Flush, 4),
     (Op::Compact, 2),
+    (Op::ReadOnlyOpen, 2),
 ];
 
 /// One worker thread.
@@ -176,6 +179,7 @@ impl Worker {
             Op::DeleteRange => self.delete_range(),
             Op::Batch => self.batch(),
             Op::Get => self.gets(),
+            Op::ReadOnlyOpen => self.read_only_open(),
             Op::Iter => self.iterate(),
             Op::Snapshot => self.take_snapshot(),
             Op::SnapshotReread => self.reread_snapshot(),

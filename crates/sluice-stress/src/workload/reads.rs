@@ -40,6 +40,52 @@ impl Worker {
         }
     }
 
+    /// A read-only open of the Db beside its live writer, and point reads through it (check
+    /// 1): each key holds a version at least the one committed before the open began and at
+    /// most one pending when it ended — every acknowledged write, also one still in the
+    /// writer's WAL stage, and nothing from after the open. A table the writer deletes under
+    /// the view fails its read with `NotFound` (documented: reopen), which ends the reads.
+    pub(super) fn read_only_open(&mut self) {
+        let keys: Vec<Key> = (0..16).map(|_| Key::K(self.pick())).collect();
+        let o = Arc::clone(&self.ctx.oracle);
+        let idx: Vec<usize> = keys
+            .iter()
+            .map(|&k| o.idx(k).expect("key in space"))
+            .collect();
+        let lowers: Vec<u64> = idx.iter().map(|&i| o.committed(i)).collect();
+        let opts = sluice::Options {
+            fs: self.ctx.storage.fs(),
+            ..sluice::Options::default()
+        };
+        let ro = match sluice::Db::open_read_only(self.ctx.storage.db_dir(), opts) {
+            Ok(db) => db,
+            Err(e) => return self.on_error("read_only_open", None, &e),
+        };
+        let uppers: Vec<u64> = idx.iter().map(|&i| o.pending(i)).collect();
+        for (j, &key) in keys.iter().enumerate() {
+            match ro.get(&key.bytes()) {
+                Ok(v) => {
+                    if !self.verify(
+                        "read_only_get",
+                        key,
+                        lowers[j],
+                        uppers[j],
+                        v.as_deref(),
+                        false,
+                    ) {
+                        return;
+                    }
+                }
+                Err(sluice::Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    return;
+                }
+                Err(e) => return self.on_error("read_only_get", Some(key), &e),
+            }
+        }
+    }
+
     /// A bounded scan of `[lo, hi)`, forward or backward, from an end or a seek, with an
     /// optional change of direction (check 3).
     pub(super) fn iterate(&mut self) {
