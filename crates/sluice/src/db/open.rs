@@ -105,16 +105,6 @@ impl Db {
         dir: &Path,
         _opts: &Options,
     ) -> Result<Recovery> {
-        Self::recover_manifest_then(fs, dir, &mut || Ok(()))
-    }
-
-    /// [`Db::recover_manifest`], calling `read` as soon as the MANIFEST's bytes are read,
-    /// before they are parsed (a read-only open holds the WALs made meanwhile).
-    pub(super) fn recover_manifest_then(
-        fs: &dyn FileSystem,
-        dir: &Path,
-        read: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<Recovery> {
         let current = dir.join("CURRENT");
         let mut rec = Recovery {
             version: Version::default(),
@@ -124,7 +114,6 @@ impl Db {
             flushed_seqno: 0,
             manifest_number: 0,
             manifest_clean_len: None,
-            manifest_len: 0,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -141,8 +130,6 @@ impl Db {
         }
         let path = dir.join(&name);
         let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-        read()?;
-        rec.manifest_len = data.len() as u64;
         let mut reader = LogReader::new(&data, &path);
         let mut edits = 0;
         while let Some((offset, rec_bytes)) = reader.next_record()? {
@@ -609,8 +596,6 @@ pub(super) struct Recovery {
     /// The MANIFEST's length if every byte of it is a valid record (its history may then be
     /// carried into the next MANIFEST).
     pub(super) manifest_clean_len: Option<u64>,
-    /// The MANIFEST's bytes read (clean or not).
-    pub(super) manifest_len: u64,
 }
 
 /// What a WAL replay yields, in order.

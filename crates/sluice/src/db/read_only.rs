@@ -1,10 +1,10 @@
 //! Opening a Db for reading only, beside a writer that goes on (see [`Db::open_read_only`]).
 //!
 //! The reader takes no lock, so the writer may flush a memtable, delete the WAL it came from,
-//! compact tables away or switch WALs at any moment while the reader reads. What keeps its
-//! view whole is in [`Db::read_only_view`]: the WALs are held open before the MANIFEST is
-//! read (a deleted WAL stays readable through its handle), and the MANIFEST is looked at again
-//! once the WALs are held, so a WAL made and deleted in between sends the read round again.
+//! compact tables away, ingest or switch WALs at any moment while the reader reads. What keeps
+//! its view whole is in [`Db::read_only_view`]: the WALs are held open before the MANIFEST is
+//! read (a deleted WAL stays readable through its handle), and the MANIFEST is read again at
+//! the end, so an ingest installed under the read cannot be missing below a write it has.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::base::error::{Error, Result};
-use crate::base::filenames::{classify, manifest_name, wal_name, FileKind};
+use crate::base::filenames::{classify, wal_name, FileKind};
 use crate::fs::staged;
 use crate::fs::{FileSystem, RandomAccessFile};
 use crate::memtable::MemTable;
@@ -89,19 +89,24 @@ impl Db {
     /// 1. every WAL in the directory, opened (held: one the writer deletes from now on stays
     ///    readable through its handle);
     /// 2. the MANIFEST: the version, and the oldest WAL it still needs (its log number);
-    /// 3. every WAL made since step 1, held too;
-    /// 4. the MANIFEST again, if it changed: a flush that finished between steps 2 and 3 may
-    ///    have deleted a WAL made after step 1 before step 3 held it, its writes in a table the
-    ///    version of step 2 lacks — then all of it again (if the log number moved);
-    /// 5. what the writer's WAL stage had not written yet (`fs::staged::read_undrained`);
-    /// 6. the held WALs the MANIFEST still needs, read whole now, replayed in order with the
-    ///    stage's bytes laid over theirs.
+    /// 3. what the writer's WAL stage had not written yet (`fs::staged::read_undrained`);
+    /// 4. the held WALs the MANIFEST still needs, read whole now, replayed in order with the
+    ///    stage's bytes laid over theirs;
+    /// 5. the MANIFEST again: an ingest installed since step 2 whose global seqno is below a
+    ///    write replayed in step 4 would leave the view with a later write and without the
+    ///    earlier ingest, so then it goes round again.
     ///
-    /// Every write acknowledged before the open began is in a WAL that existed at step 1 or
-    /// in a table of step 2's version, and the WALs' contents are read after the stage's
-    /// bytes, so the view holds each one. A file named in step 2 that is gone by step 6
-    /// (`NotFound`) sends it round again too; so does a switch in the stage. It fails only if
-    /// a flush finished inside steps 2–3 of every one of [`READ_ONLY_TRIES`] reads.
+    /// Why nothing acknowledged before the open is missed: a WAL deleted before step 1 was
+    /// flushed by an edit made before step 1, so step 2's version has its writes; every other
+    /// WAL the version needs existed at step 1 and is held. WALs are made in number order and
+    /// deleted only once the log number passed them, so the held WALs from the log number on
+    /// run without a gap, each but the newest closed whole at its switch; one made after step
+    /// 1 is newer than all of them and holds only writes from after the open began. The WALs'
+    /// contents are read after the stage's bytes. The MANIFEST (or a WAL) gone under it
+    /// (`NotFound`: a writer opening anew, which starts a new MANIFEST) sends it round again;
+    /// so does step 5. It fails if every one of [`READ_ONLY_TRIES`] rounds had to go again.
+    /// Tables are not opened here: one compacted away before a read reaches it fails that
+    /// read (`NotFound`; reopen).
     pub(super) fn read_only_view(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -122,8 +127,8 @@ impl Db {
             Error::io(
                 dir,
                 io::Error::other(format!(
-                    "a flush finished inside each of {READ_ONLY_TRIES} reads of the Db's \
-                     MANIFEST: no consistent read-only view; retry"
+                    "an ingest was installed during each of {READ_ONLY_TRIES} reads of the \
+                     Db's WALs: no consistent read-only view; retry"
                 )),
             )
         }))
@@ -137,18 +142,7 @@ impl Db {
     ) -> Result<Option<(Recovery, Vec<Recovered>)>> {
         let mut held = BTreeMap::new();
         Self::hold_wals(fs, dir, &mut held)?;
-        // Step 3 right after the MANIFEST's bytes are read (before they are parsed), so that
-        // step 4 rarely finds anything new.
-        let mut after = None;
-        let mut rec = Self::recover_manifest_then(fs, dir, &mut || {
-            Self::hold_wals(fs, dir, &mut held)?;
-            after = Some(Self::manifest_now(fs, dir));
-            Ok(())
-        })?;
-        let unchanged = after == Some((rec.manifest_number, rec.manifest_len));
-        if !unchanged && Self::recover_manifest(fs, dir, opts)?.log_number != rec.log_number {
-            return Ok(None);
-        }
+        let mut rec = Self::recover_manifest(fs, dir, opts)?;
         let overlay = Self::read_wal_stage(fs, dir)?;
         let mut out = Vec::new();
         for (&w, file) in held.range(rec.log_number..) {
@@ -156,11 +150,29 @@ impl Db {
             let data = read_whole(&**file).map_err(|e| Error::io(&path, e))?;
             Self::replay_wal(&mut rec, w, &path, data, overlay.as_ref(), &mut out)?;
         }
-        Ok(Some((rec, out)))
+        // Step 5. Ingested files carry their global seqno; one at 0 is unordered by design.
+        let after = Self::recover_manifest(fs, dir, opts)?;
+        // Known: the version's files, and a flushable ingest's, replayed from its WAL record.
+        let replayed = out.iter().flat_map(|r| match r {
+            Recovered::Ingested(files) => files.as_slice(),
+            Recovered::Mem(_) => &[],
+        });
+        let known: std::collections::HashSet<u64> = rec
+            .version
+            .levels
+            .iter()
+            .flatten()
+            .map(|f| f.number)
+            .chain(replayed.map(|f| f.number))
+            .collect();
+        let later_write_without_ingest = after.version.levels.iter().flatten().any(|f| {
+            f.global_seqno > 0 && f.global_seqno < rec.last_sequence && !known.contains(&f.number)
+        });
+        Ok((!later_write_without_ingest).then_some((rec, out)))
     }
 
-    /// Opens every WAL in `dir` not in `held` yet, and adds it. One deleted between the
-    /// listing and its open is skipped: its flush was before (see [`Db::read_only_view`]).
+    /// Opens every WAL in `dir` and holds it in `held`. One deleted between the listing and
+    /// its open is skipped: its flush was before (see [`Db::read_only_view`]).
     fn hold_wals(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -170,9 +182,6 @@ impl Db {
             let FileKind::Wal(w) = classify(&name) else {
                 continue;
             };
-            if held.contains_key(&w) {
-                continue;
-            }
             let path = wal_name(dir, w);
             match fs.open(&path) {
                 Ok(f) => {
@@ -183,20 +192,6 @@ impl Db {
             }
         }
         Ok(())
-    }
-
-    /// The MANIFEST `CURRENT` names now, and its length (`(0, u64::MAX)` if either cannot be
-    /// read: counted as a change).
-    fn manifest_now(fs: &dyn FileSystem, dir: &Path) -> (u64, u64) {
-        let now = || -> io::Result<(u64, u64)> {
-            let name = fs.read_all(&dir.join("CURRENT"))?;
-            let name = String::from_utf8_lossy(&name);
-            let FileKind::Manifest(n) = classify(name.trim_end_matches('\n')) else {
-                return Err(io::ErrorKind::InvalidData.into());
-            };
-            Ok((n, fs.open(&dir.join(manifest_name(n)))?.size()?))
-        };
-        now().unwrap_or((0, u64::MAX))
     }
 
     /// Step 2b of a read-only open: the bytes a writer (live, or killed) acknowledged that its
@@ -210,12 +205,19 @@ impl Db {
     }
 }
 
-/// A held file's contents, as long as it is now.
+/// A held file's contents, as long as it is now. A file cut shorter meanwhile (a mapped
+/// WAL trimmed to what was written, after its switch) is read again at its new length.
 fn read_whole(f: &dyn RandomAccessFile) -> io::Result<Vec<u8>> {
-    let len = usize::try_from(f.size()?).map_err(|_| io::ErrorKind::InvalidData)?;
-    let mut data = vec![0u8; len];
-    f.read_exact_at(0, &mut data)?;
-    Ok(data)
+    let mut tries = 0;
+    loop {
+        let len = usize::try_from(f.size()?).map_err(|_| io::ErrorKind::InvalidData)?;
+        let mut data = vec![0u8; len];
+        match f.read_exact_at(0, &mut data) {
+            Ok(()) => return Ok(data),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The writer of a read-only Db's WAL and MANIFEST: nothing may be written.
