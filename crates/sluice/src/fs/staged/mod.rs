@@ -41,7 +41,7 @@
 //! `drained` were intact (invariant 2) and the ones before it are in the WAL file, which it
 //! reads after. It lays them over that WAL's contents ([`Overlay::apply`]), so it sees every
 //! write acknowledged before its open, as it would with the WAL written directly (the open
-//! reads everything again if a flush finished meanwhile: `Db::read_only_view`).
+//! around it holds the WALs it reads: `Db::read_only_view`).
 //!
 //! **Invariants.**
 //! 1. Only the writer (holding the WAL lock) writes ring bytes and `published`; only the

@@ -79,11 +79,10 @@ mod imp {
     use std::path::Path;
     use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-    use super::super::recovery::{lock_shared, open_ring_of, read_marker, unlock};
+    use super::super::recovery::{check_header, lock_shared, open_ring_of, read_marker, unlock};
     use super::super::{
-        dir_identity, StageError, DIR_AT, HEADER, MAGIC, MARKER, MAX_RING, VERSION, W_BASE,
-        W_DIR_DEV, W_DIR_INO, W_DIR_LEN, W_DRAINED, W_ID, W_MAGIC, W_PUBLISHED, W_RING, W_VERSION,
-        W_WAL,
+        dir_identity, StageError, DIR_AT, HEADER, MARKER, MAX_RING, W_BASE, W_DIR_DEV, W_DIR_INO,
+        W_DIR_LEN, W_DRAINED, W_PUBLISHED, W_WAL,
     };
     use super::Overlay;
 
@@ -130,18 +129,8 @@ mod imp {
             return Err(corrupt(0, format!("{len} bytes: not the size of a stage")));
         }
         let map = Header::map(&ring).map_err(|e| io_err(&ring_path, e))?;
-        if map.word(W_MAGIC) != MAGIC || map.word(W_VERSION) != VERSION {
-            return Err(corrupt(0, "not a WAL stage (bad magic or version)".into()));
-        }
-        if map.word(W_ID) != id {
-            let why = format!("ring id {:016x}, its name says {id:016x}", map.word(W_ID));
-            return Err(corrupt(8 * W_ID as u64, why));
-        }
-        let ring_len = map.word(W_RING);
-        if ring_len == 0 || ring_len > MAX_RING as u64 || HEADER as u64 + ring_len != len {
-            let why = format!("ring of {ring_len} bytes in a file of {len}");
-            return Err(corrupt(8 * W_RING as u64, why));
-        }
+        let ring_len =
+            check_header(|i| map.word(i), len, id).map_err(|(at, why)| corrupt(at, why))?;
         let ours = made_for(&map, &ring, db_dir);
         if live && !ours {
             return Ok(None);

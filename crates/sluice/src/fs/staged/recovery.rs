@@ -70,11 +70,7 @@ pub fn recover(
     let mut bytes = Vec::with_capacity(len as usize);
     io::Read::read_to_end(&mut ring, &mut bytes).map_err(|e| io_err(&ring_path, e))?;
     let corrupt = |(at, why): (u64, String)| StageError::Corrupt(ring_path.clone(), at, why);
-    let stage = parse(&bytes).map_err(corrupt)?;
-    if stage.id != id {
-        let why = format!("ring id {:016x}, its name says {id:016x}", stage.id);
-        return Err(corrupt((8 * W_ID as u64, why)));
-    }
+    let stage = parse(&bytes, id).map_err(corrupt)?;
     let mut done = Recovered::default();
     if stage.published > stage.drained {
         let wal = wal_path(stage.wal_number);
@@ -204,26 +200,41 @@ struct Parsed<'a> {
     wal_number: u64,
     base: u64,
     ring: u64,
-    id: u64,
     dir: &'a [u8],
 }
 
-/// The header of a ring read from its file, checked.
-fn parse(bytes: &[u8]) -> Result<Parsed<'_>, (u64, String)> {
-    if bytes.len() < HEADER || header_word(bytes, W_MAGIC) != MAGIC {
+/// The header words a stage writes once, before its marker names it (so a reader of a live
+/// ring may check them too): magic, version, the ring's length against the file's, and the
+/// id the marker's name gives. `word(i)`: header word `i`. Returns the ring's length.
+pub(super) fn check_header(
+    word: impl Fn(usize) -> u64,
+    file_len: u64,
+    id: u64,
+) -> Result<u64, (u64, String)> {
+    if word(W_MAGIC) != MAGIC {
         return Err((0, "not a WAL stage (bad magic)".into()));
     }
-    if header_word(bytes, W_VERSION) != VERSION {
-        return Err((
-            8,
-            format!("unknown stage version {}", header_word(bytes, W_VERSION)),
-        ));
+    if word(W_VERSION) != VERSION {
+        return Err((8, format!("unknown stage version {}", word(W_VERSION))));
     }
-    let ring = header_word(bytes, W_RING);
-    if ring == 0 || ring > MAX_RING as u64 || bytes.len() as u64 != HEADER as u64 + ring {
-        let why = format!("ring of {ring} bytes in a file of {}", bytes.len());
+    let ring = word(W_RING);
+    if ring == 0 || ring > MAX_RING as u64 || file_len != HEADER as u64 + ring {
+        let why = format!("ring of {ring} bytes in a file of {file_len}");
         return Err((8 * W_RING as u64, why));
     }
+    if word(W_ID) != id {
+        let why = format!("ring id {:016x}, its name says {id:016x}", word(W_ID));
+        return Err((8 * W_ID as u64, why));
+    }
+    Ok(ring)
+}
+
+/// The header of a ring read from its file, checked (`id`: the one the marker names).
+fn parse(bytes: &[u8], id: u64) -> Result<Parsed<'_>, (u64, String)> {
+    if bytes.len() < HEADER {
+        return Err((0, "not a WAL stage (bad magic)".into()));
+    }
+    let ring = check_header(|i| header_word(bytes, i), bytes.len() as u64, id)?;
     let dir_len = header_word(bytes, W_DIR_LEN);
     if dir_len > (HEADER - DIR_AT) as u64 {
         return Err((8 * W_DIR_LEN as u64, format!("directory length {dir_len}")));
@@ -234,7 +245,6 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, (u64, String)> {
         wal_number: header_word(bytes, W_WAL),
         base: header_word(bytes, W_BASE),
         ring,
-        id: header_word(bytes, W_ID),
         dir: &bytes[DIR_AT..DIR_AT + dir_len as usize],
     };
     if p.drained > p.published || p.published - p.drained > ring || p.base > p.drained {
