@@ -254,19 +254,52 @@ fn writers_never_wait_for_the_ingest_wal_sync() {
     for i in 0..200u32 {
         db.put(format!("z{i:04}").as_bytes(), b"v").unwrap();
     }
+    // Into the ingested range, on another thread: with the range still latched through the
+    // fsync this put would wait for the release below, and the channel would stay empty.
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            let r = db
+                .put(b"m5", b"in range")
+                .and_then(|()| db.put(b"n", b"newer"));
+            let _ = tx.send(r);
+        });
+    }
+    let put = rx.recv_timeout(Duration::from_secs(60));
+    assert!(
+        matches!(put, Ok(Ok(()))),
+        "a put into the ingested range waited for the ingest's WAL fsync: {put:?}"
+    );
     assert_eq!(
         fs.waiting_syncs(),
         1,
         "the ingest still waits for its fsync"
     );
     assert_eq!(
-        get(&db, "n").as_deref(),
+        get(&db, "m").as_deref(),
         Some("file"),
         "readable before durable"
     );
+    assert_eq!(get(&db, "m5").as_deref(), Some("in range"));
+    assert_eq!(
+        get(&db, "n").as_deref(),
+        Some("newer"),
+        "the later put is above the file"
+    );
+    assert_eq!(iter_get(&db, "n").as_deref(), Some("newer"));
     fs.release_syncs();
     ingest.join().unwrap().unwrap();
     assert_eq!(get(&db, "m").as_deref(), Some("file"));
+    assert_eq!(get(&db, "n").as_deref(), Some("newer"));
+    // And after a crash, once a synced put made the WAL durable: the WAL holds the ingest
+    // record before the puts into its range.
+    put_sync(&db, "zz", "synced");
+    let image = fs.crashed_copy(None);
+    let db = Db::open("/db", opts(&image)).unwrap();
+    assert_eq!(get(&db, "m").as_deref(), Some("file"));
+    assert_eq!(get(&db, "n").as_deref(), Some("newer"));
+    assert_eq!(get(&db, "m5").as_deref(), Some("in range"));
 }
 
 /// Two concurrent ingests of overlapping ranges: X (`[b, b]`) sees no memtable overlap and takes

@@ -230,3 +230,70 @@ fn read_only_opens_beside_ingests_never_show_a_put_without_the_ingest_before_it(
     writer.join().unwrap();
     assert!(checked > 0, "every view lost a table to a compaction");
 }
+
+/// The install marker, deterministically: a read-only open whose MANIFEST read ended before an
+/// ingest's edit (here: the MANIFEST put back as it was before the ingest) replays the writes
+/// before the ingest and stops at its marker, so the put acknowledged after the ingest is not
+/// shown without it; with the whole MANIFEST it shows all three, as recovery does.
+#[test]
+fn a_read_only_view_stops_at_the_marker_of_an_ingest_its_manifest_read_missed() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", mem_opts(&fs)).unwrap();
+    db.write(
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"a", b"before");
+            b
+        },
+        sync(),
+    )
+    .unwrap();
+    let manifest = |fs: &MemFs| {
+        let name = fs
+            .list(Path::new("/db"))
+            .unwrap()
+            .into_iter()
+            .find(|n| n.starts_with("MANIFEST-"))
+            .unwrap();
+        Path::new("/db").join(name)
+    };
+    let before = fs.read_raw(&manifest(&fs)).unwrap();
+    // Nothing in memory overlaps `x`: the version path, a MANIFEST edit and its marker.
+    let f = external_sst(&fs, "x.sst", &[("x", "ingested")], &[]);
+    let placed = db.ingest(&[f], &IngestOptions::default()).unwrap();
+    assert!(placed[0].level.is_some());
+    assert!(fs.read_raw(&manifest(&fs)).unwrap().len() > before.len());
+    db.write(
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"b", b"after");
+            b
+        },
+        sync(),
+    )
+    .unwrap();
+    let whole = fs.crashed_copy(None);
+    let cut = fs.crashed_copy(None);
+    cut.write_raw(&manifest(&cut), before);
+    drop(db);
+    let get = |db: &Db, k: &[u8]| db.get(k).unwrap().map(|v| String::from_utf8(v).unwrap());
+
+    let ro = Db::open_read_only("/db", mem_opts(&cut)).unwrap();
+    assert_eq!(get(&ro, b"a").as_deref(), Some("before"));
+    assert_eq!(get(&ro, b"x"), None, "the MANIFEST read missed the ingest");
+    assert_eq!(
+        get(&ro, b"b"),
+        None,
+        "a put acknowledged after an ingest the view lacks"
+    );
+
+    let ro = Db::open_read_only("/db", mem_opts(&whole)).unwrap();
+    assert_eq!(get(&ro, b"a").as_deref(), Some("before"));
+    assert_eq!(get(&ro, b"x").as_deref(), Some("ingested"));
+    assert_eq!(get(&ro, b"b").as_deref(), Some("after"));
+    drop(ro);
+    // Recovery passes over the marker.
+    let db = Db::open("/db", mem_opts(&whole)).unwrap();
+    assert_eq!(get(&db, b"x").as_deref(), Some("ingested"));
+    assert_eq!(get(&db, b"b").as_deref(), Some("after"));
+}

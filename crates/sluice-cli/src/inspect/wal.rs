@@ -40,6 +40,13 @@ pub fn dump(file: PathBuf, enc: KvEnc) -> CmdResult {
             )?;
             continue;
         }
+        if let Some((manifest, end)) = sluice::wal::batch::decode_install_marker(&rec) {
+            writeln!(
+                out,
+                "@{off} ingest installed (MANIFEST-{manifest:06} edit ending at byte {end})"
+            )?;
+            continue;
+        }
         let b = WriteBatch::from_rep(rec).map_err(|e| sluice::Error::corruption(&file, off, e))?;
         writeln!(out, "@{off} seq={} count={}", b.seqno(), b.count())?;
         for e in b.iter() {

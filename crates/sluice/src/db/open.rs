@@ -19,7 +19,7 @@ use crate::memtable::MemTable;
 use crate::sst::cache::BlockCache;
 use crate::version::l0_sublevels::L0Sublevels;
 use crate::version::{FileMeta, Version, VersionEdit, MANIFEST_FORMAT_VERSION};
-use crate::wal::batch::{decode_ingest_record, WriteBatch};
+use crate::wal::batch::{decode_ingest_record, decode_install_marker, WriteBatch};
 use crate::wal::log::{LogEnd, LogReader, LogWriter};
 
 use super::create::lock_or_create;
@@ -114,6 +114,7 @@ impl Db {
             flushed_seqno: 0,
             manifest_number: 0,
             manifest_clean_len: None,
+            manifest_valid_len: 0,
         };
         if !fs.exists(&current) {
             return Ok(rec);
@@ -160,6 +161,10 @@ impl Db {
                 "MANIFEST holds no version edit",
             ));
         }
+        rec.manifest_valid_len = match reader.end() {
+            Some(LogEnd::TornTail(offset, _)) => *offset,
+            _ => data.len() as u64,
+        };
         if reader.end() == Some(&LogEnd::Clean) {
             rec.manifest_clean_len = Some(data.len() as u64);
         }
@@ -250,22 +255,27 @@ impl Db {
         for w in wals {
             let path = wal_name(dir, w);
             let data = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-            Self::replay_wal(rec, w, &path, data, None, &mut out)?;
+            Self::replay_wal(rec, w, &path, data, None, None, &mut out)?;
         }
         Ok(out)
     }
 
     /// Step 3 for one WAL, `w`, whose contents are `data`: what it held, appended to `out`. A
     /// read-only open passes the bytes its writer's WAL stage had not written yet (laid over
-    /// the WAL they belong to).
+    /// the WAL they belong to), and `cut`: the position its MANIFEST read reached (number,
+    /// valid length), at whose first install marker past it the replay stops — returning
+    /// `true` — since every record from there on may have been acknowledged after an ingest
+    /// that read did not see. Recovery passes `None`: every edit a marker names is durable
+    /// before the marker is written, so recovery's MANIFEST has it, and markers are skipped.
     pub(super) fn replay_wal(
         rec: &mut Recovery,
         w: u64,
         path: &Path,
         mut data: Vec<u8>,
         overlay: Option<&staged::Overlay>,
+        cut: Option<(u64, u64)>,
         out: &mut Vec<Recovered>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         rec.next_file_number = rec.next_file_number.max(w + 1);
         if let Some(o) = overlay.filter(|o| o.wal_number == w) {
             o.apply(&mut data)
@@ -275,7 +285,15 @@ impl Db {
         // Made at the first entry: a memtable costs about a megabyte before it holds one
         // (its skiplist's chunk table and first chunk), and a WAL may hold none.
         let mut mem: Option<Arc<MemTable>> = None;
+        let mut stopped = false;
         while let Some((offset, payload)) = reader.next_record()? {
+            if let Some(marker) = decode_install_marker(&payload) {
+                if cut.is_some_and(|cut| marker > cut) {
+                    stopped = true;
+                    break;
+                }
+                continue;
+            }
             if let Some((seq, tables)) = decode_ingest_record(&payload) {
                 if seq <= rec.flushed_seqno {
                     continue;
@@ -310,7 +328,7 @@ impl Db {
         if let Some(m) = mem.filter(|m| !m.is_empty()) {
             out.push(Recovered::Mem(m));
         }
-        Ok(())
+        Ok(stopped)
     }
 
     /// Step 4: recovered memtables become L0 tables; recovered ingested tables are checked to
@@ -596,6 +614,9 @@ pub(super) struct Recovery {
     /// The MANIFEST's length if every byte of it is a valid record (its history may then be
     /// carried into the next MANIFEST).
     pub(super) manifest_clean_len: Option<u64>,
+    /// How many bytes of the MANIFEST were read as valid records (its length, or where a torn
+    /// tail begins): edits ending there or before are in `version`.
+    pub(super) manifest_valid_len: u64,
 }
 
 /// What a WAL replay yields, in order.

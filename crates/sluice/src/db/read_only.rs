@@ -3,8 +3,9 @@
 //! The reader takes no lock, so the writer may flush a memtable, delete the WAL it came from,
 //! compact tables away, ingest or switch WALs at any moment while the reader reads. What keeps
 //! its view whole is in [`Db::read_only_view`]: the WALs are held open before the MANIFEST is
-//! read (a deleted WAL stays readable through its handle), and the MANIFEST is read again at
-//! the end, so an ingest installed under the read cannot be missing below a write it has.
+//! read (a deleted WAL stays readable through its handle), and their replay stops at the
+//! install marker of an ingest the MANIFEST read did not see, so such an ingest cannot be
+//! missing below a write acknowledged after it.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -27,7 +28,8 @@ use super::open::{Recovered, Recovery};
 use super::version_set::ManifestState;
 use super::{Db, Inner, Options};
 
-/// How many times a read-only open reads the Db before it gives up on a consistent view.
+/// How many times a read-only open reads the Db while its files vanish under it (a writer
+/// opening anew) before it gives up.
 const READ_ONLY_TRIES: usize = 32;
 
 impl Db {
@@ -88,13 +90,12 @@ impl Db {
     /// Steps 2 and 3 of a read-only open, beside a writer that goes on meanwhile:
     /// 1. every WAL in the directory, opened (held: one the writer deletes from now on stays
     ///    readable through its handle);
-    /// 2. the MANIFEST: the version, and the oldest WAL it still needs (its log number);
+    /// 2. the MANIFEST: the version, the oldest WAL it still needs (its log number), and how
+    ///    far it was read;
     /// 3. what the writer's WAL stage had not written yet (`fs::staged::read_undrained`);
     /// 4. the held WALs the MANIFEST still needs, read whole now, replayed in order with the
-    ///    stage's bytes laid over theirs;
-    /// 5. the MANIFEST again: an ingest installed since step 2 whose global seqno is below a
-    ///    write replayed in step 4 would leave the view with a later write and without the
-    ///    earlier ingest, so then it goes round again.
+    ///    stage's bytes laid over theirs, up to the first *install marker* of an ingest whose
+    ///    MANIFEST edit step 2 did not read.
     ///
     /// Why nothing acknowledged before the open is missed: a WAL deleted before step 1 was
     /// flushed by an edit made before step 1, so step 2's version has its writes; every other
@@ -102,82 +103,70 @@ impl Db {
     /// deleted only once the log number passed them, so the held WALs from the log number on
     /// run without a gap, each but the newest closed whole at its switch; one made after step
     /// 1 is newer than all of them and holds only writes from after the open began. The WALs'
-    /// contents are read after the stage's bytes. The MANIFEST (or a WAL) gone under it
-    /// (`NotFound`: a writer opening anew, which starts a new MANIFEST) sends it round again;
-    /// so does step 5. It fails if every one of [`READ_ONLY_TRIES`] rounds had to go again.
-    /// Tables are not opened here: one compacted away before a read reaches it fails that
-    /// read (`NotFound`; reopen).
+    /// contents are read after the stage's bytes. An ingest installed after step 2 is a
+    /// MANIFEST edit this view lacks; before it is acknowledged it appends an install marker
+    /// to the WAL, after its edit is durable, so every write acknowledged after it lies past
+    /// the marker, where the replay stops (the marker names the edit's MANIFEST and end, which
+    /// step 2's read either reached or not). A marker for an ingest installed before step 2 is
+    /// passed over. An ingest installed during the open that the view lacks was not
+    /// acknowledged when the open began. The MANIFEST (or a WAL) gone under it (`NotFound`: a
+    /// writer opening anew, which starts a new MANIFEST) sends it round again, at most
+    /// [`READ_ONLY_TRIES`] times. Tables are not opened here: one compacted away before a read
+    /// reaches it fails that read (`NotFound`; reopen).
     pub(super) fn read_only_view(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
     ) -> Result<(Recovery, Vec<Recovered>)> {
-        let mut last = None;
-        for _ in 0..READ_ONLY_TRIES {
+        let mut tries = 0;
+        loop {
             match Self::read_only_attempt(fs, dir, opts) {
-                Ok(Some(view)) => return Ok(view),
-                Ok(None) => last = None,
-                Err(Error::Io { path, source }) if source.kind() == io::ErrorKind::NotFound => {
-                    last = Some(Error::Io { path, source });
+                Err(Error::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound && tries + 1 < READ_ONLY_TRIES =>
+                {
+                    tries += 1;
                 }
-                Err(e) => return Err(e),
+                r => return r,
             }
         }
-        Err(last.unwrap_or_else(|| {
-            Error::io(
-                dir,
-                io::Error::other(format!(
-                    "an ingest was installed during each of {READ_ONLY_TRIES} reads of the \
-                     Db's WALs: no consistent read-only view; retry"
-                )),
-            )
-        }))
     }
 
-    /// One round of [`Db::read_only_view`]; `None`: go round again.
+    /// One round of [`Db::read_only_view`].
     fn read_only_attempt(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
-    ) -> Result<Option<(Recovery, Vec<Recovered>)>> {
-        let mut held = BTreeMap::new();
-        Self::hold_wals(fs, dir, &mut held)?;
+    ) -> Result<(Recovery, Vec<Recovered>)> {
+        let held = Self::hold_wals(fs, dir)?;
         let mut rec = Self::recover_manifest(fs, dir, opts)?;
+        let cut = (rec.manifest_number, rec.manifest_valid_len);
         let overlay = Self::read_wal_stage(fs, dir)?;
         let mut out = Vec::new();
         for (&w, file) in held.range(rec.log_number..) {
             let path = wal_name(dir, w);
             let data = read_whole(&**file).map_err(|e| Error::io(&path, e))?;
-            Self::replay_wal(&mut rec, w, &path, data, overlay.as_ref(), &mut out)?;
+            if Self::replay_wal(
+                &mut rec,
+                w,
+                &path,
+                data,
+                overlay.as_ref(),
+                Some(cut),
+                &mut out,
+            )? {
+                break;
+            }
         }
-        // Step 5. Ingested files carry their global seqno; one at 0 is unordered by design.
-        let after = Self::recover_manifest(fs, dir, opts)?;
-        // Known: the version's files, and a flushable ingest's, replayed from its WAL record.
-        let replayed = out.iter().flat_map(|r| match r {
-            Recovered::Ingested(files) => files.as_slice(),
-            Recovered::Mem(_) => &[],
-        });
-        let known: std::collections::HashSet<u64> = rec
-            .version
-            .levels
-            .iter()
-            .flatten()
-            .map(|f| f.number)
-            .chain(replayed.map(|f| f.number))
-            .collect();
-        let later_write_without_ingest = after.version.levels.iter().flatten().any(|f| {
-            f.global_seqno > 0 && f.global_seqno < rec.last_sequence && !known.contains(&f.number)
-        });
-        Ok((!later_write_without_ingest).then_some((rec, out)))
+        Ok((rec, out))
     }
 
-    /// Opens every WAL in `dir` and holds it in `held`. One deleted between the listing and
+    /// Opens every WAL in `dir` and holds it. One deleted between the listing and
     /// its open is skipped: its flush was before (see [`Db::read_only_view`]).
     fn hold_wals(
         fs: &dyn FileSystem,
         dir: &Path,
-        held: &mut BTreeMap<u64, Arc<dyn RandomAccessFile>>,
-    ) -> Result<()> {
+    ) -> Result<BTreeMap<u64, Arc<dyn RandomAccessFile>>> {
+        let mut held = BTreeMap::new();
         for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
             let FileKind::Wal(w) = classify(&name) else {
                 continue;
@@ -191,7 +180,7 @@ impl Db {
                 Err(e) => return Err(Error::io(&path, e)),
             }
         }
-        Ok(())
+        Ok(held)
     }
 
     /// Step 2b of a read-only open: the bytes a writer (live, or killed) acknowledged that its

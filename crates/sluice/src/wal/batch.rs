@@ -9,6 +9,13 @@
 //! An *ingest record* (a flushable ingest, see `db/ingest`) shares the header with
 //! `count = u32::MAX`, followed by an opaque payload (the ingested tables' metadata): its
 //! tables are read at `seqno` onwards. Readers that predate it reject the count.
+//!
+//! An *install marker* (`count = u32::MAX - 1`, seqno 0, payload `manifest:fixed64
+//! end:fixed64`) follows an ingest installed by a MANIFEST edit alone: it says that the edit
+//! ending at byte `end` of MANIFEST `manifest` was durable before any record after the marker
+//! was written. Recovery skips it; a read-only open, which reads the MANIFEST before the WALs,
+//! stops its replay at a marker its MANIFEST read did not reach (`db/read_only.rs`), so it
+//! never shows a write acknowledged after an ingest without that ingest.
 
 use crate::base::coding::{decode_fixed32, decode_fixed64, put_varint32, Reader};
 use crate::base::key::{ValueKind, MAX_SEQNO};
@@ -31,6 +38,32 @@ pub fn decode_ingest_record(rep: &[u8]) -> Option<(u64, &[u8])> {
         return None;
     }
     Some((decode_fixed64(&rep[..8])?, &rep[HEADER..]))
+}
+
+const INSTALL_MARKER: u32 = u32::MAX - 1;
+
+/// Encodes an install marker: the ingest edit ending at byte `end` of MANIFEST `manifest` is
+/// durable.
+pub fn encode_install_marker(manifest: u64, end: u64) -> Vec<u8> {
+    let mut rep = Vec::with_capacity(HEADER + 16);
+    rep.extend_from_slice(&0u64.to_le_bytes());
+    rep.extend_from_slice(&INSTALL_MARKER.to_le_bytes());
+    rep.extend_from_slice(&manifest.to_le_bytes());
+    rep.extend_from_slice(&end.to_le_bytes());
+    rep
+}
+
+/// The (MANIFEST number, end offset) of an install marker, or `None` for any other record.
+/// A record with the marker's count but not its length is `None` too (and then fails as a
+/// batch).
+pub fn decode_install_marker(rep: &[u8]) -> Option<(u64, u64)> {
+    if rep.len() != HEADER + 16 || decode_fixed32(&rep[8..12]) != Some(INSTALL_MARKER) {
+        return None;
+    }
+    Some((
+        decode_fixed64(&rep[HEADER..HEADER + 8])?,
+        decode_fixed64(&rep[HEADER + 8..])?,
+    ))
 }
 
 /// An atomic group of puts, deletes and range deletes.
@@ -211,6 +244,25 @@ impl WriteBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An install marker reads back as itself and as nothing else: not an ingest record, and
+    /// not a batch (so a reader that predates it fails on it instead of misreading it); a
+    /// batch, an ingest record, or a marker cut short is not a marker.
+    #[test]
+    fn install_markers_are_told_from_other_records() {
+        let m = encode_install_marker(7, 1 << 40);
+        assert_eq!(decode_install_marker(&m), Some((7, 1 << 40)));
+        assert_eq!(decode_ingest_record(&m), None);
+        assert!(WriteBatch::from_rep(m.clone()).is_err());
+        assert_eq!(decode_install_marker(&m[..m.len() - 1]), None);
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v");
+        assert_eq!(decode_install_marker(b.rep()), None);
+        assert_eq!(
+            decode_install_marker(&encode_ingest_record(3, &[0; 16])),
+            None
+        );
+    }
 
     /// A batch sized by `with_capacity` for one entry encodes as `new` does and never grows,
     /// for lengths whose varints take 1 to 3 bytes.

@@ -53,7 +53,8 @@ impl Inner {
     /// becomes immutable and the files are queued above it at level 0 with fresh global
     /// seqnos, logged in the WAL, readable at once. Nothing waits for a flush, and the queue
     /// is held only for a WAL append and an O(1) memtable rotation (no fsync, no new file).
-    /// The WAL is synced after the queue is released, before the ingest is acknowledged.
+    /// The caller syncs the WAL after it has released the queue and the ranges' latch,
+    /// before the ingest is acknowledged.
     pub(super) fn ingest_flushable(
         self: &Arc<Self>,
         files: &[Prepared],
@@ -63,9 +64,7 @@ impl Inner {
         let me = self.enter_queue_barrier();
         let r = self.queue_flushable_ingest(files, opts, started);
         self.leave_queue_barrier(&me);
-        let report = r?;
-        self.sync_wal()?;
-        Ok(report)
+        r
     }
 
     /// Under the queue barrier: allocate the seqnos, log the ingest record, rotate the
@@ -95,14 +94,7 @@ impl Inner {
             }
             .encode(),
         );
-        if let Err(e) = self.wal.lock().add_record(&record) {
-            let msg = format!("WAL write failed: {e}");
-            self.set_background_error(&mut self.state.lock(), msg);
-            return Err(Error::Io {
-                path: None,
-                source: e,
-            });
-        }
+        self.append_wal_record(&record)?;
         let mut tables: Vec<Arc<FileMeta>> = edit
             .added
             .iter()
@@ -158,11 +150,36 @@ impl Inner {
         self.apply_edit_locked(&mut manifest, edit, |_| {
             self.ingested(&added, &report, false, started);
         })?;
+        let edit_end = (manifest.number, manifest.writer.size());
         drop(manifest);
         if let Some(last) = seqnos.last() {
             self.visible_seq.fetch_max(*last, Ordering::AcqRel);
         }
+        self.log_install_marker(edit_end)?;
         Ok(report)
+    }
+
+    /// Step 6b: the install marker (`wal::batch::encode_install_marker`), appended to the WAL
+    /// after the edit is durable and before the ingest is acknowledged, so every write
+    /// acknowledged after the ingest lies after it in the WAL. A read-only open that read the
+    /// MANIFEST before the edit stops its replay there (`db/read_only.rs`); recovery skips it.
+    /// Not synced: it matters only beside a live writer, and a WAL cut before it holds no write
+    /// acknowledged after the ingest either.
+    fn log_install_marker(&self, (manifest, end): (u64, u64)) -> Result<()> {
+        self.append_wal_record(&crate::wal::batch::encode_install_marker(manifest, end))
+    }
+
+    /// Appends an ingest's own record to the active WAL; a failure stops the Db's writes (it
+    /// may have left a torn record).
+    fn append_wal_record(&self, record: &[u8]) -> Result<()> {
+        self.wal.lock().add_record(record).map_err(|e| {
+            let msg = format!("WAL write failed: {e}");
+            self.set_background_error(&mut self.state.lock(), msg);
+            Error::Io {
+                path: None,
+                source: e,
+            }
+        })
     }
 
     /// Step 5a: each file's level ([`ingest_target_level`] for the normal path), checked

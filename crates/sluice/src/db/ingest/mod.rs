@@ -10,10 +10,13 @@
 //!    (`install.rs`, Pebble's flushable ingest): in the write queue, rotate the memtable, queue
 //!    the files above it at L0 with fresh global seqnos, log an ingest record in the WAL
 //!    (recovery replays it), publish — readable at once, installed later by the flush. No
-//!    ingest waits for a flush, and writers wait only for a WAL append, never an fsync.
+//!    ingest waits for a flush, and writers wait only for a WAL append, never an fsync: the
+//!    latch is released before the WAL sync that makes the ingest durable.
 //! 5. Otherwise pick each file's target level ([`ingest_target_level`], pure) and the global
 //!    seqno (if any existing data overlaps).
-//! 6. Install all files in one durable version edit; publish the seqno; release the latches.
+//! 6. Install all files in one durable version edit; publish the seqno; append an install
+//!    marker to the WAL (where a read-only open's replay stops if its MANIFEST read missed
+//!    the edit); release the latches.
 //!
 //! When every file is small (`small_file_threshold`), steps 2–6 are replaced by one synced
 //! write batch (`batch.rs`): atomic, later files newer.
@@ -183,7 +186,7 @@ impl Inner {
         // the version path, and the seqno it leads to, must not interleave with another
         // ingest's (a later version-path ingest landing below an earlier queued flushable
         // would be hidden by it). Validation and copying above still run in parallel.
-        let _ingest_order = self.ingest_order.lock();
+        let ingest_order = self.ingest_order.lock();
         // Step 3: latch the ranges (released on every path out, panics included): writes
         // already queued are applied, and no new write enters the ranges until the end.
         let ranges = big
@@ -208,7 +211,18 @@ impl Inner {
             self.ingest_flushable(&big, opts, started)
                 .map(|r| (r, false))
         };
+        // The files are readable now (installed, or queued above the memtables), so a write
+        // into their ranges gets a higher seqno and lands above them: the latch and the
+        // ingest order are let go before a flushable's WAL fsync, which writers into the
+        // ranges would otherwise wait out (ingest-under-load's tail with ingests).
         drop(guard);
+        drop(ingest_order);
+        let r = match r {
+            // The WAL holds the ingest record after every earlier write: one sync makes them
+            // and the ingest durable before it is acknowledged (invariant 10).
+            Ok((report, false)) => self.sync_wal().map(|()| (report, false)),
+            other => other,
+        };
         match r {
             Ok((report, installed)) => {
                 if installed {
