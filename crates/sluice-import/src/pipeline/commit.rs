@@ -100,11 +100,12 @@ impl Baseline {
             }
         };
         match catalog_change(&catalog::load(db)?, table, created) {
-            Some(what) => Err(ImportError::InvalidArgument(format!(
-                "table {} {what} after this import read the catalog; nothing was changed: run \
-                 the import again",
-                table.name
-            ))),
+            Some(what) => refused(
+                table,
+                &what,
+                "after this import read the catalog",
+                "nothing",
+            ),
             None => Ok(baseline),
         }
     }
@@ -233,9 +234,18 @@ fn moved(table: &TableDef, key: &[u8]) -> String {
 
 /// The commit's refusal: `table` `what` while the import ran.
 fn refuse(table: &TableDef, what: String) -> Result<(), ImportError> {
+    refused(
+        table,
+        &what,
+        "while this import ran",
+        "its files were not ingested and nothing",
+    )
+}
+
+/// The refusal of an import whose table changed `when`, having left `untouched` as it was.
+fn refused<T>(table: &TableDef, what: &str, when: &str, untouched: &str) -> Result<T, ImportError> {
     Err(ImportError::InvalidArgument(format!(
-        "table {} {what} while this import ran, so its files were not ingested and nothing \
-         was changed; run the import again",
+        "table {} {what} {when}, so {untouched} was changed; run the import again",
         table.name
     )))
 }

@@ -635,6 +635,24 @@ fn db_read_bits(db_dir: &Path) -> u32 {
 }
 
 /// A directory's device and inode (0, 0 where unknown).
+/// Whether a ring whose header records directory `dir_id` (device, inode) was made for the Db
+/// in `db_dir`; a ring from before those words were recorded (`(0, 0)`) by the canonical path
+/// it holds (`recorded_path`, read only then). Recovery and the read-only reader decide alike,
+/// so a Db reached through a bind mount or a symlink is recognised by both.
+pub(super) fn ring_made_for(
+    dir_id: (u64, u64),
+    recorded_path: impl FnOnce() -> Option<Vec<u8>>,
+    db_dir: &Path,
+) -> bool {
+    if dir_id != (0, 0) {
+        return dir_identity(db_dir) == dir_id;
+    }
+    let Ok(dir) = std::fs::canonicalize(db_dir) else {
+        return false;
+    };
+    recorded_path().is_some_and(|p| p == dir.as_os_str().as_encoded_bytes())
+}
+
 pub(super) fn dir_identity(dir: &Path) -> (u64, u64) {
     #[cfg(unix)]
     {

@@ -81,7 +81,7 @@ mod imp {
 
     use super::super::recovery::{check_header, lock_shared, open_ring_of, read_marker, unlock};
     use super::super::{
-        dir_identity, StageError, DIR_AT, HEADER, MARKER, MAX_RING, W_BASE, W_DIR_DEV, W_DIR_INO,
+        ring_made_for, StageError, DIR_AT, HEADER, MARKER, MAX_RING, W_BASE, W_DIR_DEV, W_DIR_INO,
         W_DIR_LEN, W_DRAINED, W_PUBLISHED, W_WAL,
     };
     use super::Overlay;
@@ -197,17 +197,13 @@ mod imp {
     /// Whether the ring was made for the Db in `db_dir`: its directory's device and inode
     /// (rings from before they were recorded: its canonical path, read with `pread`).
     fn made_for(map: &Header, ring: &std::fs::File, db_dir: &Path) -> bool {
-        let (dev, ino) = (map.word(W_DIR_DEV), map.word(W_DIR_INO));
-        if (dev, ino) != (0, 0) {
-            return dir_identity(db_dir) == (dev, ino);
-        }
-        let len = map.word(W_DIR_LEN) as usize;
-        let mut path = vec![0u8; len.min(HEADER - DIR_AT)];
-        let Ok(dir) = std::fs::canonicalize(db_dir) else {
-            return false;
+        let recorded = || {
+            let len = map.word(W_DIR_LEN) as usize;
+            let mut path = vec![0u8; len.min(HEADER - DIR_AT)];
+            ring.read_exact_at(&mut path, DIR_AT as u64).ok()?;
+            Some(path)
         };
-        ring.read_exact_at(&mut path, DIR_AT as u64).is_ok()
-            && path == dir.as_os_str().as_encoded_bytes()
+        ring_made_for((map.word(W_DIR_DEV), map.word(W_DIR_INO)), recorded, db_dir)
     }
 
     /// The ring's header page, mapped read-only: its words are read as atomics, as the live

@@ -5,8 +5,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{
-    DIR_AT, HEADER, MAGIC, MARKER, MAX_RING, NAME_PREFIX, VERSION, W_BASE, W_DIR_LEN, W_DRAINED,
-    W_ID, W_MAGIC, W_PUBLISHED, W_RING, W_VERSION, W_WAL,
+    ring_made_for, DIR_AT, HEADER, MAGIC, MARKER, MAX_RING, NAME_PREFIX, VERSION, W_BASE,
+    W_DIR_DEV, W_DIR_INO, W_DIR_LEN, W_DRAINED, W_ID, W_MAGIC, W_PUBLISHED, W_RING, W_VERSION,
+    W_WAL,
 };
 
 /// What [`recover`] did.
@@ -97,8 +98,7 @@ pub fn recover(
             wal_number: stage.wal_number,
         };
     }
-    let dir = std::fs::canonicalize(db_dir).map_err(|e| io_err(db_dir, e))?;
-    if stage.dir == dir.as_os_str().as_encoded_bytes() {
+    if ring_made_for(stage.dir_id, || Some(stage.dir.to_vec()), db_dir) {
         std::fs::remove_file(&ring_path).map_err(|e| io_err(&ring_path, e))?;
     }
     remove_marker()?;
@@ -201,6 +201,7 @@ struct Parsed<'a> {
     base: u64,
     ring: u64,
     dir: &'a [u8],
+    dir_id: (u64, u64),
 }
 
 /// The header words a stage writes once, before its marker names it (so a reader of a live
@@ -246,6 +247,7 @@ fn parse(bytes: &[u8], id: u64) -> Result<Parsed<'_>, (u64, String)> {
         base: header_word(bytes, W_BASE),
         ring,
         dir: &bytes[DIR_AT..DIR_AT + dir_len as usize],
+        dir_id: (header_word(bytes, W_DIR_DEV), header_word(bytes, W_DIR_INO)),
     };
     if p.drained > p.published || p.published - p.drained > ring || p.base > p.drained {
         let why = format!(

@@ -373,18 +373,25 @@ fn a_ring_whose_db_directory_is_gone_is_swept_and_no_other() {
     drop(alive);
 }
 
-#[test]
-fn a_crashed_dbs_copy_gets_its_tail_and_the_original_keeps_its_ring() {
-    let (db, shm) = tmp_dirs();
-    let copy = tempfile::tempdir().unwrap();
-    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+/// A stage for the Db in `db` whose writer was killed with the 12-byte record
+/// `acknowledged` of WAL 5 still in its ring (the drainer paused); returns the ring's path.
+fn crashed_with_undrained_record(db: &Path, shm: &Path) -> PathBuf {
+    let stage = WalStage::create(db, shm, 4096).unwrap();
     let ring = stage.path().unwrap().to_path_buf();
-    let (_, file) = wal_file(db.path(), 5);
+    let (_, file) = wal_file(db, 5);
     let mut f = stage.wrap(file, 5).unwrap();
     stage.pause(true);
     write_record(&mut f, b"acknowledged").unwrap();
     drop(f);
     stage.crash();
+    ring
+}
+
+#[test]
+fn a_crashed_dbs_copy_gets_its_tail_and_the_original_keeps_its_ring() {
+    let (db, shm) = tmp_dirs();
+    let copy = tempfile::tempdir().unwrap();
+    let ring = crashed_with_undrained_record(db.path(), shm.path());
     for name in [MARKER, "000005.log"] {
         std::fs::copy(db.path().join(name), copy.path().join(name)).unwrap();
     }
@@ -407,6 +414,26 @@ fn a_crashed_dbs_copy_gets_its_tail_and_the_original_keeps_its_ring() {
         b"acknowledged"
     );
     assert!(!ring.exists());
+}
+
+/// A crashed Db's directory moved (renamed) before it is opened again: the same directory by
+/// device and inode, another path. Recovery writes the tail and removes the ring as its own
+/// (by path it was taken for a copy's, and left to the orphan sweep).
+#[test]
+fn a_crashed_db_moved_elsewhere_recovers_and_removes_its_ring() {
+    let (db, shm) = tmp_dirs();
+    let ring = crashed_with_undrained_record(db.path(), shm.path());
+    let moved = db.path().with_extension("moved");
+    std::fs::rename(db.path(), &moved).unwrap();
+    let wal = |n: u64| moved.join(format!("{n:06}.log"));
+    let got = recover(&moved, shm.path(), wal);
+    let _ = std::fs::rename(&moved, db.path());
+    assert_eq!(got.unwrap().unwrap().bytes, 12);
+    assert_eq!(
+        std::fs::read(db.path().join("000005.log")).unwrap(),
+        b"acknowledged"
+    );
+    assert!(!ring.exists(), "the moved Db's own ring was left behind");
 }
 
 #[test]
