@@ -718,3 +718,38 @@ fn small_file_path_honours_fail_if_not_bottommost() {
         "the small-file path accepted what fail_if_not_bottommost forbids: {r:?}"
     );
 }
+
+/// Killed at every step of a version-path ingest (`fail_after_ops`): an ingest that returns
+/// `Ok` is readable, and one whose install marker could not be appended after its durable
+/// edit is still installed and reported done, with the Db refusing writes from then on (a
+/// write acknowledged after it would have no marker between them).
+#[test]
+fn an_ingest_whose_install_marker_fails_is_done_and_stops_writes() {
+    let mut marker_failed = 0;
+    for step in 0..40 {
+        let fs = MemFs::new();
+        let db = Db::open("/db", opts(&fs)).unwrap();
+        db.put(b"a", b"1").unwrap();
+        let f = external_sst(&fs, "x.sst", &[("x", "ingested")], &[]);
+        fs.set_faults(FaultConfig {
+            fail_after_ops: Some(step),
+            ..FaultConfig::default()
+        });
+        let r = db.ingest(&[f], &IngestOptions::default());
+        // With the file system whole again: only an error the ingest left stops this put.
+        fs.set_faults(FaultConfig::default());
+        let put_after = db.put(b"b", b"2");
+        if r.is_ok() {
+            assert_eq!(
+                db.get(b"x").unwrap().as_deref(),
+                Some(&b"ingested"[..]),
+                "step {step}"
+            );
+            if put_after.is_err() {
+                marker_failed += 1;
+                assert!(db.put(b"c", b"3").is_err(), "step {step}: writes go on");
+            }
+        }
+    }
+    assert!(marker_failed > 0, "no step failed the install marker alone");
+}

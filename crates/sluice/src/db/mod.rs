@@ -4,8 +4,10 @@
 //! * `ingest_order`: held by an ingest from its latch to its install or queueing, so ingests
 //!   apply one at a time.
 //! * `queue` (group commit): writers enqueue; the front writer is the *leader*, which writes
-//!   the whole group to the WAL and memtable while the others wait. Only the leader touches
-//!   the WAL and inserts into the active memtable.
+//!   the whole group to the WAL and memtable while the others wait. Only the leader inserts
+//!   into the active memtable and appends writes to the WAL; an ingest appends its own
+//!   records (a flushable's under a queue barrier, an install marker under `manifest`), each
+//!   under `wal`, which orders every append.
 //! * `manifest`: serializes version edits. Held while an edit is written and synced, so the
 //!   order of edits in the MANIFEST is the order versions are installed.
 //! * `snapshots`: the registry of live snapshots (a job reads it with the read horizon).

@@ -32,7 +32,19 @@ impl Inner {
     pub(super) fn apply_edit_locked(
         &self,
         m: &mut ManifestState,
+        edit: VersionEdit,
+        also: impl FnOnce(&mut State),
+    ) -> Result<()> {
+        self.apply_edit_then(m, edit, |_| {}, also)
+    }
+
+    /// [`Inner::apply_edit_locked`], running `durable` once the edit is durable and before
+    /// the version holding it is installed (an ingest's install marker, `db/ingest`).
+    pub(super) fn apply_edit_then(
+        &self,
+        m: &mut ManifestState,
         mut edit: VersionEdit,
+        durable: impl FnOnce(&ManifestState),
         also: impl FnOnce(&mut State),
     ) -> Result<()> {
         let next_version = {
@@ -55,6 +67,7 @@ impl Inner {
             self.set_background_error(&mut s, format!("MANIFEST write failed: {e}"));
             return Err(Error::io(&path, e));
         }
+        durable(m);
         let mut s = self.state.lock();
         let v = Arc::new(next_version);
         s.files.track_version(&v);

@@ -202,6 +202,8 @@ impl Inner {
             let r = wal
                 .add_record(combined.rep())
                 .and_then(|_| if sync { wal.sync() } else { Ok(()) });
+            // Before `state` (lock order: `state` → `wal`).
+            drop(wal);
             if let Err(e) = r {
                 let msg = format!("WAL write failed: {e}");
                 self.set_background_error(&mut self.state.lock(), msg);

@@ -44,6 +44,8 @@ pub(super) struct MappedLog {
     seg_pos: usize,
     /// Size of each further segment.
     grow: u64,
+    /// Every fsync of the log goes through it.
+    gate: super::SyncGate,
 }
 
 impl MappedLog {
@@ -71,6 +73,7 @@ impl MappedLog {
             seg_start: 0,
             seg_pos: 0,
             grow,
+            gate: super::SyncGate::default(),
         })
     }
 
@@ -131,7 +134,7 @@ impl WritableFile for MappedLog {
         if let Some(map) = &self.map {
             map.flush_range(0, self.seg_pos)?;
         }
-        self.file.sync_data()
+        self.gate.sync(|| self.file.sync_data())
     }
 
     fn sync_handle(&mut self) -> Option<SyncHandle> {
@@ -140,7 +143,8 @@ impl WritableFile for MappedLog {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         {
             let f = self.file.try_clone().ok()?;
-            Some(Box::new(move || f.sync_data()))
+            let gate = self.gate.clone();
+            Some(Box::new(move || gate.sync(|| f.sync_data())))
         }
     }
 }

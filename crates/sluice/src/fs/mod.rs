@@ -163,8 +163,33 @@ pub struct SyncingFile {
     /// through this wrapper since (the file is written sequentially).
     written: u64,
     syncer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    /// Every fsync of the file, the background ones too, goes through it.
+    gate: SyncGate,
     mode: Writeback,
     limiter: Option<Arc<RateLimiter>>,
+}
+
+/// One file's fsyncs, made one at a time and failing for good once one has failed. After a
+/// failed fsync Linux marks the pages clean and reports the error once, to whichever fsync of
+/// the open file asks first, so a later or concurrent fsync (another thread's, through a
+/// [`SyncHandle`] or a background sync) could return success for bytes that never reached the
+/// disk; here the one that failed and every one after it fail.
+#[derive(Clone, Default)]
+pub(crate) struct SyncGate(Arc<parking_lot::Mutex<bool>>);
+
+impl SyncGate {
+    /// Runs `sync` unless an earlier one failed; records its failure.
+    pub(crate) fn sync(&self, sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        let mut failed = self.0.lock();
+        if *failed {
+            return Err(io::Error::other(
+                "an earlier fsync of this file failed: its unwritten bytes may be lost",
+            ));
+        }
+        let r = sync();
+        *failed = r.is_err();
+        r
+    }
 }
 
 /// How a written file's bytes go to disk: when writeback starts, and how fast the file may be
@@ -196,6 +221,7 @@ impl SyncingFile {
             since_sync: 0,
             written,
             syncer: None,
+            gate: SyncGate::default(),
             mode,
             limiter: None,
         }
@@ -228,7 +254,7 @@ impl SyncingFile {
         if failpoints::fires("sst_writer::sync", self.fault_path.as_deref()) {
             return Err(failpoints::injected());
         }
-        self.file.sync_all()
+        self.gate.sync(|| self.file.sync_all())
     }
 
     /// Makes the file subject to the named fault points as the file at `path`.
@@ -276,7 +302,8 @@ impl std::io::Write for SyncingFile {
             self.reap(false)?;
             if self.syncer.is_none() {
                 let f = self.file.try_clone()?;
-                self.syncer = Some(std::thread::spawn(move || f.sync_data()));
+                let gate = self.gate.clone();
+                self.syncer = Some(std::thread::spawn(move || gate.sync(|| f.sync_data())));
                 self.since_sync = 0;
             }
         }
@@ -312,7 +339,7 @@ impl SyncingFile {
     /// Waits for background syncs, then makes the file's data durable (no metadata).
     pub fn sync_data(&mut self) -> std::io::Result<()> {
         self.reap(true)?;
-        self.file.sync_data()
+        self.gate.sync(|| self.file.sync_data())
     }
 
     /// The underlying file.
@@ -386,12 +413,13 @@ impl WritableFile for RealWritable {
         self.flush().ok()?;
         let f = self.file.file().try_clone().ok()?;
         let pending = self.file.syncer.take();
+        let gate = self.file.gate.clone();
         Some(Box::new(move || {
             if let Some(h) = pending {
                 h.join()
                     .map_err(|_| io::Error::other("background sync thread panicked"))??;
             }
-            f.sync_data()
+            gate.sync(|| f.sync_data())
         }))
     }
 }
@@ -530,6 +558,28 @@ impl FileSystem for RealFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once one fsync of a file failed, every later one fails without being made (Linux
+    /// reports the error once and marks the pages clean), through every path: the file's
+    /// own sync, a handle taken before or after the failure.
+    #[test]
+    fn a_failed_fsync_fails_every_later_one() {
+        let gate = SyncGate::default();
+        let other = gate.clone();
+        gate.sync(|| Ok(())).unwrap();
+        assert!(gate.sync(|| Err(io::Error::from_raw_os_error(5))).is_err());
+        let mut ran = false;
+        assert!(other
+            .sync(|| {
+                ran = true;
+                Ok(())
+            })
+            .is_err());
+        assert!(
+            !ran,
+            "a later fsync was made and could have reported success"
+        );
+    }
 
     /// `SyncingFile` writes with `pwrite(2)` at its own offset: from where the file was when
     /// wrapped (a file opened at its end is appended to, not overwritten), each write after

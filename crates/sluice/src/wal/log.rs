@@ -54,6 +54,10 @@ pub struct LogWriter {
     /// `size` at the last successful sync.
     synced: u64,
     buf: Vec<u8>,
+    /// An append or sync failed: the file may end in a torn record, so nothing is appended
+    /// after it (a valid record behind damage would read as corruption) and nothing is
+    /// reported durable.
+    failed: bool,
 }
 
 impl LogWriter {
@@ -65,6 +69,7 @@ impl LogWriter {
             size: 0,
             synced: 0,
             buf: Vec::with_capacity(BLOCK_SIZE),
+            failed: false,
         }
     }
 
@@ -79,11 +84,28 @@ impl LogWriter {
             size,
             synced: size,
             buf: Vec::with_capacity(BLOCK_SIZE),
+            failed: false,
         }
     }
 
     /// Appends one record and hands it to the OS (not synced).
     pub fn add_record(&mut self, data: &[u8]) -> io::Result<()> {
+        self.check()?;
+        let r = self.append(data);
+        self.failed = r.is_err();
+        r
+    }
+
+    fn check(&self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other(
+                "an earlier write or sync of this log failed",
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
         self.buf.clear();
         let mut left = data;
         let mut begin = true;
@@ -123,17 +145,25 @@ impl LogWriter {
 
     /// Makes every record appended so far durable (a no-op when nothing new was appended).
     pub fn sync(&mut self) -> io::Result<()> {
+        self.check()?;
         if self.synced == self.size && self.size > 0 {
             return Ok(());
         }
-        self.file.sync()?;
+        if let Err(e) = self.file.sync() {
+            self.failed = true;
+            return Err(e);
+        }
         self.synced = self.size;
         Ok(())
     }
 
     /// A handle syncing every record appended so far without access to this writer (see
     /// [`WritableFile::sync_handle`]); `None` when the file does not support it.
+    /// After a failure: `None` (the caller's `sync` then reports it).
     pub fn sync_handle(&mut self) -> Option<crate::fs::SyncHandle> {
+        if self.failed {
+            return None;
+        }
         self.file.sync_handle()
     }
 
@@ -431,7 +461,45 @@ impl<'a> LogReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::{FileSystem, MemFs};
+    use crate::fs::{FaultConfig, FileSystem, MemFs};
+
+    /// After a failed append (which may have left a torn record) nothing more is appended and
+    /// nothing is reported durable, though the file would take writes again: the log ends in
+    /// at most a torn tail, never a valid record behind damage. Likewise after a failed sync.
+    #[test]
+    fn a_failed_append_or_sync_fails_every_later_one() {
+        let fs = MemFs::new();
+        let p = Path::new("/log");
+        let mut w = LogWriter::new(fs.create(p).unwrap());
+        w.add_record(b"first").unwrap();
+        fs.set_faults(FaultConfig {
+            fail_writes_after_bytes: Some(3),
+            ..FaultConfig::default()
+        });
+        assert!(w.add_record(b"second, torn").is_err());
+        fs.set_faults(FaultConfig::default());
+        assert!(w.add_record(b"third").is_err());
+        assert!(w.sync().is_err());
+        assert!(w.sync_handle().is_none());
+        let data = fs.read_all(p).unwrap();
+        let (records, _) = read_all(&data).unwrap();
+        assert_eq!(records, vec![b"first".to_vec()]);
+
+        let q = Path::new("/log2");
+        let mut w = LogWriter::new(fs.create(q).unwrap());
+        w.add_record(b"one").unwrap();
+        fs.set_faults(FaultConfig {
+            fail_syncs: true,
+            ..FaultConfig::default()
+        });
+        assert!(w.sync().is_err());
+        fs.set_faults(FaultConfig::default());
+        assert!(
+            w.sync().is_err(),
+            "a sync after a failed one reported success"
+        );
+        assert!(w.add_record(b"two").is_err());
+    }
 
     fn write_log(records: &[Vec<u8>]) -> Vec<u8> {
         let fs = MemFs::new();

@@ -52,7 +52,8 @@ impl Inner {
     /// so every earlier write has a lower seqno and every later one a higher, the memtable
     /// becomes immutable and the files are queued above it at level 0 with fresh global
     /// seqnos, logged in the WAL, readable at once. Nothing waits for a flush, and the queue
-    /// is held only for a WAL append and an O(1) memtable rotation (no fsync, no new file).
+    /// is held for a WAL append and an O(1) memtable rotation — and, as for any write, for a
+    /// stall or a WAL switch when the memtable is full (`make_room_for_write`).
     /// The caller syncs the WAL after it has released the queue and the ranges' latch,
     /// before the ingest is acknowledged.
     pub(super) fn ingest_flushable(
@@ -147,32 +148,38 @@ impl Inner {
         } else {
             Vec::new()
         };
-        self.apply_edit_locked(&mut manifest, edit, |_| {
-            self.ingested(&added, &report, false, started);
-        })?;
-        let edit_end = (manifest.number, manifest.writer.size());
+        self.apply_edit_then(
+            &mut manifest,
+            edit,
+            |m| self.log_install_marker(m.number, m.writer.size()),
+            |_| self.ingested(&added, &report, false, started),
+        )?;
         drop(manifest);
         if let Some(last) = seqnos.last() {
             self.visible_seq.fetch_max(*last, Ordering::AcqRel);
         }
-        self.log_install_marker(edit_end)?;
         Ok(report)
     }
 
-    /// Step 6b: the install marker (`wal::batch::encode_install_marker`), appended to the WAL
-    /// after the edit is durable and before the ingest is acknowledged, so every write
-    /// acknowledged after the ingest lies after it in the WAL. A read-only open that read the
-    /// MANIFEST before the edit stops its replay there (`db/read_only.rs`); recovery skips it.
-    /// Not synced: it matters only beside a live writer, and a WAL cut before it holds no write
-    /// acknowledged after the ingest either.
-    fn log_install_marker(&self, (manifest, end): (u64, u64)) -> Result<()> {
-        self.append_wal_record(&crate::wal::batch::encode_install_marker(manifest, end))
+    /// Step 6b: the install marker (`wal::batch::encode_install_marker`) of the edit ending at
+    /// byte `end` of MANIFEST `manifest`, appended to the WAL once the edit is durable and
+    /// before the version holding it is installed: any write made by someone who saw the
+    /// ingest, or after it was acknowledged, lies after it in the WAL. A read-only open that
+    /// read the MANIFEST before the edit stops its replay there (`db/read_only.rs`); recovery
+    /// skips it. Not synced: it matters only beside a live writer, and a WAL cut before it
+    /// holds no write made after the ingest either. If the append fails, the ingest (durable)
+    /// is still installed and reported done, and the Db refuses writes from then on (a write
+    /// could otherwise be acknowledged after it with no marker between them).
+    fn log_install_marker(&self, manifest: u64, end: u64) {
+        let _ = self.append_wal_record(&crate::wal::batch::encode_install_marker(manifest, end));
     }
 
     /// Appends an ingest's own record to the active WAL; a failure stops the Db's writes (it
     /// may have left a torn record).
     fn append_wal_record(&self, record: &[u8]) -> Result<()> {
-        self.wal.lock().add_record(record).map_err(|e| {
+        // The WAL's guard ends here, before `state` is taken (lock order: `state` → `wal`).
+        let r = self.wal.lock().add_record(record);
+        r.map_err(|e| {
             let msg = format!("WAL write failed: {e}");
             self.set_background_error(&mut self.state.lock(), msg);
             Error::Io {
@@ -264,7 +271,7 @@ impl Inner {
     /// Step 5c: every write with a lower seqno is applied (at most one write group is in
     /// flight; it has passed its stall checks, so it needs no lock we hold), hence in the WAL;
     /// then the WAL is synced, so an ingest that survives a crash never survives without a
-    /// write acknowledged before it (invariant 10).
+    /// write acknowledged before it (DESIGN.md invariant 10).
     fn ingest_make_earlier_writes_durable(&self, seqnos: &[u64]) -> Result<()> {
         if let Some(first) = seqnos.iter().copied().filter(|&s| s > 0).min() {
             self.wait_visible(first - 1)?;

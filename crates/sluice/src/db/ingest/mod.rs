@@ -188,7 +188,8 @@ impl Inner {
         // would be hidden by it). Validation and copying above still run in parallel.
         let ingest_order = self.ingest_order.lock();
         // Step 3: latch the ranges (released on every path out, panics included): writes
-        // already queued are applied, and no new write enters the ranges until the end.
+        // already queued are applied, and no new write enters the ranges until the files
+        // are readable (installed, or queued above the memtables).
         let ranges = big
             .iter()
             .map(|f| (f.smallest.clone(), f.largest.clone()))
@@ -219,7 +220,7 @@ impl Inner {
         drop(ingest_order);
         let r = match r {
             // The WAL holds the ingest record after every earlier write: one sync makes them
-            // and the ingest durable before it is acknowledged (invariant 10).
+            // and the ingest durable before it is acknowledged (DESIGN.md invariant 10).
             Ok((report, false)) => self.sync_wal().map(|()| (report, false)),
             other => other,
         };
