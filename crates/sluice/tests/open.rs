@@ -142,8 +142,9 @@ fn read_only_open_writes_nothing_and_options_load_back() {
 }
 
 /// A read-only open beside a writer that flushes all the time sees every write acknowledged
-/// before it began: a flush that finishes while the open reads (and the WAL it then deletes,
-/// whose writes are in a table the open's version lacks) sends the open back to read again.
+/// before it began: a flush that finishes while the open reads deletes a WAL whose writes are
+/// in a table the open's version lacks, so the open holds every WAL before it reads the
+/// MANIFEST (read through the handle after the delete).
 #[test]
 fn read_only_opens_beside_a_flushing_writer_see_every_acknowledged_write() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

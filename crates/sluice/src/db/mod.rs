@@ -8,8 +8,9 @@
 //!   into the active memtable and appends writes to the WAL; an ingest appends its own
 //!   records (a flushable's under a queue barrier, an install marker under `manifest`), each
 //!   under `wal`, which orders every append.
-//! * `manifest`: serializes version edits. Held while an edit is written and synced, so the
-//!   order of edits in the MANIFEST is the order versions are installed.
+//! * `manifest`: serializes version edits. Held while an edit is written and synced (and an
+//!   ingest's install marker appended under `wal`), so the order of edits in the MANIFEST is
+//!   the order versions are installed.
 //! * `snapshots`: the registry of live snapshots (a job reads it with the read horizon).
 //! * `state` (`State`): memtables, the current version and its derived facts, the running
 //!   jobs (`jobs.rs`) and the file book (`file_book.rs`). Held briefly; never across table

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::base::error::{Error, Result};
 use crate::base::filenames::wal_name;
@@ -305,8 +305,12 @@ impl Inner {
             .fetch_max(micros, Ordering::Relaxed);
     }
 
-    /// Makes the active memtable immutable and starts a new WAL (leader or flush caller only).
-    pub(super) fn switch_memtable(&self, s: &mut State) -> Result<()> {
+    /// Makes the active memtable immutable and starts a new WAL (the write leader, or a caller
+    /// holding the queue barrier: no other write or switch runs meanwhile). `state` is let go
+    /// during the file work — the old WAL's fsync, the new one's creation, the directory's
+    /// fsync — so readers and background jobs do not wait for it; the memtable is swapped once
+    /// it is held again.
+    pub(super) fn switch_memtable(&self, s: &mut MutexGuard<'_, State>) -> Result<()> {
         let number = s.files.new_wal_number();
         let path = wal_name(&self.dir, number);
         let switch = || -> std::io::Result<LogWriter> {
@@ -321,8 +325,9 @@ impl Inner {
             self.fs.sync_dir(&self.dir)?;
             Ok(std::mem::replace(&mut *wal, LogWriter::new(f)))
         };
-        match switch() {
-            Ok(_old) => {}
+        // The old writer is closed here too, without `state`.
+        match MutexGuard::unlocked(s, || switch().map(drop)) {
+            Ok(()) => {}
             Err(e) => {
                 let msg = format!("cannot start WAL {}: {e}", path.display());
                 self.set_background_error(s, msg);

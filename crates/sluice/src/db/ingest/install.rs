@@ -271,7 +271,7 @@ impl Inner {
     /// Step 5c: every write with a lower seqno is applied (at most one write group is in
     /// flight; it has passed its stall checks, so it needs no lock we hold), hence in the WAL;
     /// then the WAL is synced, so an ingest that survives a crash never survives without a
-    /// write acknowledged before it (DESIGN.md invariant 10).
+    /// write acknowledged before it.
     fn ingest_make_earlier_writes_durable(&self, seqnos: &[u64]) -> Result<()> {
         if let Some(first) = seqnos.iter().copied().filter(|&s| s > 0).min() {
             self.wait_visible(first - 1)?;

@@ -10,13 +10,13 @@
 //!    (`install.rs`, Pebble's flushable ingest): in the write queue, rotate the memtable, queue
 //!    the files above it at L0 with fresh global seqnos, log an ingest record in the WAL
 //!    (recovery replays it), publish — readable at once, installed later by the flush. No
-//!    ingest waits for a flush, and writers wait only for a WAL append, never an fsync: the
-//!    latch is released before the WAL sync that makes the ingest durable.
+//!    ingest waits for a flush, and writers into the ranges wait for the queueing, not for
+//!    the WAL sync that makes the ingest durable (the latch is released before it).
 //! 5. Otherwise pick each file's target level ([`ingest_target_level`], pure) and the global
 //!    seqno (if any existing data overlaps).
-//! 6. Install all files in one durable version edit; publish the seqno; append an install
-//!    marker to the WAL (where a read-only open's replay stops if its MANIFEST read missed
-//!    the edit); release the latches.
+//! 6. Write all files in one durable version edit; append an install marker to the WAL
+//!    (where a read-only open's replay stops if its MANIFEST read missed the edit); install
+//!    the version; publish the seqno; release the latches.
 //!
 //! When every file is small (`small_file_threshold`), steps 2–6 are replaced by one synced
 //! write batch (`batch.rs`): atomic, later files newer.
@@ -220,7 +220,7 @@ impl Inner {
         drop(ingest_order);
         let r = match r {
             // The WAL holds the ingest record after every earlier write: one sync makes them
-            // and the ingest durable before it is acknowledged (DESIGN.md invariant 10).
+            // and the ingest durable before it is acknowledged.
             Ok((report, false)) => self.sync_wal().map(|()| (report, false)),
             other => other,
         };

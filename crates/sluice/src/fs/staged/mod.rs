@@ -634,7 +634,6 @@ fn db_read_bits(db_dir: &Path) -> u32 {
     }
 }
 
-/// A directory's device and inode (0, 0 where unknown).
 /// Whether a ring whose header records directory `dir_id` (device, inode) was made for the Db
 /// in `db_dir`; a ring from before those words were recorded (`(0, 0)`) by the canonical path
 /// it holds (`recorded_path`, read only then). Recovery and the read-only reader decide alike,
@@ -653,6 +652,7 @@ pub(super) fn ring_made_for(
     recorded_path().is_some_and(|p| p == dir.as_os_str().as_encoded_bytes())
 }
 
+/// A directory's device and inode (0, 0 where unknown).
 pub(super) fn dir_identity(dir: &Path) -> (u64, u64) {
     #[cfg(unix)]
     {

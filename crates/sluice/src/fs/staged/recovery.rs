@@ -37,9 +37,10 @@ pub enum StageError {
 /// - A ring that is gone (a reboot, or `/dev/shm` torn down with a container) or that is not
 ///   a regular file of this user (anyone may make files in `/dev/shm`; ours are made
 ///   `O_EXCL`) is no ring of ours: the marker goes.
-/// - A ring made for another path (the Db was copied or moved after its crash) is written to
-///   this WAL all the same — it is the same history — and left in place for the original,
-///   until the orphan sweep finds its path gone.
+/// - A ring made for another directory (by device and inode: the Db was copied after its
+///   crash) is written to this WAL all the same — it is the same history — and left in place
+///   for the original, until the orphan sweep finds its path gone with nothing undrained. A
+///   Db moved after its crash is the same directory: its ring is removed here.
 /// - A corrupt marker or header, an id that does not match, or undrained bytes for a WAL
 ///   that is missing or shorter than the ring says are errors naming the file and offset: the
 ///   Db is not opened, since those bytes may be acknowledged writes.
@@ -282,9 +283,12 @@ fn write_tail(_: &Path, _: &[u8], _: &Parsed<'_>) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
-/// Removes the rings in `stage_dir` whose Db directory no longer exists (a crashed process's
-/// Db, deleted since): nobody can recover them, and they hold memory. A ring whose directory
-/// exists is never touched here: only that Db's next open may decide about it.
+/// Removes the rings in `stage_dir` whose Db directory no longer exists at the path they
+/// record and that hold nothing undrained (a crashed process's Db, deleted since): nobody
+/// needs them, and they hold memory. A ring whose directory exists is never touched here: only
+/// that Db's next open may decide about it. A ring with undrained bytes stays even when its
+/// path is gone — its Db may have been moved, and finds it by device and inode — until that
+/// Db is opened, or `/dev/shm` is cleared (a reboot); a Db deleted after a crash leaves it.
 #[cfg(unix)]
 pub(super) fn sweep_orphans(stage_dir: &Path) {
     use std::io::Read;
@@ -315,10 +319,13 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
             &head[DIR_AT..DIR_AT + len as usize],
         ));
         // Only a path that is certainly gone: an unreadable one (EACCES, EIO, a mount not
-        // seen from here) may still hold the Db that needs this ring.
+        // seen from here) may still hold the Db that needs this ring. And only a ring with
+        // nothing undrained: its Db may have been moved after a crash (found again by device
+        // and inode when it is opened), and those bytes are acknowledged writes.
         let gone =
             matches!(std::fs::symlink_metadata(dir), Err(e) if e.kind() == io::ErrorKind::NotFound);
-        if dir.is_absolute() && gone {
+        let drained = header_word(&head, W_PUBLISHED) == header_word(&head, W_DRAINED);
+        if dir.is_absolute() && gone && drained {
             let _ = std::fs::remove_file(e.path());
         }
     }

@@ -417,17 +417,27 @@ fn a_crashed_dbs_copy_gets_its_tail_and_the_original_keeps_its_ring() {
 }
 
 /// A crashed Db's directory moved (renamed) before it is opened again: the same directory by
-/// device and inode, another path. Recovery writes the tail and removes the ring as its own
-/// (by path it was taken for a copy's, and left to the orphan sweep).
+/// device and inode, another path. Another Db's orphan sweep leaves the ring (undrained
+/// bytes), and recovery writes the tail and removes the ring as its own (by path it was taken
+/// for a copy's, and left to the orphan sweep).
 #[test]
 fn a_crashed_db_moved_elsewhere_recovers_and_removes_its_ring() {
     let (db, shm) = tmp_dirs();
     let ring = crashed_with_undrained_record(db.path(), shm.path());
     let moved = db.path().with_extension("moved");
     std::fs::rename(db.path(), &moved).unwrap();
+    // Another Db's stage sweeps first: the ring's recorded path is gone, but it holds
+    // undrained bytes, so it stays.
+    let other = tempfile::tempdir().unwrap();
+    drop(WalStage::create(other.path(), shm.path(), 4096).unwrap());
+    let kept = ring.exists();
     let wal = |n: u64| moved.join(format!("{n:06}.log"));
     let got = recover(&moved, shm.path(), wal);
     let _ = std::fs::rename(&moved, db.path());
+    assert!(
+        kept,
+        "the sweep removed a moved Db's ring with undrained bytes"
+    );
     assert_eq!(got.unwrap().unwrap().bytes, 12);
     assert_eq!(
         std::fs::read(db.path().join("000005.log")).unwrap(),
