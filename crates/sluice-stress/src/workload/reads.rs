@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rand::Rng;
 use sluice::ReadOptions;
 
-use crate::keys::{show, Key};
+use crate::keys::{make_value, show, Key};
 
 use super::Worker;
 
@@ -53,6 +53,7 @@ impl Worker {
             .map(|&k| o.idx(k).expect("key in space"))
             .collect();
         let lowers: Vec<u64> = idx.iter().map(|&i| o.committed(i)).collect();
+        let seq_acked = o.seq_acked.load(Ordering::SeqCst);
         let opts = sluice::Options {
             fs: self.ctx.storage.fs(),
             ..sluice::Options::default()
@@ -62,6 +63,10 @@ impl Worker {
             Err(e) => return self.on_error("read_only_open", None, &e),
         };
         let uppers: Vec<u64> = idx.iter().map(|&i| o.pending(i)).collect();
+        let seq_started = o.seq_started.load(Ordering::SeqCst);
+        if !self.read_only_sequence(&ro, seq_acked, seq_started) {
+            return;
+        }
         for (j, &key) in keys.iter().enumerate() {
             match ro.get(&key.bytes()) {
                 Ok(v) => {
@@ -84,6 +89,76 @@ impl Worker {
                 Err(e) => return self.on_error("read_only_get", Some(key), &e),
             }
         }
+    }
+
+    /// The sequential log through a read-only view (check 1 across keys): the `s` keys of
+    /// this run present in it are `s<base>..s<m>` without a gap, with every one acknowledged
+    /// before the open (`acked`) among them and none started after it (`started`). The log
+    /// mixes puts and ingests of new keys (a MANIFEST edit only, at seqno 0), so a view that
+    /// showed a later put without an earlier ingest would have a gap. `false` on an anomaly.
+    fn read_only_sequence(&mut self, ro: &sluice::Db, acked: u64, started: u64) -> bool {
+        let base = self.ctx.oracle.seq_base;
+        if started <= base {
+            return true;
+        }
+        let opts = ReadOptions {
+            snapshot: None,
+            lower_bound: Some(Key::S(base).bytes()),
+            upper_bound: Some(Key::S(started).bytes()),
+            ..ReadOptions::default()
+        };
+        let mut it = match ro.iter(opts) {
+            Ok(it) => it,
+            Err(e) => return self.read_only_error(e),
+        };
+        it.seek_to_first();
+        let mut next = base;
+        while it.valid() {
+            let want = Key::S(next).bytes();
+            if it.key() != want.as_slice() || it.value() != make_value(&want, 1).as_slice() {
+                let got = format!("{} = {}", show(it.key()), show(it.value()));
+                // Where the gap is: the view, or the live Db as well.
+                let live = match self.ctx.db.get(&want) {
+                    Ok(v) => v.map_or("absent".into(), |v| show(&v)),
+                    Err(e) => format!("error {e}"),
+                };
+                self.report(
+                    "read_only_seq",
+                    Some(Key::S(next)),
+                    got,
+                    format!(
+                        "a gap in the sequential log before it (log from s{base}); the live Db \
+                         has {live}"
+                    ),
+                );
+                return false;
+            }
+            next += 1;
+            it.next();
+        }
+        if let Err(e) = it.status() {
+            return self.read_only_error(e);
+        }
+        if next < acked {
+            self.report(
+                "read_only_seq",
+                Some(Key::S(next)),
+                "absent".into(),
+                format!("acknowledged before the read-only open (all below {acked})"),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// A read through a read-only view failed: a table deleted under it (`NotFound`,
+    /// documented) ends its reads quietly; anything else is an error. Always `false`.
+    fn read_only_error(&mut self, e: sluice::Error) -> bool {
+        match e {
+            sluice::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {}
+            e => self.on_error("read_only_seq", None, &e),
+        }
+        false
     }
 
     /// A bounded scan of `[lo, hi)`, forward or backward, from an end or a seek, with an
