@@ -205,12 +205,7 @@ impl Inner {
             // Before `state` (lock order: `state` → `wal`).
             drop(wal);
             if let Err(e) = r {
-                let msg = format!("WAL write failed: {e}");
-                self.set_background_error(&mut self.state.lock(), msg);
-                return Err(Error::Io {
-                    path: None,
-                    source: e,
-                });
+                return Err(self.wal_failed("write", e));
             }
         } else {
             self.state.lock().unlogged_writes = true;
@@ -230,6 +225,17 @@ impl Inner {
             .user_bytes
             .fetch_add(combined.size_bytes() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A failed WAL `write` or `sync`: the Db refuses writes from now on (the log may end in a
+    /// torn record); the error for the caller. Takes `state`: call it without the WAL's lock.
+    pub(super) fn wal_failed(&self, what: &str, e: std::io::Error) -> Error {
+        let msg = format!("WAL {what} failed: {e}");
+        self.set_background_error(&mut self.state.lock(), msg);
+        Error::Io {
+            path: None,
+            source: e,
+        }
     }
 
     /// Returns the memtable to write into, stalling or switching memtables as needed; each

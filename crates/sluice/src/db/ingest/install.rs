@@ -179,14 +179,7 @@ impl Inner {
     fn append_wal_record(&self, record: &[u8]) -> Result<()> {
         // The WAL's guard ends here, before `state` is taken (lock order: `state` → `wal`).
         let r = self.wal.lock().add_record(record);
-        r.map_err(|e| {
-            let msg = format!("WAL write failed: {e}");
-            self.set_background_error(&mut self.state.lock(), msg);
-            Error::Io {
-                path: None,
-                source: e,
-            }
-        })
+        r.map_err(|e| self.wal_failed("write", e))
     }
 
     /// Step 5a: each file's level ([`ingest_target_level`] for the normal path), checked
@@ -298,14 +291,7 @@ impl Inner {
             Some(h) => h(),
             None => self.wal.lock().sync(),
         };
-        r.map_err(|e| {
-            let msg = format!("WAL sync failed: {e}");
-            self.set_background_error(&mut self.state.lock(), msg);
-            Error::Io {
-                path: None,
-                source: e,
-            }
-        })
+        r.map_err(|e| self.wal_failed("sync", e))
     }
 
     /// Takes the manifest lock and a consistent (version, running compactions) pair, and
