@@ -22,6 +22,14 @@
 //!    `files / l0_compaction_trigger` and its compaction takes every L0 file, with every
 //!    base-level file their span overlaps, while no other compaction out of L0 runs: no
 //!    stacks, no intra-L0, no concurrent L0 compactions.
+//! 6. *Tiered L0 over a large base* (`PickerOptions::l0_tiering_ratio_pct`): when the L0→Lbase
+//!    candidate would rewrite more than that percent of its own L0 bytes in the base level —
+//!    a few L0 files, each spanning the key space, over a base level many times their size, as
+//!    out-of-order ingests make — newer L0 files of similar size are first merged among
+//!    themselves (intra-L0), and L0 goes down once it holds enough bytes to be worth its base
+//!    rewrite. The sublevel count falls as it would with the L0→Lbase merge; each byte is
+//!    rewritten in L0 about once per size class instead of with the whole base level for
+//!    every few files.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -51,7 +59,16 @@ pub struct PickerOptions {
     /// class; a file moves unrewritten only between levels of one class (RocksDB's
     /// `InputCompressionMatchesOutput`), else it is rewritten with its new level's settings.
     pub table_class: [u8; NUM_LEVELS],
+    /// Policy 6: when an L0→Lbase candidate would rewrite more than this percent of its own
+    /// L0 bytes in the base level, an intra-L0 compaction of newer, similar-sized L0 files
+    /// comes first if there is one. 0: off.
+    pub l0_tiering_ratio_pct: u64,
 }
+
+/// Policy 6's size-tiered bound: an older L0 file joins its intra-L0 compaction only if it is
+/// at most this percent of the largest file taken so far (`L0PickOptions::max_absorb_pct`),
+/// so files of similar size merge and a run already merged waits for peers of its own size.
+pub const L0_TIER_ABSORB_PCT: u64 = 200;
 
 impl Default for PickerOptions {
     /// The picker's view of `Options::default()`.
@@ -63,6 +80,7 @@ impl Default for PickerOptions {
             level_multiplier: 10,
             max_l0_move_bytes: 128 << 20,
             table_class: [0; NUM_LEVELS],
+            l0_tiering_ratio_pct: 200,
         }
     }
 }
@@ -227,6 +245,10 @@ pub fn l0_depth(v: &Version, l0: &L0Sublevels, sublevels: bool) -> usize {
     }
 }
 
+/// `unflushed_in(lo, hi)`: true if a memtable or queued ingest may hold data in user keys
+/// `[lo, hi]`.
+pub type UnflushedIn<'a> = dyn Fn(&[u8], &[u8]) -> bool + 'a;
+
 /// What the picker knows of L0 beyond the version: its sublevels marked with the running
 /// compactions, and the smallest seqno not yet in a table (an intra-L0 compaction never takes
 /// a file at or above it).
@@ -241,6 +263,10 @@ pub struct L0Context<'a> {
     /// write into one at the same level (an L0→Lbase compaction's L0 span can have gaps with
     /// no base file, where a file moved down would overlap its outputs).
     pub running_outputs: &'a [RunningOutput],
+    /// True if a memtable or queued ingest may hold data in the user keys `[lo, hi]`; `None`:
+    /// assume it may. An intra-L0 compaction whose span this clears may take files at or
+    /// above `earliest_unflushed_seqno` (policy 6).
+    pub unflushed_in: Option<&'a UnflushedIn<'a>>,
 }
 
 /// True if a choice writing user keys `[lo, hi]` into `level` would overlap a running
@@ -272,6 +298,7 @@ pub fn pick_compaction(
         running: &[],
         earliest_unflushed_seqno: u64::MAX,
         running_outputs: &[],
+        unflushed_in: None,
     };
     pick_compaction_with(v, &ctx, o, busy)
 }
@@ -296,7 +323,7 @@ pub fn pick_compaction_with(
         let choice = if level == 0 && !o.l0_sublevels {
             pick_l0_all(v, base, busy)
         } else if level == 0 {
-            pick_l0(v, &sub, base, busy, l0.earliest_unflushed_seqno, o)
+            pick_l0(v, &sub, base, busy, l0, o)
         } else {
             pick_level(v, level, busy, l0.running_outputs, o)
         };
@@ -333,7 +360,7 @@ fn pick_l0(
     sub: &L0Sublevels,
     base: usize,
     busy: &HashSet<u64>,
-    earliest_unflushed_seqno: u64,
+    ctx: &L0Context<'_>,
     o: &PickerOptions,
 ) -> Option<CompactionChoice> {
     let lbase: Vec<Arc<FileMeta>> = v.levels[base].clone();
@@ -363,6 +390,16 @@ fn pick_l0(
                     c = before;
                 }
             }
+            // Policy 6: a candidate that would rewrite many times its own bytes in the base
+            // level gives way to an intra-L0 compaction of newer, similar-sized L0 files.
+            let base_bytes: u64 = output_inputs.iter().map(|f| f.size).sum();
+            if o.l0_tiering_ratio_pct > 0
+                && base_bytes.saturating_mul(100) > c.bytes.saturating_mul(o.l0_tiering_ratio_pct)
+            {
+                if let Some(t) = pick_l0_tier(sub, ctx, &opts) {
+                    return Some(CompactionChoice::IntraL0 { inputs: t.files });
+                }
+            }
             // One file with nothing older beneath it in L0 and no base file to merge with:
             // a merge would only copy it, so it moves down as it is (unless it is too big or
             // the base level writes its tables otherwise, see `PickerOptions`).
@@ -386,10 +423,34 @@ fn pick_l0(
             });
         }
     }
-    let c = sub.pick_intra_l0_compaction(earliest_unflushed_seqno, &opts)?;
+    let c = sub.pick_intra_l0_compaction(ctx.earliest_unflushed_seqno, &opts)?;
     Some(CompactionChoice::IntraL0 {
         inputs: c.files.clone(),
     })
+}
+
+/// Policy 6's intra-L0 candidate: from the deepest stack, the newest files down to the first
+/// one over [`L0_TIER_ABSORB_PCT`] of the largest taken, at least `min_intra_depth` of them.
+/// Files newer than a memtable's oldest entry may be taken when no memtable or queued ingest
+/// holds a key in the candidate's span (`L0Context::unflushed_in`): whatever reaches those
+/// keys from memory later is written after every input, so its flush sits above the output,
+/// as a version-path ingest's file does beside a memtable of other keys. Otherwise only files
+/// below `earliest_unflushed_seqno`, as every intra-L0 compaction.
+fn pick_l0_tier(
+    sub: &L0Sublevels,
+    ctx: &L0Context<'_>,
+    opts: &L0PickOptions,
+) -> Option<crate::version::l0_pick::L0CompactionCandidate> {
+    let tier = L0PickOptions {
+        max_absorb_pct: L0_TIER_ABSORB_PCT,
+        ..opts.clone()
+    };
+    ctx.unflushed_in
+        .and_then(|held| {
+            sub.pick_intra_l0_compaction(u64::MAX, &tier)
+                .filter(|t| !held(&t.smallest, &t.largest))
+        })
+        .or_else(|| sub.pick_intra_l0_compaction(ctx.earliest_unflushed_seqno, &tier))
 }
 
 /// Sublevels off (policy 5, RocksDB's L0→Lbase): every L0 file, and every base file in their

@@ -171,6 +171,7 @@ proptest::proptest! {
                 running: &running,
                 earliest_unflushed_seqno: u64::MAX,
                 running_outputs: &outputs,
+                unflushed_in: None,
             };
             let Some(c) = pick_compaction_with(&v, &ctx, &o, &busy) else { break };
             let sp = span(&c);
@@ -249,6 +250,7 @@ fn pick_beside(
         running: &[],
         earliest_unflushed_seqno: u64::MAX,
         running_outputs: &running,
+        unflushed_in: None,
     };
     pick_compaction_with(v, &ctx, o, &HashSet::new())
 }
@@ -332,4 +334,54 @@ fn level_pick_prefers_least_overlap_and_trivial_moves() {
     assert_eq!(c.level(), 5);
     assert_eq!(c.inputs()[0].number, 2);
     assert!(matches!(c, CompactionChoice::Move { .. }));
+}
+
+/// Policy 6 with files newer than a memtable's oldest entry: the pick of `v` when the
+/// memtables hold seqnos from 1 up and `held` says whether they hold keys in a span.
+fn pick_with_memtables(v: &Version, held: &dyn Fn(&[u8], &[u8]) -> bool) -> CompactionChoice {
+    let l0 = L0Sublevels::from_version(v);
+    let ctx = L0Context {
+        sublevels: &l0,
+        running: &[],
+        earliest_unflushed_seqno: 1,
+        running_outputs: &[],
+        unflushed_in: Some(held),
+    };
+    pick_compaction_with(v, &ctx, &opts(), &HashSet::new()).expect("a compaction")
+}
+
+#[test]
+fn tiered_l0_merges_files_newer_than_the_memtables_only_where_they_hold_no_key() {
+    // Four L0 files over [m, p] (seqnos 1..=4, all at or above the memtables' oldest entry,
+    // as version-path ingests beside online writes are) over a base level five times their
+    // size: the intra-L0 compaction policy 6 wants.
+    let mut files: Vec<(usize, FileMeta)> = (1..=4).map(|i| (0, f(i, "m", "p", 10))).collect();
+    files.push((6, f(5, "a", "z", 200)));
+    let v = version(files);
+    // Memory holds keys only outside [m, p] (the writers' own range): the files merge.
+    let asked = std::cell::RefCell::new(Vec::new());
+    let outside = |lo: &[u8], hi: &[u8]| {
+        asked.borrow_mut().push((lo.to_vec(), hi.to_vec()));
+        lo <= b"x".as_slice() && b"x".as_slice() <= hi
+    };
+    let c = pick_with_memtables(&v, &outside);
+    assert!(matches!(c, CompactionChoice::IntraL0 { .. }), "{c:?}");
+    assert_eq!(c.inputs().len(), 4);
+    assert_eq!(asked.borrow().as_slice(), &[(b"m".to_vec(), b"p".to_vec())]);
+    // Memory holds a key inside: a later flush of it could put an older version of that key
+    // above the output, so no file at or above the oldest unflushed seqno is taken, and L0
+    // goes down into the base level as without the policy.
+    let inside = |lo: &[u8], hi: &[u8]| lo <= b"n".as_slice() && b"n".as_slice() <= hi;
+    let c = pick_with_memtables(&v, &inside);
+    assert!(
+        matches!(
+            c,
+            CompactionChoice::Merge {
+                level: 0,
+                output_level: 6,
+                ..
+            }
+        ),
+        "{c:?}"
+    );
 }

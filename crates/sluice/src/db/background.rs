@@ -95,10 +95,15 @@ impl Inner {
                                 .unwrap_or(u64::MAX);
                             // Inputs busy and output range taken in this critical section.
                             let st = &mut *s;
+                            let (mem, imm) = (&st.mem, &st.imm);
+                            let unflushed_in = |lo: &[u8], hi: &[u8]| {
+                                super::ingest::unflushed_overlap(mem, imm, lo, hi, false)
+                            };
                             let picked = st.jobs.pick_compaction(
                                 &st.version,
                                 &st.l0,
                                 earliest_unflushed_seqno,
+                                &unflushed_in,
                                 &picker_opts,
                             );
                             if let Some(c) = picked {

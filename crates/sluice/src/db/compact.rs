@@ -421,6 +421,7 @@ mod tests {
             running: &running,
             earliest_unflushed_seqno: u64::MAX,
             running_outputs: &[],
+            unflushed_in: None,
         };
         let po = PickerOptions {
             l0_compaction_trigger: 2,

@@ -80,12 +80,14 @@ impl Jobs {
     }
 
     /// Picks an automatic compaction of `version` around the running ones and registers it
-    /// (invariant 3); `earliest_unflushed_seqno` is the smallest seqno not in a table yet.
+    /// (invariant 3); `earliest_unflushed_seqno` is the smallest seqno not in a table yet, and
+    /// `unflushed_in(lo, hi)` tells whether a memtable or queued ingest holds keys in a span.
     pub(super) fn pick_compaction(
         &mut self,
         version: &Version,
         l0: &L0Sublevels,
         earliest_unflushed_seqno: u64,
+        unflushed_in: &dyn Fn(&[u8], &[u8]) -> bool,
         opts: &PickerOptions,
     ) -> Option<CompactionChoice> {
         let ctx = L0Context {
@@ -93,6 +95,7 @@ impl Jobs {
             running: &self.running_l0,
             earliest_unflushed_seqno,
             running_outputs: &self.compaction_output_ranges,
+            unflushed_in: Some(unflushed_in),
         };
         let c = picker::pick_compaction_with(version, &ctx, opts, &self.compacting_files)?;
         for f in c.all_inputs() {

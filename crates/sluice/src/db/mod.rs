@@ -524,6 +524,7 @@ fn picker_options(opts: &Options) -> PickerOptions {
         max_bytes_for_level_base: opts.max_bytes_for_level_base,
         level_multiplier: opts.max_bytes_for_level_multiplier,
         max_l0_move_bytes: opts.target_file_size.saturating_mul(2),
+        l0_tiering_ratio_pct: opts.l0_tiering_ratio_pct,
         table_class: std::array::from_fn(|l| {
             let alike = |k: usize| {
                 opts.compression_per_level[k] == opts.compression_per_level[l]

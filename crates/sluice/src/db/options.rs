@@ -39,6 +39,12 @@ pub struct Options {
     /// L0 sublevel count (files with `l0_sublevels` off) at which writes stop until compaction
     /// catches up. Default 36.
     pub l0_stop_writes_trigger: usize,
+    /// Tiered L0 over a large base level (the compaction picker's policy 6): when an L0→Lbase
+    /// compaction would rewrite more than this percent of its own L0 bytes in the base level,
+    /// newer L0 files of similar size are merged among themselves first (intra-L0), so L0 goes
+    /// down in fewer, larger steps. Out-of-order ingests of files spanning the key space are
+    /// the case it serves (`l0-ingest-random`: write-amp 5.4 → 3.4). 0: off. Default 200.
+    pub l0_tiering_ratio_pct: u64,
     /// Estimated bytes compaction is behind (each level's excess over its target, L0's bytes
     /// once it is due) at which each write is delayed by 1 ms. Default 64 GiB.
     pub soft_pending_compaction_bytes_limit: u64,
@@ -171,6 +177,7 @@ impl Default for Options {
             l0_compaction_trigger: 4,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
+            l0_tiering_ratio_pct: 200,
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             flush_split_bytes: 4 << 20,
@@ -349,6 +356,7 @@ impl Options {
             "l0_compaction_trigger" => self.l0_compaction_trigger = num(k, v)?,
             "l0_slowdown_writes_trigger" => self.l0_slowdown_writes_trigger = num(k, v)?,
             "l0_stop_writes_trigger" => self.l0_stop_writes_trigger = num(k, v)?,
+            "l0_tiering_ratio_pct" => self.l0_tiering_ratio_pct = num(k, v)?,
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(k, v)?,
             "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(k, v)?,
             "target_file_size" => self.target_file_size = num(k, v)?,
@@ -427,6 +435,10 @@ impl Options {
         kv(
             "l0_stop_writes_trigger",
             self.l0_stop_writes_trigger.to_string(),
+        );
+        kv(
+            "l0_tiering_ratio_pct",
+            self.l0_tiering_ratio_pct.to_string(),
         );
         kv(
             "max_bytes_for_level_base",

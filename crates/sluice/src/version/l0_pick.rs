@@ -42,6 +42,11 @@ pub struct L0PickOptions {
     /// Largest growth, in percent of the previous size, of one step past `soft_max_bytes`.
     /// Default 150.
     pub max_growth_pct: u64,
+    /// Intra-L0 only: an older file joins the candidate only if its size is at most this
+    /// percent of the candidate's bytes so far, so a run already merged is merged again only
+    /// with enough newer bytes to make it worth it (a size-tiered rule: each byte is rewritten
+    /// a logarithmic number of times, not once per merge). 0: no bound. Default 0.
+    pub max_absorb_pct: u64,
 }
 
 impl Default for L0PickOptions {
@@ -52,6 +57,7 @@ impl Default for L0PickOptions {
             soft_max_bytes: 100 << 20,
             hard_max_bytes: 500 << 20,
             max_growth_pct: 150,
+            max_absorb_pct: 0,
         }
     }
 }
@@ -256,6 +262,13 @@ impl L0Sublevels {
             if self.busy[f].is_some() {
                 break;
             }
+            if f != seed && o.max_absorb_pct > 0 {
+                let largest = c.files.iter().map(|f| f.size).max().unwrap_or(0);
+                if self.files[f].size.saturating_mul(100) > largest.saturating_mul(o.max_absorb_pct)
+                {
+                    break;
+                }
+            }
             let sl = self.places[f].sublevel;
             c.depth_reduction += 1;
             c.seed_levels.1 = sl;
@@ -380,6 +393,13 @@ impl L0Sublevels {
         for &f in stack[..=top].iter().rev() {
             if self.busy[f].is_some() {
                 break;
+            }
+            if f != seed && o.max_absorb_pct > 0 {
+                let largest = c.files.iter().map(|f| f.size).max().unwrap_or(0);
+                if self.files[f].size.saturating_mul(100) > largest.saturating_mul(o.max_absorb_pct)
+                {
+                    break;
+                }
             }
             let sl = self.places[f].sublevel;
             c.depth_reduction += 1;

@@ -80,6 +80,7 @@ fn pick_options(tc: &datadriven::TestCase) -> L0PickOptions {
     o.soft_max_bytes = num("soft").unwrap_or(o.soft_max_bytes);
     o.hard_max_bytes = num("hard").unwrap_or(o.hard_max_bytes);
     o.max_growth_pct = num("growth").unwrap_or(o.max_growth_pct);
+    o.max_absorb_pct = num("absorb").unwrap_or(o.max_absorb_pct);
     o
 }
 
@@ -309,6 +310,7 @@ fn prop_opts(min_depth: usize, soft: u64) -> L0PickOptions {
         soft_max_bytes: soft,
         hard_max_bytes: soft * 3,
         max_growth_pct: 150,
+        max_absorb_pct: 0,
     }
 }
 

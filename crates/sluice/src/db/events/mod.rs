@@ -266,7 +266,8 @@ pub enum CompactionKind {
     Move,
     /// Files of a level merged with the overlapping files of the next into new tables.
     Merge,
-    /// L0 files merged into one L0 file (the base level was busy where they lie).
+    /// L0 files merged into one L0 file: the base level was busy where they lie, or merging
+    /// them into it would rewrite over `Options::l0_tiering_ratio_pct` of their bytes there.
     IntraL0,
     /// `Db::compact_range`: every overlapping file into the last level.
     Manual,

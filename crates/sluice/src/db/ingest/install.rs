@@ -19,6 +19,35 @@ use super::super::version_set::ManifestState;
 use super::super::Inner;
 use super::{ingest_target_level, IngestOptions, IngestPlan, IngestedFile, Prepared};
 
+/// True if `mem` or an entry of `imm` (memtable or flushable ingest) may hold data in the user
+/// keys `[lo, hi]` (`[lo, hi)` with `hi_exclusive`): an entry, or a range deletion reaching
+/// into them.
+pub(in crate::db) fn unflushed_overlap(
+    mem: &Arc<MemTable>,
+    imm: &[Flushable],
+    lo: &[u8],
+    hi: &[u8],
+    hi_exclusive: bool,
+) -> bool {
+    let mut upper = hi.to_vec();
+    if !hi_exclusive {
+        upper.push(0);
+    }
+    let mem_overlaps = |m: &Arc<MemTable>| {
+        let mut it = m.iter(Some(lo.to_vec()), Some(upper.clone()));
+        it.seek_to_first();
+        it.valid()
+            || m.range_deletions()
+                .iter()
+                .any(|t| t.start < upper && lo < t.end.as_slice())
+    };
+    mem_overlaps(mem)
+        || imm.iter().any(|entry| match entry {
+            Flushable::Mem(m) => mem_overlaps(m),
+            Flushable::Ingested(t) => t.overlaps(lo, hi),
+        })
+}
+
 impl Inner {
     /// True if the active memtable or an entry of the immutable queue (memtable or flushable
     /// ingest) holds data in one of the files' ranges.
@@ -27,25 +56,9 @@ impl Inner {
             let s = self.state.lock();
             (Arc::clone(&s.mem), s.imm.clone())
         };
-        let mem_overlaps = |m: &Arc<MemTable>| {
-            files.iter().any(|f| {
-                let mut upper = f.largest.clone();
-                if !f.largest_exclusive {
-                    upper.push(0);
-                }
-                let mut it = m.iter(Some(f.smallest.clone()), Some(upper.clone()));
-                it.seek_to_first();
-                it.valid()
-                    || m.range_deletions()
-                        .iter()
-                        .any(|t| t.start < upper && f.smallest < t.end)
-            })
-        };
-        mem_overlaps(&mem)
-            || imm.iter().any(|entry| match entry {
-                Flushable::Mem(m) => mem_overlaps(m),
-                Flushable::Ingested(t) => files.iter().any(|f| t.overlaps(&f.smallest, &f.largest)),
-            })
+        files
+            .iter()
+            .any(|f| unflushed_overlap(&mem, &imm, &f.smallest, &f.largest, f.largest_exclusive))
     }
 
     /// The flushable path (steps 5–6 when memtables overlap the files): in the write queue,

@@ -38,6 +38,7 @@ use super::Inner;
 
 mod batch;
 mod install;
+pub(super) use install::unflushed_overlap;
 mod link;
 mod plan;
 mod validate;
