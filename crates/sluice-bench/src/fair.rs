@@ -31,6 +31,11 @@ pub fn table_params() -> Value {
         "index": "one index block per table, read at open (not in the block cache); filter likewise",
         "flush_split_bytes": o.flush_split_bytes,
         "l0_stop_writes": o.l0_stop_writes_trigger,
+        "intra_l0": if o.l0_tiering_ratio_pct > 0 {
+            format!("where the base level is busy, or an L0→Lbase compaction would rewrite over {}% of its L0 bytes there (Sluice's default l0_tiering_ratio_pct)", o.l0_tiering_ratio_pct)
+        } else {
+            "where the base level is busy".to_string()
+        },
         "compaction_threads": format!("{} background jobs: 1 flush + 1 compaction at a time, each compaction split into <= {} subcompactions", o.max_background_jobs, o.max_subcompactions),
         "background_priority": format!("flush thread nice {}, compaction threads nice {} (Sluice's default Options::background_nice, compactions 5 steps nicer; WAL files preallocated a memtable and a tenth, as RocksDB's)", o.background_nice, o.compaction_nice()),
         "sluice": env!("CARGO_PKG_VERSION"),

@@ -125,6 +125,8 @@ pub struct Stats {
     pub rounds: AtomicU64,
     /// Keys verified after recoveries.
     pub verified_keys: AtomicU64,
+    /// Intra-L0 compactions the Db started (from its events, concurrent mode).
+    pub intra_l0: AtomicU64,
 }
 
 impl Stats {
@@ -159,6 +161,7 @@ impl Stats {
             (&self.faults, &other.faults),
             (&self.rounds, &other.rounds),
             (&self.verified_keys, &other.verified_keys),
+            (&self.intra_l0, &other.intra_l0),
         ] {
             a.fetch_add(b.load(Ordering::Relaxed), Ordering::Relaxed);
         }
@@ -171,12 +174,13 @@ impl Stats {
             s.push_str(&format!(" {}={}", op.name(), self.get(op)));
         }
         s.push_str(&format!(
-            " errors={} rejected={} faults={} rounds={} verified_keys={}",
+            " errors={} rejected={} faults={} rounds={} verified_keys={} intra_l0={}",
             self.errors.load(Ordering::Relaxed),
             self.rejected.load(Ordering::Relaxed),
             self.faults.load(Ordering::Relaxed),
             self.rounds.load(Ordering::Relaxed),
             self.verified_keys.load(Ordering::Relaxed),
+            self.intra_l0.load(Ordering::Relaxed),
         ));
         s
     }

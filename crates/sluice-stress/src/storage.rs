@@ -114,9 +114,9 @@ impl Storage {
 }
 
 /// Tiny sizes so that every path runs: flushes every few hundred writes, L0 compactions at two
-/// files, 512-byte blocks, a small table cache and block cache. Compression, filters and the
-/// number of background jobs (2: one compaction at a time; 3–4: concurrent compactions) vary
-/// with the seed.
+/// to four sublevels, 512-byte blocks, a small table cache and block cache. Compression,
+/// filters, tiered L0 and the number of background jobs (2: one compaction at a time; 3–4:
+/// concurrent compactions) vary with the seed.
 pub fn stress_options(seed: u64, fs: Arc<dyn FileSystem>) -> Options {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x0b7e_c0de);
     let mut compression = [CompressionType::None; 7];
@@ -135,7 +135,11 @@ pub fn stress_options(seed: u64, fs: Arc<dyn FileSystem>) -> Options {
         write_buffer_size: rng.gen_range(16..=64) << 10,
         target_file_size: rng.gen_range(16..=32) << 10,
         max_bytes_for_level_base: 64 << 10,
-        l0_compaction_trigger: 2,
+        l0_compaction_trigger: rng.gen_range(2..=4),
+        // Tiered L0 off, at its default, and eager (an intra-L0 merge wherever the base level
+        // holds half the candidate's bytes), so that every run meets intra-L0 compactions of
+        // files newer than the memtables.
+        l0_tiering_ratio_pct: [0, 200, 50][rng.gen_range(0..3)],
         max_background_jobs: rng.gen_range(2..=4),
         block_size: 512,
         block_cache_bytes: 256 << 10,

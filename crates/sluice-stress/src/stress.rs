@@ -197,6 +197,12 @@ pub fn run(cfg: &RunConfig) -> Summary {
             ));
             break;
         }
+        let intra = events.iter().filter(|e| {
+            matches!(e, sluice::Event::CompactionBegin(c) if c.kind == sluice::events::CompactionKind::IntraL0)
+        });
+        stats
+            .intra_l0
+            .fetch_add(intra.count() as u64, std::sync::atomic::Ordering::Relaxed);
         stats.count(Op::Reopen);
         db = match Db::open(storage.db_dir(), opts.clone()) {
             Ok(d) => Arc::new(d),
