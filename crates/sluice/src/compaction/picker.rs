@@ -430,7 +430,8 @@ fn pick_l0(
 }
 
 /// Policy 6's intra-L0 candidate: from the deepest stack, the newest files down to the first
-/// one over [`L0_TIER_ABSORB_PCT`] of the largest taken, at least `min_intra_depth` of them.
+/// one over [`L0_TIER_ABSORB_PCT`] of the largest taken, at least `min_intra_depth` of them,
+/// at most `hard_max_bytes` in all.
 /// Files newer than a memtable's oldest entry may be taken when no memtable or queued ingest
 /// holds a key in the candidate's span (`L0Context::unflushed_in`): whatever reaches those
 /// keys from memory later is written after every input, so its flush sits above the output,
@@ -451,6 +452,9 @@ fn pick_l0_tier(
                 .filter(|t| !held(&t.smallest, &t.largest))
         })
         .or_else(|| sub.pick_intra_l0_compaction(ctx.earliest_unflushed_seqno, &tier))
+        // An intra-L0 output is one file written by one thread: runs stop growing at the size
+        // bound, and L0 goes down into the base level instead.
+        .filter(|t| t.bytes <= opts.hard_max_bytes)
 }
 
 /// Sublevels off (policy 5, RocksDB's L0→Lbase): every L0 file, and every base file in their

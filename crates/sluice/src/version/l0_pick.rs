@@ -43,9 +43,9 @@ pub struct L0PickOptions {
     /// Default 150.
     pub max_growth_pct: u64,
     /// Intra-L0 only: an older file joins the candidate only if its size is at most this
-    /// percent of the candidate's bytes so far, so a run already merged is merged again only
-    /// with enough newer bytes to make it worth it (a size-tiered rule: each byte is rewritten
-    /// a logarithmic number of times, not once per merge). 0: no bound. Default 0.
+    /// percent of the largest file taken so far, so files of similar size merge and a run
+    /// already merged waits for peers of its own size (size-tiered: a byte is rewritten about
+    /// once per size class, not at every merge). 0: no bound. Default 0.
     pub max_absorb_pct: u64,
 }
 
@@ -261,13 +261,6 @@ impl L0Sublevels {
             // that is gone and the Db turns read-only). Found by the concurrent-picks proptest.
             if self.busy[f].is_some() {
                 break;
-            }
-            if f != seed && o.max_absorb_pct > 0 {
-                let largest = c.files.iter().map(|f| f.size).max().unwrap_or(0);
-                if self.files[f].size.saturating_mul(100) > largest.saturating_mul(o.max_absorb_pct)
-                {
-                    break;
-                }
             }
             let sl = self.places[f].sublevel;
             c.depth_reduction += 1;
