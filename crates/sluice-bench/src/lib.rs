@@ -31,14 +31,25 @@ pub fn event_listeners() -> Vec<Arc<dyn sluice::EventListener>> {
         .unwrap_or_default()
 }
 
+/// `--l0-tiering-ratio-pct`, set once by `main` (unset: the engine's default).
+static L0_TIERING: OnceLock<u64> = OnceLock::new();
+
+/// Opens every Db with `Options::l0_tiering_ratio_pct = pct` (0: the picker without policy 6,
+/// for A/B runs).
+pub fn set_l0_tiering_ratio_pct(pct: u64) {
+    let _ = L0_TIERING.set(pct);
+}
+
 /// The options every workload opens a Sluice Db with: the defaults, the WAL stage
-/// (`Options::wal_staging`, the default, set here so that the settings say it), and the
-/// `--events` listener.
+/// (`Options::wal_staging`, the default, set here so that the settings say it), the
+/// `--events` listener and `--l0-tiering-ratio-pct`.
 pub fn db_options() -> sluice::Options {
+    let d = sluice::Options::default();
     sluice::Options {
         wal_staging: true,
         listeners: event_listeners(),
-        ..sluice::Options::default()
+        l0_tiering_ratio_pct: L0_TIERING.get().copied().unwrap_or(d.l0_tiering_ratio_pct),
+        ..d
     }
 }
 

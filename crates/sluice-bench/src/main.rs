@@ -108,6 +108,10 @@ struct Args {
     /// Fraction of operations traced with --trace-slowest.
     #[arg(long, default_value_t = 0.01, requires = "trace_slowest")]
     trace_rate: f64,
+    /// `Options::l0_tiering_ratio_pct` of every Db (0: no tiered L0, for A/B runs; default:
+    /// the engine's).
+    #[arg(long, value_name = "PCT")]
+    l0_tiering_ratio_pct: Option<u64>,
     /// l0-spiral: `Options::l0_sublevels` (off: RocksDB's L0).
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     l0_sublevels: bool,
@@ -324,6 +328,9 @@ type RoundFn =
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    if let Some(pct) = args.l0_tiering_ratio_pct {
+        sluice_bench::set_l0_tiering_ratio_pct(pct);
+    }
     if let Some(path) = &args.events {
         sluice_bench::record_events_to(path)
             .map_err(|e| format!("--events {}: {e}", path.display()))?;

@@ -95,6 +95,15 @@ impl MemTable {
         self.range_dels.read().clone()
     }
 
+    /// True if a range deletion `[start, end)` written here reaches into `[lo, upper)`
+    /// (without copying the list, as [`range_deletions`](Self::range_deletions) does).
+    pub fn range_deletion_overlaps(&self, lo: &[u8], upper: &[u8]) -> bool {
+        self.range_dels
+            .read()
+            .iter()
+            .any(|t| t.start.as_slice() < upper && lo < t.end.as_slice())
+    }
+
     /// True if any range deletion was written.
     pub fn has_range_deletions(&self) -> bool {
         !self.range_dels.read().is_empty()

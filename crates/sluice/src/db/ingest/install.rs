@@ -36,10 +36,7 @@ pub(in crate::db) fn unflushed_overlap(
     let mem_overlaps = |m: &Arc<MemTable>| {
         let mut it = m.iter(Some(lo.to_vec()), Some(upper.clone()));
         it.seek_to_first();
-        it.valid()
-            || m.range_deletions()
-                .iter()
-                .any(|t| t.start < upper && lo < t.end.as_slice())
+        it.valid() || m.range_deletion_overlaps(lo, &upper)
     };
     mem_overlaps(mem)
         || imm.iter().any(|entry| match entry {
