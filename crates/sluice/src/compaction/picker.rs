@@ -353,8 +353,9 @@ pub fn pick_compaction_with(
 
 /// From the tallest stack of L0 intervals, a candidate that keeps newer data above older data
 /// for every key (`L0Sublevels::pick_base_compaction`), plus the base-level files it overlaps,
-/// grown over L0 files between those base files; when the base level is busy there, an
-/// intra-L0 compaction of a deep stack instead.
+/// grown over L0 files between those base files; when it would rewrite many times its own
+/// bytes there, a policy-6 intra-L0 compaction first if there is one; when the base level is
+/// busy there, an intra-L0 compaction of a deep stack instead.
 fn pick_l0(
     v: &Version,
     sub: &L0Sublevels,
