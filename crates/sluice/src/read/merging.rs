@@ -44,13 +44,23 @@ impl MergingIter {
         !c.valid() && c.status().is_err()
     }
 
-    fn find_smallest(&mut self) {
+    /// True if `moved` (the one child positioned since the last check), or with `None` any
+    /// child, failed. Only a child that moves can fail, so `next` and `prev` ask one child and
+    /// the scan's hot path pays one call, not one per child.
+    fn failed_since(&self, moved: Option<usize>) -> bool {
+        match moved {
+            Some(i) => Self::failed(&self.children[i]),
+            None => self.children.iter().any(Self::failed),
+        }
+    }
+
+    fn find_smallest(&mut self, moved: Option<usize>) {
+        if self.failed_since(moved) {
+            self.current = None;
+            return;
+        }
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
-            if Self::failed(c) {
-                self.current = None;
-                return;
-            }
             if c.valid() {
                 best = match best {
                     Some(b)
@@ -66,13 +76,13 @@ impl MergingIter {
         self.current = best;
     }
 
-    fn find_largest(&mut self) {
+    fn find_largest(&mut self, moved: Option<usize>) {
+        if self.failed_since(moved) {
+            self.current = None;
+            return;
+        }
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate().rev() {
-            if Self::failed(c) {
-                self.current = None;
-                return;
-            }
             if c.valid() {
                 best = match best {
                     Some(b)
@@ -95,28 +105,30 @@ impl InternalIterator for MergingIter {
     fn seek_to_first(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_first());
         self.dir = Dir::Forward;
-        self.find_smallest();
+        self.find_smallest(None);
     }
     fn seek_to_last(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_last());
         self.dir = Dir::Reverse;
-        self.find_largest();
+        self.find_largest(None);
     }
     fn seek(&mut self, target: &[u8]) {
         self.children.iter_mut().for_each(|c| c.seek(target));
         self.dir = Dir::Forward;
-        self.find_smallest();
+        self.find_smallest(None);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.children
             .iter_mut()
             .for_each(|c| c.seek_for_prev(target));
         self.dir = Dir::Reverse;
-        self.find_largest();
+        self.find_largest(None);
     }
     fn next(&mut self) {
         let Some(cur) = self.current else { return };
+        let mut moved = Some(cur);
         if self.dir == Dir::Reverse {
+            moved = None;
             let k = self.children[cur].key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {
                 if i != cur {
@@ -129,11 +141,13 @@ impl InternalIterator for MergingIter {
             self.dir = Dir::Forward;
         }
         self.children[cur].next();
-        self.find_smallest();
+        self.find_smallest(moved);
     }
     fn prev(&mut self) {
         let Some(cur) = self.current else { return };
+        let mut moved = Some(cur);
         if self.dir == Dir::Forward {
+            moved = None;
             let k = self.children[cur].key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {
                 if i != cur {
@@ -146,7 +160,7 @@ impl InternalIterator for MergingIter {
             self.dir = Dir::Reverse;
         }
         self.children[cur].prev();
-        self.find_largest();
+        self.find_largest(moved);
     }
     fn key(&self) -> &[u8] {
         self.current.map_or(&[], |c| self.children[c].key())
