@@ -42,8 +42,14 @@ fn stalls(db: &Db, before: (u64, u64)) -> Value {
            "write_bytes": {"flush": m.flush_bytes, "compaction": m.compaction_bytes_written}})
 }
 
-/// `l0-fillrandom` (`widefile = false`) and `l0-fillrandom-widefile`.
-pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::error::Error>> {
+/// `l0-fillrandom` (`widefile = false`) and `l0-fillrandom-widefile`; `rate` paces the batches
+/// to that many pairs a second (none: as fast as the Db takes them).
+pub fn fill(
+    n: u64,
+    widefile: bool,
+    rate: Option<u64>,
+    dir: &Path,
+) -> Result<Value, Box<dyn std::error::Error>> {
     let db = Db::open(dir, crate::db_options())?;
     let perm = Permutation::new(n);
     let m0 = db.metrics();
@@ -57,6 +63,10 @@ pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::er
         let mut i = 0;
         let mut b = 0u64;
         while i < n {
+            if let Some(r) = rate.filter(|&r| r > 0) {
+                let due = start + Duration::from_secs_f64(i as f64 / r as f64);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
             let mut batch = WriteBatch::new();
             for _ in 0..BATCH.min(n - i) {
                 let (k, v) = {
@@ -100,7 +110,7 @@ pub fn fill(n: u64, widefile: bool, dir: &Path) -> Result<Value, Box<dyn std::er
     };
     let out = json!({
         "workload": name, "engine": "sluice",
-        "params": fair::with(fair::table_params(), json!({"n": n, "batch": BATCH, "widefile": widefile,
+        "params": fair::with(fair::table_params(), json!({"n": n, "batch": BATCH, "widefile": widefile, "fill_rate": rate,
             "wal": true, "sync": false, "flush_split_bytes": Options::default().flush_split_bytes,
             "write_amp_method": "(flush + compaction bytes from the first batch until flushed and compactions done) / user bytes"})),
         "seconds": {"write": write_secs, "settle": total - write_secs, "total": total},

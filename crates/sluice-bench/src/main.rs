@@ -112,6 +112,10 @@ struct Args {
     /// the engine's).
     #[arg(long, value_name = "PCT")]
     l0_tiering_ratio_pct: Option<u64>,
+    /// l0-fillrandom(-widefile): pace the batches to this many pairs a second (diagnosis: the
+    /// L0's shape at another engine's write rate). Default: as fast as the Db takes them.
+    #[arg(long, value_name = "OPS")]
+    fill_rate: Option<u64>,
     /// l0-spiral: `Options::l0_sublevels` (off: RocksDB's L0).
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     l0_sublevels: bool,
@@ -366,7 +370,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })),
         (None, Workload::L0Fillrandom | Workload::L0FillrandomWidefile) => {
             let wide = args.workload == Workload::L0FillrandomWidefile;
-            Some(Box::new(move |dir| l0::fill(args.n, wide, dir)))
+            Some(Box::new(move |dir| {
+                l0::fill(args.n, wide, args.fill_rate, dir)
+            }))
         }
         (None, Workload::L0IngestRandom) => {
             Some(Box::new(move |dir| l0::ingest_random(args.n, dir)))
