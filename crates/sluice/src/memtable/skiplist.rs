@@ -41,7 +41,7 @@
 use std::alloc::Layout;
 use std::cmp::Ordering as CmpOrdering;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
@@ -57,7 +57,7 @@ const CHUNK_BITS: u32 = if cfg!(miri) { 12 } else { 20 };
 /// Size of an ordinary arena chunk.
 const CHUNK: usize = 1 << CHUNK_BITS;
 /// References are `u32` in units of `ALIGN`: 16 GiB of address space per arena (16 MiB under
-/// Miri, whose chunk table would otherwise take it minutes to build).
+/// Miri, whose overflow table would otherwise take it minutes to build).
 const MAX_CHUNKS: usize = if cfg!(miri) {
     1 << 12
 } else {
@@ -101,7 +101,10 @@ fn prefetch(p: *const u8) {
     let _ = p;
 }
 
-/// One block of arena memory, zeroed, aligned to [`ALIGN`]; freed on drop.
+/// One block of arena memory, aligned to [`ALIGN`], freed on drop. Not zeroed: every byte a
+/// reader loads was written before its node was published (invariant 1), and zeroing a fresh
+/// 1 MiB chunk faulted in all its pages inside one insert (3–5 ms on a VM) where an insert that
+/// touches a new page faults in that page alone.
 struct Chunk {
     ptr: NonNull<u8>,
     layout: Layout,
@@ -111,7 +114,7 @@ impl Chunk {
     fn new(size: usize) -> Chunk {
         let layout = Layout::from_size_align(size, ALIGN).expect("chunk layout");
         // SAFETY: `layout` has a non-zero size (every allocation holds a header).
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let raw = unsafe { std::alloc::alloc(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         Chunk { ptr, layout }
     }
@@ -132,16 +135,53 @@ unsafe impl Send for Chunk {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Chunk {}
 
-/// Chunks of memory handed out from a tail that only grows.
+/// Chunk slots held inline in an arena: its first 256 chunks (256 MiB, more than a memtable of
+/// the default size holds), so that a new list costs 2 KiB of slots per arena rather than a
+/// table for the whole reference range (512 KiB, faulted in while a memtable switch or a
+/// flushable ingest held the write queue). 16 in the crate's tests and under Miri, so that
+/// they reach the overflow table.
+const INLINE_SLOTS: usize = if cfg!(any(test, miri)) { 16 } else { 256 };
+
+/// Chunks of memory handed out from a tail that only grows. Slot `i` holds the address of the
+/// chunk covering offsets `[i·CHUNK, (i+1)·CHUNK)` (null until allocated); a chunk larger than
+/// `CHUNK` sits in its first slot and the slots after it stay unused.
 struct Arena {
-    chunks: Box<[OnceLock<Chunk>]>,
+    inline: [AtomicPtr<u8>; INLINE_SLOTS],
+    /// Slots from `INLINE_SLOTS` on, made when the writer first needs one.
+    overflow: OnceLock<Box<[AtomicPtr<u8>]>>,
+    /// The chunks, freed with the arena (the writer pushes; nothing else touches it).
+    owned: Mutex<Vec<Chunk>>,
 }
 
 impl Arena {
     fn new() -> Arena {
         Arena {
-            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
+            inline: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            overflow: OnceLock::new(),
+            owned: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Slot `idx` (< `MAX_CHUNKS`).
+    #[inline]
+    fn slot(&self, idx: usize) -> &AtomicPtr<u8> {
+        match idx.checked_sub(INLINE_SLOTS) {
+            None => &self.inline[idx],
+            Some(i) => &self.overflow.get_or_init(|| {
+                (INLINE_SLOTS..MAX_CHUNKS)
+                    .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                    .collect()
+            })[i],
+        }
+    }
+
+    /// Allocates a chunk of `size` bytes into slot `idx` (writer only). Published with
+    /// `Release`: a reader reaches an allocation in it only through a link stored later.
+    fn fill(&self, idx: usize, size: usize) {
+        let chunk = Chunk::new(size);
+        let p = chunk.ptr.as_ptr();
+        self.owned.lock().push(chunk);
+        self.slot(idx).store(p, Ordering::Release);
     }
 
     /// Reserves `size` bytes (a multiple of `ALIGN`) at `tail` (writer only); returns the
@@ -163,9 +203,8 @@ impl Arena {
                 "memtable arena exceeds {} bytes",
                 MAX_CHUNKS * CHUNK
             );
-            if self.chunks[idx].set(Chunk::new(size)).is_err() {
-                unreachable!("a chunk slot past the tail is unused");
-            }
+            debug_assert!(self.slot(idx).load(Ordering::Relaxed).is_null());
+            self.fill(idx, size);
             *tail = (idx + slots) << CHUNK_BITS;
         } else {
             if within + size > CHUNK {
@@ -177,7 +216,10 @@ impl Arena {
                 "memtable arena exceeds {} bytes",
                 MAX_CHUNKS * CHUNK
             );
-            self.chunks[idx].get_or_init(|| Chunk::new(CHUNK));
+            // Only the writer stores slots, so its own Relaxed load sees the last store.
+            if self.slot(idx).load(Ordering::Relaxed).is_null() {
+                self.fill(idx, CHUNK);
+            }
             *tail = off + size;
         }
         let r = u32::try_from(off / ALIGN).expect("offsets fit the reference range");
@@ -188,12 +230,11 @@ impl Arena {
     #[inline]
     fn ptr(&self, r: u32) -> *mut u8 {
         let off = r as usize * ALIGN;
-        let chunk = self.chunks[off >> CHUNK_BITS]
-            .get()
-            .expect("a referenced allocation's chunk exists");
+        let base = self.slot(off >> CHUNK_BITS).load(Ordering::Acquire);
+        assert!(!base.is_null(), "a referenced allocation's chunk exists");
         // SAFETY: the allocation starts inside this chunk (invariant 5), so the offset is in
         // bounds of the chunk's memory.
-        unsafe { chunk.ptr.as_ptr().add(off & (CHUNK - 1)) }
+        unsafe { base.add(off & (CHUNK - 1)) }
     }
 }
 

@@ -252,3 +252,54 @@ fn readers_run_concurrently_with_the_writer() {
     }
     assert_eq!(l.len(), writes as usize);
 }
+
+/// Past the arena's inline chunk slots (16 in tests): entries land in chunks held in the
+/// overflow table, ordinary ones and one larger than a chunk, while a reader scans; all read
+/// back whole and in order.
+#[test]
+fn entries_past_the_inline_chunk_slots_read_back() {
+    let l = Arc::new(SkipList::new());
+    let value_len = if cfg!(miri) { 700 } else { 150_000 };
+    // Enough entries to fill every inline slot and a few overflow ones, then a big one.
+    let n = (INLINE_SLOTS + 4) * CHUNK / value_len + 1;
+    let value = |i: usize, len: usize| -> Vec<u8> { (0..len).map(|j| (i * 7 + j) as u8).collect() };
+    let key = |i: usize| make_internal_key(&(i as u32).to_be_bytes(), 1, ValueKind::Value);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (l, done) = (Arc::clone(&l), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut scans = 0;
+            while !done.load(Ordering::Acquire) || scans == 0 {
+                let mut it = SkipIter::new(&*l);
+                it.seek_to_first();
+                let mut i = 0;
+                while it.valid() {
+                    assert_eq!(it.key(), &key(i)[..]);
+                    let len = if i == n { 2 * CHUNK + 9 } else { value_len };
+                    assert_eq!(it.value(), &value(i, len)[..], "entry {i}");
+                    i += 1;
+                    it.next();
+                }
+                scans += 1;
+            }
+        })
+    };
+    for i in 0..n {
+        assert!(l.insert(&key(i), &value(i, value_len)));
+    }
+    assert!(l.insert(&key(n), &value(n, 2 * CHUNK + 9)));
+    done.store(true, Ordering::Release);
+    reader.join().unwrap();
+    assert!(
+        l.entries.overflow.get().is_some(),
+        "the overflow table was used"
+    );
+    let mut it = SkipIter::new(&*l);
+    it.seek_to_first();
+    for i in 0..=n {
+        assert!(it.valid());
+        assert_eq!(it.key(), &key(i)[..]);
+        it.next();
+    }
+    assert!(!it.valid());
+}
