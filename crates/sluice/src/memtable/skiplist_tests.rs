@@ -303,3 +303,38 @@ fn entries_past_the_inline_chunk_slots_read_back() {
     }
     assert!(!it.valid());
 }
+
+/// Entries larger than a chunk take two slots each from a chunk boundary (the head's entry
+/// holds chunk 0), so with an even number of inline slots one of them starts in the last
+/// inline slot and covers the first overflow slot; small entries after it land in overflow
+/// chunks. All read back, and seeks find each.
+#[test]
+fn a_big_entry_across_the_end_of_the_inline_slots_reads_back() {
+    let l = SkipList::new();
+    let big = INLINE_SLOTS / 2 + 1;
+    let value =
+        |i: usize, len: usize| -> Vec<u8> { (0..len).map(|j| (i * 13 + j) as u8).collect() };
+    let len = |i: usize| if i < big { CHUNK } else { 40 };
+    let key = |i: usize| make_internal_key(&(i as u32).to_be_bytes(), 1, ValueKind::Value);
+    for i in 0..big + 5 {
+        assert!(l.insert(&key(i), &value(i, len(i))));
+    }
+    assert!(
+        l.entries.overflow.get().is_some(),
+        "the overflow table was used"
+    );
+    let mut it = SkipIter::new(&l);
+    it.seek_to_first();
+    for i in 0..big + 5 {
+        assert!(it.valid());
+        assert_eq!(it.key(), &key(i)[..]);
+        assert_eq!(it.value(), &value(i, len(i))[..], "entry {i}");
+        it.next();
+    }
+    assert!(!it.valid());
+    for i in (0..big + 5).rev() {
+        it.seek(&key(i));
+        assert!(it.valid());
+        assert_eq!(it.value(), &value(i, len(i))[..], "seek to entry {i}");
+    }
+}
