@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice::{Db, IngestOptions, Options, SstWriter, TableOptions, WriteBatch, WriteOptions};
 
-use crate::engine::{key, value, written_bytes, Latencies};
+use crate::engine::{key, scheduled_at, value, written_bytes, Latencies};
 use crate::fair;
 use crate::gen::{self, Permutation, KEY_LEN, VALUE_LEN};
 
@@ -58,13 +58,17 @@ pub fn fill(
     let mut lat = Latencies::with_capacity((n / BATCH + 1) as usize);
     let mut max_write = Duration::ZERO;
     let mut user = 0u64;
+    // Batch b of a paced fill is due at start + b × BATCH / rate.
+    let batch_interval = rate
+        .filter(|&r| r > 0)
+        .map(|r| Duration::from_secs_f64(BATCH as f64 / r as f64));
     let start = Instant::now();
     let (res, shape) = fair::with_sampler(&db, || -> sluice::Result<()> {
         let mut i = 0;
         let mut b = 0u64;
         while i < n {
-            if let Some(r) = rate.filter(|&r| r > 0) {
-                let due = start + Duration::from_secs_f64(i as f64 / r as f64);
+            if let Some(per_batch) = batch_interval {
+                let due = scheduled_at(start, per_batch, b);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
             }
             let mut batch = WriteBatch::new();
