@@ -3,19 +3,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sluice::{Db, Options, ReadOptions};
+use sluice::{Db, Options};
 
-fn all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db.iter(ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let mut out = Vec::new();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    out
-}
+mod common;
+use common::scan_all as all;
 
 #[test]
 fn checkpoint_opens_with_exactly_the_data_and_shares_the_tables() {

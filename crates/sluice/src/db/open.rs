@@ -29,7 +29,7 @@ use super::flush::flush_memtable;
 use super::flushable::Flushable;
 use super::jobs::Jobs;
 use super::metrics::Counters;
-use super::table_cache::TableCache;
+use super::table_cache::{PinnedTables, TableCache};
 use super::version_set::ManifestState;
 use super::write::WriteQueue;
 use super::{picker_options, Db, Inner, Options, State};
@@ -74,7 +74,7 @@ impl Db {
             (wal, manifest, stage),
             Some(lock),
             (dir, fs, opts),
-            false,
+            None,
         ));
         if let Some(r) = report {
             inner.recovery_flushed(r);
@@ -543,7 +543,8 @@ pub(super) fn write_options_file(
 }
 
 impl Inner {
-    /// The shared state of an open Db, from what recovery found.
+    /// The shared state of an open Db, from what recovery found. `read_only`: `Some` for a
+    /// read-only Db, with the table files its view holds open (`Db::open_read_only`).
     pub(super) fn new(
         rec: Recovery,
         mem: Arc<MemTable>,
@@ -551,8 +552,9 @@ impl Inner {
         (wal, manifest, wal_stage): (LogWriter, ManifestState, Option<WalStage>),
         lock: Option<Box<dyn DirLock>>,
         (dir, fs, opts): (PathBuf, Arc<dyn FileSystem>, Options),
-        read_only: bool,
+        read_only: Option<PinnedTables>,
     ) -> Inner {
+        let (read_only, pinned) = (read_only.is_some(), read_only.unwrap_or_default());
         let version = Arc::new(rec.version);
         let picker_opts = picker_options(&opts);
         let l0 = Arc::new(L0Sublevels::from_version(&version));
@@ -586,6 +588,7 @@ impl Inner {
             table_cache: TableCache {
                 map: Mutex::new((BTreeMap::new(), 0)),
                 capacity: opts.max_open_files,
+                pinned,
             },
             block_cache: BlockCache::new(opts.block_cache_bytes),
             counters: Counters::default(),

@@ -5,7 +5,8 @@
 //! its view whole is in [`Db::read_only_view`]: the WALs are held open before the MANIFEST is
 //! read (a deleted WAL stays readable through its handle), and their replay stops at the
 //! install marker of an ingest the MANIFEST read did not see, so such an ingest cannot be
-//! missing below a write acknowledged after it.
+//! missing below a write acknowledged after it. The view's table files are held open too, so
+//! a compaction beside it that deletes them takes nothing from the view.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::base::error::{Error, Result};
-use crate::base::filenames::{classify, wal_name, FileKind};
+use crate::base::filenames::{classify, table_file_name, wal_name, FileKind};
 use crate::fs::staged;
 use crate::fs::{FileSystem, RandomAccessFile};
 use crate::memtable::MemTable;
@@ -25,6 +26,7 @@ use crate::wal::log::LogWriter;
 use super::create::DirContents;
 use super::flushable::{Flushable, IngestedTables};
 use super::open::{Recovered, Recovery};
+use super::table_cache::PinnedTables;
 use super::version_set::ManifestState;
 use super::{Db, Inner, Options};
 
@@ -38,9 +40,12 @@ impl Db {
     /// MANIFEST or OPTIONS file, no file deleted, no lock taken, no background work — so any
     /// number of readers may open a Db, also one a writer holds. Such a reader sees the Db as
     /// of its open — every write acknowledged before the open began, also those still in the
-    /// writer's WAL stage (steps in [`Db::read_only_view`]); if the writer deletes a table the
-    /// reader still needs, that read fails with an I/O error (reopen to see the new state).
-    /// Writes, flush, compaction and ingest fail.
+    /// writer's WAL stage (steps in [`Db::read_only_view`]). The view's table files are held
+    /// open from its open on (as RocksDB's `max_open_files = -1`), up to `max_open_files` of
+    /// them: a table the writer compacts away and deletes meanwhile stays readable, so the view
+    /// stays whole for as long as it is open (reopen to see the new state). A Db with more
+    /// tables than that has the rest opened by name when first read; a read of one deleted by
+    /// then fails with an I/O error. Writes, flush, compaction and ingest fail.
     pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
         let dir = dir.as_ref().to_path_buf();
@@ -51,7 +56,7 @@ impl Db {
                 return Err(Error::InvalidArgument(why));
             }
         }
-        let (rec, recovered) = Self::read_only_view(&*fs, &dir, &opts)?;
+        let (rec, recovered, pinned) = Self::read_only_view(&*fs, &dir, &opts)?;
         let imm = recovered
             .into_iter()
             .map(|r| match r {
@@ -79,7 +84,7 @@ impl Db {
             (LogWriter::new(Box::new(NoWrites)), manifest, None),
             None,
             (dir, fs, opts),
-            true,
+            Some(pinned),
         ));
         Ok(Db {
             inner,
@@ -109,15 +114,20 @@ impl Db {
     /// the marker, where the replay stops (the marker names the edit's MANIFEST and end, which
     /// step 2's read either reached or not). A marker for an ingest installed before step 2 is
     /// passed over. An ingest installed during the open that the view lacks was not
-    /// acknowledged when the open began. The MANIFEST (or a WAL) gone under it (`NotFound`: a
-    /// writer opening anew, which starts a new MANIFEST) sends it round again, at most
-    /// [`READ_ONLY_TRIES`] times. Tables are not opened here: one compacted away before a read
-    /// reaches it fails that read (`NotFound`; reopen).
+    /// acknowledged when the open began.
+    ///
+    /// 5. Then the table files of the view (the version's, and those of flushable ingests
+    ///    replayed from the WALs), opened and held, up to `max_open_files` of them, oldest
+    ///    level last: a table the writer deletes from now on stays readable through its handle.
+    ///
+    /// The MANIFEST, a WAL or a table gone under it (`NotFound`: a writer opening anew, which
+    /// starts a new MANIFEST, or a compaction that ended after step 2 and deleted its inputs)
+    /// sends it round again, at most [`READ_ONLY_TRIES`] times.
     pub(super) fn read_only_view(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
-    ) -> Result<(Recovery, Vec<Recovered>)> {
+    ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let mut tries = 0;
         loop {
             match Self::read_only_attempt(fs, dir, opts) {
@@ -136,7 +146,7 @@ impl Db {
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
-    ) -> Result<(Recovery, Vec<Recovered>)> {
+    ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let held = Self::hold_wals(fs, dir)?;
         let mut rec = Self::recover_manifest(fs, dir, opts)?;
         let cut = (rec.manifest_number, rec.manifest_valid_len);
@@ -157,7 +167,44 @@ impl Db {
                 break;
             }
         }
-        Ok((rec, out))
+        let pinned = Self::pin_tables(fs, dir, &rec, &out, opts.max_open_files)?;
+        Ok((rec, out, pinned))
+    }
+
+    /// Step 5 of [`Db::read_only_view`]: opens up to `max` of the view's table files, newest
+    /// first (flushable ingests, then each level down), and holds them. One gone fails the
+    /// round with `NotFound`: a compaction deleted it after the MANIFEST read, so the next
+    /// round's version no longer needs it. Out of file descriptors, it holds what it has.
+    fn pin_tables(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        rec: &Recovery,
+        recovered: &[Recovered],
+        max: usize,
+    ) -> Result<PinnedTables> {
+        let ingested = recovered.iter().flat_map(|r| match r {
+            Recovered::Ingested(files) => files.iter().map(|f| f.number).collect(),
+            Recovered::Mem(_) => Vec::new(),
+        });
+        let levels = rec.version.levels.iter().flatten().map(|f| f.number);
+        let mut pinned = PinnedTables::new();
+        for number in ingested.chain(levels) {
+            if pinned.len() >= max {
+                break;
+            }
+            let path = table_file_name(dir, number);
+            match fs.open(&path) {
+                Ok(file) => {
+                    pinned.insert(number, file);
+                }
+                // Out of descriptors: the rest are opened by name, as before this step.
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error()) => {
+                    break
+                }
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+        Ok(pinned)
     }
 
     /// Opens every WAL in `dir` and holds it. One deleted between the listing and

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use crate::base::error::{Error, Result};
 use crate::base::filenames::table_file_name;
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, RandomAccessFile};
 use crate::read::level::TableOpener;
 use crate::sst::table::{Table, TableReadOptions};
 use crate::version::FileMeta;
@@ -18,10 +18,16 @@ use super::Inner;
 
 pub(super) type TableMap = BTreeMap<u64, (Arc<Table>, u64)>;
 
+/// Table files held open by number: a read-only Db's, opened with its view, so that a table
+/// the writer beside it compacts away and deletes stays readable through its handle.
+pub(super) type PinnedTables = BTreeMap<u64, Arc<dyn RandomAccessFile>>;
+
 pub(super) struct TableCache {
     /// Open tables by file number with their last-use tick, and the tick counter.
     pub(super) map: Mutex<(TableMap, u64)>,
     pub(super) capacity: usize,
+    /// Handles a table is opened from instead of its name (a read-only Db's; empty otherwise).
+    pub(super) pinned: PinnedTables,
 }
 
 impl TableCache {
@@ -43,10 +49,18 @@ impl TableCache {
             }
         }
         let path = table_file_name(dir, f.number);
-        let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
+        let (file, size) = match self.pinned.get(&f.number) {
+            Some(file) => (
+                Arc::clone(file),
+                file.size().map_err(|e| Error::io(&path, e))?,
+            ),
+            None => {
+                let file = fs.open(&path).map_err(|e| Error::io(&path, e))?;
+                (file, fs.file_size(&path).map_err(|e| Error::io(&path, e))?)
+            }
+        };
         // RocksDB's paranoid check: a table whose size is not the MANIFEST's was changed
         // behind the Db's back (e.g. a linked ingest source rewritten in place).
-        let size = fs.file_size(&path).map_err(|e| Error::io(&path, e))?;
         if size != f.size {
             return Err(Error::corruption(
                 &path,

@@ -104,3 +104,16 @@ pub fn external(fs: &MemFs, name: &str, keys: &[&str], value: &str) -> PathBuf {
     let puts: Vec<(&str, &str)> = keys.iter().map(|k| (*k, value)).collect();
     external_sst(fs, name, &puts, &[])
 }
+
+/// Every `(key, value)` of `db`, by a full scan.
+pub fn scan_all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
