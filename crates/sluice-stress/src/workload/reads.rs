@@ -43,8 +43,8 @@ impl Worker {
     /// A read-only open of the Db beside its live writer, and point reads through it (check
     /// 1): each key holds a version at least the one committed before the open began and at
     /// most one pending when it ended — every acknowledged write, also one still in the
-    /// writer's WAL stage, and nothing from after the open. A table the writer deletes under
-    /// the view fails its read with `NotFound` (documented: reopen), which ends the reads.
+    /// writer's WAL stage, and nothing from after the open. The view holds its tables, so a
+    /// table the writer compacts away under it still reads: any error is one.
     pub(super) fn read_only_open(&mut self) {
         let keys: Vec<Key> = (0..16).map(|_| Key::K(self.pick())).collect();
         let o = Arc::clone(&self.ctx.oracle);
@@ -80,11 +80,6 @@ impl Worker {
                     ) {
                         return;
                     }
-                }
-                Err(sluice::Error::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    return;
                 }
                 Err(e) => return self.on_error("read_only_get", Some(key), &e),
             }
@@ -151,13 +146,10 @@ impl Worker {
         true
     }
 
-    /// A read through a read-only view failed: a table deleted under it (`NotFound`,
-    /// documented) ends its reads quietly; anything else is an error. Always `false`.
+    /// A read through a read-only view failed (the view holds its tables, so a compaction
+    /// beside it is no excuse). Always `false`.
     fn read_only_error(&mut self, e: sluice::Error) -> bool {
-        match e {
-            sluice::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {}
-            e => self.on_error("read_only_seq", None, &e),
-        }
+        self.on_error("read_only_seq", None, &e);
         false
     }
 
