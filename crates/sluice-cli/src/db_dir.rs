@@ -99,7 +99,8 @@ pub(crate) fn lock_message(dir: &Path, e: sluice::Error) -> Box<dyn std::error::
 }
 
 /// Opens an existing Db read-only: nothing is flushed, written or deleted, no lock is taken,
-/// so it works beside a writer (which may delete a table under it: rerun then).
+/// so it works beside a writer: the view holds its tables, so one the writer compacts away
+/// meanwhile still reads through it (a command that opens tables by name may fail: rerun).
 pub(crate) fn open_read_only(dir: &Path) -> Result<Db, Box<dyn std::error::Error>> {
     Ok(Db::open_read_only(dir, db_options(dir, false)?)?)
 }

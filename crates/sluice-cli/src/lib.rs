@@ -39,7 +39,9 @@ bytes that are not UTF-8 as key_hex/value_hex.
 Locking: a write command (put, delete, delete-range, load, ingest, import, rewrite-groups,
 flush, compact, checkpoint) holds the Db's LOCK file while it runs; a second writer fails at once (exit 2).
 Read commands (get, scan, approx-size, stats, lsm, verify, tables, manifest dump) open the Db
-read-only, take no lock and write nothing, so they run beside a writer (a table the writer
+read-only, take no lock and write nothing, so they run beside a writer. get, scan,
+approx-size, lsm and tables hold the tables they open with, so a compaction of the writer's
+meanwhile takes nothing from them; stats and verify read tables by name (a table the writer
 deletes meanwhile makes them fail: rerun).
 
 Exit status: 0 success; 1 `get`: the key (or row) is absent; 2 any error (bad usage, I/O,

@@ -34,6 +34,12 @@ use super::{Db, Inner, Options};
 /// opening anew) before it gives up.
 const READ_ONLY_TRIES: usize = 32;
 
+/// How many of those rounds a table of the view missing at its pin sends round again (a
+/// compaction that ended after the MANIFEST read); after them the view opens with the missing
+/// tables not held, as a Db with a lost table opens (its reads of them fail, `verify` names
+/// them).
+const MISSING_TABLE_TRIES: usize = 4;
+
 impl Db {
     /// Opens an existing Db for reading only (RocksDB's `OpenForReadOnly`): it replays the
     /// MANIFEST and the WALs into memory and writes nothing at all — no flush, no new WAL,
@@ -41,11 +47,14 @@ impl Db {
     /// number of readers may open a Db, also one a writer holds. Such a reader sees the Db as
     /// of its open — every write acknowledged before the open began, also those still in the
     /// writer's WAL stage (steps in [`Db::read_only_view`]). The view's table files are held
-    /// open from its open on (as RocksDB's `max_open_files = -1`), up to `max_open_files` of
-    /// them: a table the writer compacts away and deletes meanwhile stays readable, so the view
-    /// stays whole for as long as it is open (reopen to see the new state). A Db with more
-    /// tables than that has the rest opened by name when first read; a read of one deleted by
-    /// then fails with an I/O error. Writes, flush, compaction and ingest fail.
+    /// open from its open on (as with RocksDB's `max_open_files = -1`), up to three quarters of
+    /// `max_open_files` and half the process's descriptor limit: a table the writer compacts
+    /// away and deletes meanwhile stays readable, so the view stays whole for as long as it is
+    /// open (reopen to see the new state), and the disk space of such tables is freed only when
+    /// the view is dropped. A Db with more tables than that has the rest opened by name when
+    /// first read; a read of one deleted by then fails with an I/O error. A table lost before
+    /// the open (missing, not compacted) does not stop it; reads of its keys fail. Writes,
+    /// flush, compaction and ingest fail.
     pub fn open_read_only(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
         let dir = dir.as_ref().to_path_buf();
@@ -92,11 +101,11 @@ impl Db {
         })
     }
 
-    /// Steps 2 and 3 of a read-only open, beside a writer that goes on meanwhile:
+    /// The steps of a read-only open, beside a writer that goes on meanwhile:
     /// 1. every WAL in the directory, opened (held: one the writer deletes from now on stays
     ///    readable through its handle);
     /// 2. the MANIFEST: the version, the oldest WAL it still needs (its log number), and how
-    ///    far it was read;
+    ///    far it was read; then the version's table files, opened and held (step 5);
     /// 3. what the writer's WAL stage had not written yet (`fs::staged::read_undrained`);
     /// 4. the held WALs the MANIFEST still needs, read whole now, replayed in order with the
     ///    stage's bytes laid over theirs, up to the first *install marker* of an ingest whose
@@ -116,13 +125,15 @@ impl Db {
     /// passed over. An ingest installed during the open that the view lacks was not
     /// acknowledged when the open began.
     ///
-    /// 5. Then the table files of the view (the version's, and those of flushable ingests
-    ///    replayed from the WALs), opened and held, up to `max_open_files` of them, oldest
-    ///    level last: a table the writer deletes from now on stays readable through its handle.
+    /// 5. the table files of the view (the version's, held right after step 2, and those of
+    ///    flushable ingests replayed in step 4), up to [`pin_budget`] of them, newest first:
+    ///    a table the writer deletes from now on stays readable through its handle.
     ///
-    /// The MANIFEST, a WAL or a table gone under it (`NotFound`: a writer opening anew, which
-    /// starts a new MANIFEST, or a compaction that ended after step 2 and deleted its inputs)
-    /// sends it round again, at most [`READ_ONLY_TRIES`] times.
+    /// The MANIFEST or a WAL gone under it (`NotFound`: a writer opening anew, which starts a
+    /// new MANIFEST) sends it round again, at most [`READ_ONLY_TRIES`] times; so does a table
+    /// of the view gone before it is held (a compaction that ended after step 2), in the first
+    /// [`MISSING_TABLE_TRIES`] rounds only: one still missing after them is lost, not
+    /// compacted, and the view opens without holding it.
     pub(super) fn read_only_view(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -130,7 +141,8 @@ impl Db {
     ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let mut tries = 0;
         loop {
-            match Self::read_only_attempt(fs, dir, opts) {
+            let strict = tries < MISSING_TABLE_TRIES;
+            match Self::read_only_attempt(fs, dir, opts, strict) {
                 Err(Error::Io { source, .. })
                     if source.kind() == io::ErrorKind::NotFound && tries + 1 < READ_ONLY_TRIES =>
                 {
@@ -141,14 +153,19 @@ impl Db {
         }
     }
 
-    /// One round of [`Db::read_only_view`].
+    /// One round of [`Db::read_only_view`]; `strict`: a table missing at its pin fails it.
     fn read_only_attempt(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
+        strict: bool,
     ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let held = Self::hold_wals(fs, dir)?;
         let mut rec = Self::recover_manifest(fs, dir, opts)?;
+        let budget = pin_budget(opts.max_open_files);
+        let mut pinned = PinnedTables::new();
+        let levels = rec.version.levels.iter().flatten().map(|f| f.number);
+        pin_tables(fs, dir, levels, budget, strict, &mut pinned)?;
         let cut = (rec.manifest_number, rec.manifest_valid_len);
         let overlay = Self::read_wal_stage(fs, dir)?;
         let mut out = Vec::new();
@@ -167,44 +184,12 @@ impl Db {
                 break;
             }
         }
-        let pinned = Self::pin_tables(fs, dir, &rec, &out, opts.max_open_files)?;
-        Ok((rec, out, pinned))
-    }
-
-    /// Step 5 of [`Db::read_only_view`]: opens up to `max` of the view's table files, newest
-    /// first (flushable ingests, then each level down), and holds them. One gone fails the
-    /// round with `NotFound`: a compaction deleted it after the MANIFEST read, so the next
-    /// round's version no longer needs it. Out of file descriptors, it holds what it has.
-    fn pin_tables(
-        fs: &dyn FileSystem,
-        dir: &Path,
-        rec: &Recovery,
-        recovered: &[Recovered],
-        max: usize,
-    ) -> Result<PinnedTables> {
-        let ingested = recovered.iter().flat_map(|r| match r {
+        let ingested = out.iter().flat_map(|r| match r {
             Recovered::Ingested(files) => files.iter().map(|f| f.number).collect(),
             Recovered::Mem(_) => Vec::new(),
         });
-        let levels = rec.version.levels.iter().flatten().map(|f| f.number);
-        let mut pinned = PinnedTables::new();
-        for number in ingested.chain(levels) {
-            if pinned.len() >= max {
-                break;
-            }
-            let path = table_file_name(dir, number);
-            match fs.open(&path) {
-                Ok(file) => {
-                    pinned.insert(number, file);
-                }
-                // Out of descriptors: the rest are opened by name, as before this step.
-                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error()) => {
-                    break
-                }
-                Err(e) => return Err(Error::io(&path, e)),
-            }
-        }
-        Ok(pinned)
+        pin_tables(fs, dir, ingested, budget, strict, &mut pinned)?;
+        Ok((rec, out, pinned))
     }
 
     /// Opens every WAL in `dir` and holds it. One deleted between the listing and
@@ -239,6 +224,57 @@ impl Db {
         };
         staged::read_undrained(dir, &stage_dir).map_err(|e| Self::stage_error(dir, e))
     }
+}
+
+/// How many table files a read-only view holds: three quarters of `max_open_files` (the rest
+/// are for tables opened by name past them, so that the view's descriptors stay within
+/// `max_open_files`: `TableCache`), and at most half the process's descriptor limit.
+pub(super) fn pin_budget(max_open_files: usize) -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    (max_open_files / 4 * 3).min(soft / 2)
+}
+
+/// Step 5 of [`Db::read_only_view`]: opens the tables `numbers` into `pinned` while it holds
+/// fewer than `budget`. One gone fails the round with `NotFound` if `strict` (a compaction
+/// deleted it after the MANIFEST read: the next round's version no longer needs it), and is
+/// left out otherwise. Out of descriptors, it lets a few go and stops: the rest are opened by
+/// name when read.
+fn pin_tables(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    numbers: impl Iterator<Item = u64>,
+    budget: usize,
+    strict: bool,
+    pinned: &mut PinnedTables,
+) -> Result<()> {
+    for number in numbers {
+        if pinned.len() >= budget {
+            break;
+        }
+        let path = table_file_name(dir, number);
+        match fs.open(&path) {
+            Ok(file) => {
+                pinned.insert(number, file);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !strict => {}
+            Err(e)
+                if [rustix::io::Errno::MFILE, rustix::io::Errno::NFILE]
+                    .iter()
+                    .any(|n| e.raw_os_error() == Some(n.raw_os_error())) =>
+            {
+                // Leave the process descriptors for the rest of its work.
+                let keep = pinned.len().saturating_sub(64);
+                while pinned.len() > keep {
+                    pinned.pop_last();
+                }
+                break;
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+    }
+    Ok(())
 }
 
 /// A held file's contents, as long as it is now. A file cut shorter meanwhile (a mapped

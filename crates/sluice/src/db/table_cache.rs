@@ -80,6 +80,20 @@ impl TableCache {
                 map.remove(&victim);
             }
         }
+        if !self.pinned.is_empty() && !self.pinned.contains_key(&f.number) {
+            // Each table opened by name holds a descriptor of its own beside the held ones:
+            // at most `capacity - pinned` of them, so that all stay within `capacity`.
+            let room = self.capacity.saturating_sub(self.pinned.len()).max(1);
+            let unpinned = || map.iter().filter(|(n, _)| !self.pinned.contains_key(n));
+            if unpinned().count() > room {
+                if let Some(victim) = unpinned()
+                    .min_by_key(|(_, (_, used))| *used)
+                    .map(|(&n, _)| n)
+                {
+                    map.remove(&victim);
+                }
+            }
+        }
         Ok(table)
     }
 
