@@ -8,7 +8,7 @@
 //! missing below a write acknowledged after it. The view's table files are held open too, so
 //! a compaction beside it that deletes them takes nothing from the view.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -33,12 +33,6 @@ use super::{Db, Inner, Options};
 /// How many times a read-only open reads the Db while its files vanish under it (a writer
 /// opening anew) before it gives up.
 const READ_ONLY_TRIES: usize = 32;
-
-/// How many of those rounds a table of the view missing at its pin sends round again (a
-/// compaction that ended after the MANIFEST read); after them the view opens with the missing
-/// tables not held, as a Db with a lost table opens (its reads of them fail, `verify` names
-/// them).
-const MISSING_TABLE_TRIES: usize = 4;
 
 impl Db {
     /// Opens an existing Db for reading only (RocksDB's `OpenForReadOnly`): it replays the
@@ -131,18 +125,20 @@ impl Db {
     ///
     /// The MANIFEST or a WAL gone under it (`NotFound`: a writer opening anew, which starts a
     /// new MANIFEST) sends it round again, at most [`READ_ONLY_TRIES`] times; so does a table
-    /// of the view gone before it is held (a compaction that ended after step 2), in the first
-    /// [`MISSING_TABLE_TRIES`] rounds only: one still missing after them is lost, not
-    /// compacted, and the view opens without holding it.
+    /// of the view gone before it is held — a compaction that ended after step 2. The writer
+    /// deletes a table only once a MANIFEST edit without it is written, so the next round's
+    /// MANIFEST read no longer names it; a table that round still names and still misses was
+    /// lost, not compacted, and the view opens without holding it (as a writable open does:
+    /// reads of it fail naming it).
     pub(super) fn read_only_view(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
     ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let mut tries = 0;
+        let mut missing = BTreeSet::new();
         loop {
-            let strict = tries < MISSING_TABLE_TRIES;
-            match Self::read_only_attempt(fs, dir, opts, strict) {
+            match Self::read_only_attempt(fs, dir, opts, &mut missing) {
                 Err(Error::Io { source, .. })
                     if source.kind() == io::ErrorKind::NotFound && tries + 1 < READ_ONLY_TRIES =>
                 {
@@ -153,19 +149,19 @@ impl Db {
         }
     }
 
-    /// One round of [`Db::read_only_view`]; `strict`: a table missing at its pin fails it.
+    /// One round of [`Db::read_only_view`]; `missing`: tables found missing in earlier rounds.
     fn read_only_attempt(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
-        strict: bool,
+        missing: &mut BTreeSet<u64>,
     ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let held = Self::hold_wals(fs, dir)?;
         let mut rec = Self::recover_manifest(fs, dir, opts)?;
         let budget = pin_budget(opts.max_open_files);
         let mut pinned = PinnedTables::new();
         let levels = rec.version.levels.iter().flatten().map(|f| f.number);
-        pin_tables(fs, dir, levels, budget, strict, &mut pinned)?;
+        pin_tables(fs, dir, levels, budget, missing, &mut pinned)?;
         let cut = (rec.manifest_number, rec.manifest_valid_len);
         let overlay = Self::read_wal_stage(fs, dir)?;
         let mut out = Vec::new();
@@ -188,7 +184,7 @@ impl Db {
             Recovered::Ingested(files) => files.iter().map(|f| f.number).collect(),
             Recovered::Mem(_) => Vec::new(),
         });
-        pin_tables(fs, dir, ingested, budget, strict, &mut pinned)?;
+        pin_tables(fs, dir, ingested, budget, missing, &mut pinned)?;
         Ok((rec, out, pinned))
     }
 
@@ -237,16 +233,16 @@ pub(super) fn pin_budget(max_open_files: usize) -> usize {
 }
 
 /// Step 5 of [`Db::read_only_view`]: opens the tables `numbers` into `pinned` while it holds
-/// fewer than `budget`. One gone fails the round with `NotFound` if `strict` (a compaction
-/// deleted it after the MANIFEST read: the next round's version no longer needs it), and is
-/// left out otherwise. Out of descriptors, it lets a few go and stops: the rest are opened by
-/// name when read.
+/// fewer than `budget`. One gone fails the round with `NotFound` the first time (a compaction
+/// deleted it after the MANIFEST read: the next round's version no longer names it) and is
+/// noted in `missing`; gone again in a later round, it is lost and left out. Out of
+/// descriptors, it lets a few go and stops: the rest are opened by name when read.
 fn pin_tables(
     fs: &dyn FileSystem,
     dir: &Path,
     numbers: impl Iterator<Item = u64>,
     budget: usize,
-    strict: bool,
+    missing: &mut BTreeSet<u64>,
     pinned: &mut PinnedTables,
 ) -> Result<()> {
     for number in numbers {
@@ -258,7 +254,7 @@ fn pin_tables(
             Ok(file) => {
                 pinned.insert(number, file);
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !strict => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !missing.insert(number) => {}
             Err(e)
                 if [rustix::io::Errno::MFILE, rustix::io::Errno::NFILE]
                     .iter()
