@@ -360,6 +360,18 @@ fn read_only_opens_beside_seqno_zero_ingests_never_show_a_later_put_without_them
     assert!(checked > 0);
 }
 
+/// The table files in `dir`, by name.
+fn table_names(fs: &dyn FileSystem, dir: &Path) -> Vec<String> {
+    let mut t: Vec<String> = fs
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    t.sort();
+    t
+}
+
 /// A read-only view holds its table files from its open on: the writer beside it overwrites
 /// and deletes every key, compacts the whole range (deleting every table the view was opened
 /// with) before the view's first read, and the view still reads, by get and by scan, exactly
@@ -384,18 +396,8 @@ fn a_read_only_view_keeps_its_tables_through_compactions(opts: impl Fn() -> Opti
     for i in 2000..2100 {
         db.put(&key(i), format!("old{i}").as_bytes()).unwrap();
     }
-    let tables = |fs: &dyn FileSystem| -> Vec<String> {
-        let mut t: Vec<String> = fs
-            .list(dir)
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.ends_with(".sst"))
-            .collect();
-        t.sort();
-        t
-    };
     let fs = Arc::clone(&opts().fs);
-    let before = tables(&*fs);
+    let before = table_names(&*fs, dir);
     assert!(before.len() >= 4, "{before:?}");
     // The view reads nothing before the compaction (a read would open and cache the tables).
     let view = Db::open_read_only(dir, opts()).unwrap();
@@ -411,7 +413,7 @@ fn a_read_only_view_keeps_its_tables_through_compactions(opts: impl Fn() -> Opti
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
-    let after = tables(&*fs);
+    let after = table_names(&*fs, dir);
     assert!(
         before.iter().all(|t| !after.contains(t)),
         "every table the view opened with was compacted away: {before:?} -> {after:?}"
@@ -443,7 +445,7 @@ fn a_read_only_view_keeps_its_tables_through_compactions_on_disk() {
 }
 
 /// A table that is really gone (not compacted: lost) does not stop a read-only open, as it
-/// does not stop a writable one: after a few rounds the view opens without holding it, reads
+/// does not stop a writable one: one round later the view opens without holding it, reads
 /// of other tables work and a read of its keys fails naming it.
 #[test]
 fn a_read_only_view_opens_beside_a_lost_table() {
@@ -454,13 +456,7 @@ fn a_read_only_view_opens_beside_a_lost_table() {
     db.put(b"b", b"2").unwrap();
     db.flush().unwrap();
     db.close().unwrap();
-    let mut tables: Vec<String> = fs
-        .list(Path::new("/db"))
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".sst"))
-        .collect();
-    tables.sort();
+    let tables = table_names(&fs, Path::new("/db"));
     assert_eq!(tables.len(), 2, "{tables:?}");
     // The older table holds `a`.
     fs.remove(&Path::new("/db").join(&tables[0])).unwrap();

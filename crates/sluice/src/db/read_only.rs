@@ -137,8 +137,9 @@ impl Db {
     ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let mut tries = 0;
         let mut missing = BTreeSet::new();
+        let budget = pin_budget(opts.max_open_files);
         loop {
-            match Self::read_only_attempt(fs, dir, opts, &mut missing) {
+            match Self::read_only_attempt(fs, dir, opts, budget, &mut missing) {
                 Err(Error::Io { source, .. })
                     if source.kind() == io::ErrorKind::NotFound && tries + 1 < READ_ONLY_TRIES =>
                 {
@@ -149,16 +150,17 @@ impl Db {
         }
     }
 
-    /// One round of [`Db::read_only_view`]; `missing`: tables found missing in earlier rounds.
+    /// One round of [`Db::read_only_view`], holding up to `budget` tables; `missing`: tables
+    /// found missing in earlier rounds.
     fn read_only_attempt(
         fs: &dyn FileSystem,
         dir: &Path,
         opts: &Options,
+        budget: usize,
         missing: &mut BTreeSet<u64>,
     ) -> Result<(Recovery, Vec<Recovered>, PinnedTables)> {
         let held = Self::hold_wals(fs, dir)?;
         let mut rec = Self::recover_manifest(fs, dir, opts)?;
-        let budget = pin_budget(opts.max_open_files);
         let mut pinned = PinnedTables::new();
         let levels = rec.version.levels.iter().flatten().map(|f| f.number);
         pin_tables(fs, dir, levels, budget, missing, &mut pinned)?;
@@ -225,7 +227,7 @@ impl Db {
 /// How many table files a read-only view holds: three quarters of `max_open_files` (the rest
 /// are for tables opened by name past them, so that the view's descriptors stay within
 /// `max_open_files`: `TableCache`), and at most half the process's descriptor limit.
-pub(super) fn pin_budget(max_open_files: usize) -> usize {
+fn pin_budget(max_open_files: usize) -> usize {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
         .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
