@@ -8,17 +8,18 @@
 //!
 //! ```text
 //! node (index arena)                      entry (data arena)
-//!  0: prefix  u64 (unaligned)  ───────┐    0: key_len u32
-//!  8: entry   u32 (data ref)   ───────┼──▶ 4: val_len u32
-//! 12: next    h × AtomicU32           │    8: internal key bytes, then the value bytes
+//!  0: prefix  u64 (unaligned)  ───────┐    key_len varint32 (1–5 bytes)
+//!  8: entry   u32 (data ref)   ───────┼──▶ val_len varint32 (1–5 bytes)
+//! 12: next    h × AtomicU32           │    internal key bytes, then the value bytes
 //!     (one link per level)            └─ `key_prefix` of the key (invariant 4)
 //! ```
 //!
 //! A 24-byte internal key with a 100-byte value takes 16 bytes of node (at tower height 1,
-//! ~17 on average) and 132 bytes of entry — against 228 bytes when each node was a fixed
-//! 88-byte slot with a 12-level tower plus a separately allocated key/value box. A memtable of
-//! the same size so holds ~1.5× the entries, the write path makes no allocation per entry, and
-//! a search walks a dense index (~17 bytes a node) that touches entries only on prefix ties.
+//! ~17 on average) and 128 bytes of entry (126 rounded up to [`ALIGN`]) — against 228 bytes
+//! when each node was a fixed 88-byte slot with a 12-level tower plus a separately allocated
+//! key/value box, and 132 when the lengths were two `u32`s. A memtable of the same size so
+//! holds ~1.57× the entries, the write path makes no allocation per entry, and a search walks
+//! a dense index (~17 bytes a node) that touches entries only on prefix ties.
 //!
 //! Invariants:
 //! 1. A node's and its entry's bytes (prefix, entry ref, lengths, key, value, the node's own
@@ -67,8 +68,48 @@ const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
 /// Bytes of a node before its tower: prefix and entry ref.
 const NODE_HEADER: usize = 12;
-/// Bytes of an entry before its key: the two lengths.
-const ENTRY_HEADER: usize = 8;
+/// Most bytes of an entry before its key: the two lengths as varint32s.
+const MAX_ENTRY_HEADER: usize = 10;
+
+/// `key_len` and `val_len` as two varint32s (LEB128, as RocksDB's memtable entries) into
+/// `out`; returns how many bytes they took.
+#[inline]
+fn entry_header(key_len: u32, val_len: u32, out: &mut [u8; MAX_ENTRY_HEADER]) -> usize {
+    let mut n = 0;
+    for mut v in [key_len, val_len] {
+        while v >= 0x80 {
+            out[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        out[n] = v as u8;
+        n += 1;
+    }
+    n
+}
+
+/// Reads a varint32 written by [`entry_header`] at `*p` and moves `*p` past it.
+///
+/// # Safety
+/// `*p` must point at a complete varint32 inside a live allocation (an entry's header, which
+/// its writer finished before publishing it: invariant 1).
+#[inline]
+unsafe fn read_len(p: &mut *const u8) -> usize {
+    let mut v = 0usize;
+    let mut shift = 0;
+    loop {
+        // SAFETY: the caller's contract: every byte up to the varint's last is inside it.
+        let b = unsafe { p.read() };
+        // SAFETY: as above; at most one past the varint's last byte, still inside the entry
+        // (its key follows) or one past its end.
+        *p = unsafe { p.add(1) };
+        v |= usize::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
 
 /// The first 8 bytes of `ikey`'s user key, zero-padded, read big-endian; `None` for a key too
 /// short to be an internal key (it is compared in full). When two prefixes differ they order
@@ -304,21 +345,22 @@ impl SkipList {
         value: &[u8],
     ) -> u32 {
         let klen = key.len() + trailer.len();
-        let entry_size = (ENTRY_HEADER + klen + value.len()).next_multiple_of(ALIGN);
+        let key_len = u32::try_from(klen).expect("key length fits u32");
+        let val_len = u32::try_from(value.len()).expect("value length fits u32");
+        let mut header = [0u8; MAX_ENTRY_HEADER];
+        let hlen = entry_header(key_len, val_len, &mut header);
+        let entry_size = (hlen + klen + value.len()).next_multiple_of(ALIGN);
         let (e, moved_e) = self.entries.alloc(&mut w.entry_tail, entry_size);
         let (n, moved_n) = self.nodes.alloc(&mut w.node_tail, NODE_HEADER + 4 * height);
         self.bytes
             .fetch_add((moved_e + moved_n) as u64, Ordering::Relaxed);
-        let key_len = u32::try_from(klen).expect("key length fits u32");
-        let val_len = u32::try_from(value.len()).expect("value length fits u32");
         let ep = self.entries.ptr(e);
         // SAFETY: `alloc` reserved `entry_size` bytes at `ep` inside one chunk (invariant 5),
         // 4-byte aligned; no reader can reach them yet (invariant 1), so these plain writes
         // race with nothing.
         unsafe {
-            ep.cast::<u32>().write(key_len);
-            ep.add(4).cast::<u32>().write(val_len);
-            let data = ep.add(ENTRY_HEADER);
+            std::ptr::copy_nonoverlapping(header.as_ptr(), ep, hlen);
+            let data = ep.add(hlen);
             std::ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             std::ptr::copy_nonoverlapping(trailer.as_ptr(), data.add(key.len()), trailer.len());
             std::ptr::copy_nonoverlapping(value.as_ptr(), data.add(klen), value.len());
@@ -347,9 +389,9 @@ impl SkipList {
         // were written before any reader could reach them (invariant 1), never to be written
         // again; the memory lives as long as `self`.
         unsafe {
-            let key_len = p.cast::<u32>().read() as usize;
-            let val_len = p.add(4).cast::<u32>().read() as usize;
-            let data = p.add(ENTRY_HEADER);
+            let mut data = p.cast_const();
+            let key_len = read_len(&mut data);
+            let val_len = read_len(&mut data);
             (
                 std::slice::from_raw_parts(data, key_len),
                 std::slice::from_raw_parts(data.add(key_len), val_len),
