@@ -132,19 +132,37 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
-/// Shortest user key `k` with `start <= k < limit`, as long as it is shorter than `start`;
-/// otherwise `start` itself. Used for index separators (RocksDB's `FindShortestSeparator`).
+/// A short user key `k` with `start <= k < limit`, no longer than `start`; `start` itself
+/// where none is shorter. Used for index separators (RocksDB's `FindShortestSeparator`).
+///
+/// Where the keys first differ at byte `i` (`start[i] < limit[i]`): `start[..i]` and then
+/// `start[i] + 1` — which is below `limit`, or equal to `limit[..=i]`, a proper prefix of
+/// `limit` when `limit` goes on past `i`. Where `limit` ends at `i` and `start[i] + 1 ==
+/// limit[i]`, that would be `limit` itself: instead, keep `start[..=i]` and raise the first byte
+/// of `start` after `i` that is not 0xff, cutting there. Dense keys (`…0041`, `…0042`, as
+/// consecutive big-endian integers at a block's edges) so get separators of their differing
+/// prefix rather than whole keys.
 pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
-    let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
-    if common < start.len().min(limit.len()) {
-        let b = start[common];
-        if b < 0xff && b + 1 < limit[common] {
-            let mut s = start[..=common].to_vec();
-            s[common] += 1;
-            return s;
-        }
+    let i = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    if i >= start.len().min(limit.len()) || start[i] >= limit[i] {
+        // One is a prefix of the other, or `limit` is not above `start`.
+        return start.to_vec();
     }
-    start.to_vec()
+    if i + 1 < limit.len() || start[i] + 1 < limit[i] {
+        // `start[i] < limit[i]`, so `start[i] + 1` does not overflow.
+        let mut s = start[..=i].to_vec();
+        s[i] += 1;
+        return s;
+    }
+    match start[i + 1..].iter().position(|&b| b != 0xff) {
+        Some(j) => {
+            let j = i + 1 + j;
+            let mut s = start[..=j].to_vec();
+            s[j] += 1;
+            s
+        }
+        None => start.to_vec(),
+    }
 }
 
 /// Shortest user key `>= key` (RocksDB's `FindShortSuccessor`).
@@ -197,10 +215,44 @@ mod tests {
         assert_eq!(trailer(b"abc"), 0);
     }
 
+    #[test]
+    fn separators_of_dense_keys_are_short() {
+        let k = |i: u64, r: u64| [i.to_be_bytes(), r.to_be_bytes()].concat();
+        // Consecutive integers: the differing prefix, as the next key's first 8 bytes.
+        assert_eq!(
+            shortest_separator(&k(0x41, 7), &k(0x42, 1)),
+            k(0x42, 0)[..8]
+        );
+        // Further apart: the first differing byte raised.
+        assert_eq!(
+            shortest_separator(&k(0x41, 7), &k(0x45, 1)),
+            k(0x42, 0)[..8]
+        );
+        // The limit ends at the differing byte and is one above it: a later byte of the start
+        // is raised (RocksDB gives the same).
+        assert_eq!(shortest_separator(b"AA1AAA", b"AA2"), b"AA1B");
+        assert_eq!(shortest_separator(b"AA1\xff\xffA", b"AA2"), b"AA1\xff\xffB");
+        assert_eq!(shortest_separator(b"AA1\xff\xff", b"AA2"), b"AA1\xff\xff");
+        // A prefix of the other, or not ordered: unchanged.
+        assert_eq!(shortest_separator(b"AA", b"AAB"), b"AA");
+        assert_eq!(shortest_separator(b"AB", b"AA"), b"AB");
+    }
+
     proptest! {
         #[test]
         fn separator_is_between(a: Vec<u8>, b: Vec<u8>) {
             let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            prop_assume!(lo < hi);
+            let s = shortest_separator(&lo, &hi);
+            prop_assert!(lo <= s && s < hi);
+            prop_assert!(s.len() <= lo.len());
+        }
+
+        /// Keys that differ only in their last bytes, as dense big-endian integers do.
+        #[test]
+        fn separator_is_between_close_keys(p: Vec<u8>, a: u64, gap in 1u64..4, tail: Vec<u8>) {
+            let lo = [&p[..], &a.to_be_bytes(), &tail[..]].concat();
+            let hi = [&p[..], &a.saturating_add(gap).to_be_bytes()].concat();
             prop_assume!(lo < hi);
             let s = shortest_separator(&lo, &hi);
             prop_assert!(lo <= s && s < hi);

@@ -66,23 +66,49 @@ impl BlockBuilder {
     /// Appends an entry. The caller guarantees `key` sorts after the previous key.
     #[inline]
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
-        let shared = if self.counter < self.restart_interval {
+        let shared = self.shared_with_last(key);
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(value);
+        self.note_key(key, shared);
+    }
+
+    /// Bytes `key` shares with the previous key, 0 where it starts a restart point (which it
+    /// records).
+    #[inline]
+    fn shared_with_last(&mut self, key: &[u8]) -> usize {
+        if self.counter < self.restart_interval {
             common_prefix(&self.last_key, key)
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
             0
-        };
-        let non_shared = key.len() - shared;
-        put_varint32(&mut self.buf, shared as u32);
-        put_varint32(&mut self.buf, non_shared as u32);
-        put_varint32(&mut self.buf, value.len() as u32);
-        self.buf.extend_from_slice(&key[shared..]);
-        self.buf.extend_from_slice(value);
+        }
+    }
+
+    /// Makes `key` (sharing `shared` bytes with the previous one) the last key.
+    #[inline]
+    fn note_key(&mut self, key: &[u8], shared: usize) {
         self.last_key.truncate(shared);
         self.last_key.extend_from_slice(&key[shared..]);
         self.counter += 1;
         self.entries += 1;
+    }
+
+    /// Appends an index entry with a delta-encoded value (invariant 3): no `value_len`, then
+    /// `full` (the whole block handle) where the entry shares no key bytes with the previous
+    /// one — always at a restart point — else `delta` (the size difference from the previous
+    /// handle). The caller guarantees `key` sorts after the previous key.
+    pub fn add_delta_value(&mut self, key: &[u8], full: &[u8], delta: &[u8]) {
+        let shared = self.shared_with_last(key);
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        self.buf.extend_from_slice(&key[shared..]);
+        self.buf
+            .extend_from_slice(if shared == 0 { full } else { delta });
+        self.note_key(key, shared);
     }
 
     /// Size the block would have if finished now.

@@ -1,7 +1,8 @@
 //! Streams sorted internal keys into a block-based table.
 //!
-//! Memory is bounded by about one data block, the index block and (with a filter) 8 bytes per
-//! key for the filter hashes. Blocks are written as soon as they fill.
+//! Memory is bounded by about one data block, the index block (twice until the index is known
+//! to need internal keys: invariant 4) and (with a filter) 8 bytes per key for the filter
+//! hashes. Blocks are written as soon as they fill.
 //!
 //! Invariants:
 //! 1. Keys are strictly increasing under the internal-key order; a violation is
@@ -10,10 +11,15 @@
 //!    (and, in format_version 6, the block's offset: see [`crate::sst::footer`]).
 //! 3. Each index entry's separator `s` satisfies `last key of its block <= s < first key of the
 //!    next block`, so a seek never misses an entry.
+//! 4. The index holds user-key separators (`index_key_is_user_key`) unless some block's last
+//!    user key equals the next block's first — then a user key cannot say which block holds
+//!    which version, and the index holds internal keys. Its values are delta-encoded
+//!    (`index_value_is_delta_encoded`). Both are RocksDB's defaults for format_version 5.
 
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::base::coding::put_varsigned64;
 use crate::base::error::{Error, Result};
 use crate::base::key::{self, compare_internal, ValueKind, MAX_SEQNO};
 use crate::sst::block::BlockBuilder;
@@ -105,7 +111,17 @@ pub struct TableBuilder<W: Write> {
     opts: TableOptions,
     identity: TableIdentity,
     data: BlockBuilder,
+    /// The index with internal-key separators; used where two blocks share a user key at their
+    /// edge (`separator_needs_seqno`).
     index: BlockBuilder,
+    /// The same index with user-key separators (RocksDB's default from format_version 3:
+    /// 8 bytes less an entry); used otherwise.
+    user_index: BlockBuilder,
+    /// Some block's last user key equals the next block's first: the index must tell their
+    /// versions apart by seqno (RocksDB's `seperator_is_key_plus_seq_`).
+    separator_needs_seqno: bool,
+    /// Size of the last indexed block's handle (the base of a delta-encoded one).
+    last_index_size: Option<u64>,
     filter: Option<BloomBuilder>,
     /// Handle of the last flushed data block, waiting for the next key to pick its separator.
     pending_handle: Option<BlockHandle>,
@@ -130,6 +146,9 @@ impl<W: Write> TableBuilder<W> {
             offset: 0,
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(1),
+            user_index: BlockBuilder::new(1),
+            separator_needs_seqno: false,
+            last_index_size: None,
             filter,
             pending_handle: None,
             last_key: Vec::with_capacity(64),
@@ -264,9 +283,32 @@ impl<W: Write> TableBuilder<W> {
     fn add_index_entry(&mut self, handle: BlockHandle, next_key: Option<&[u8]>) {
         let last_user = key::user_key(&self.last_key);
         let shortened = match next_key {
-            Some(next) => key::shortest_separator(last_user, key::user_key(next)),
+            Some(next) => {
+                let next_user = key::user_key(next);
+                self.separator_needs_seqno |= last_user == next_user;
+                key::shortest_separator(last_user, next_user)
+            }
             None => key::short_successor(last_user),
         };
+        // Values delta-encoded (RocksDB's default from format_version 4): every entry of these
+        // restart-interval-1 blocks is a restart point, so each holds its full handle without
+        // a length; the size delta is there for the format's sake.
+        let mut full = Vec::with_capacity(20);
+        handle.encode_to(&mut full);
+        let mut delta = Vec::with_capacity(10);
+        put_varsigned64(
+            &mut delta,
+            handle.size as i64 - self.last_index_size.unwrap_or(0) as i64,
+        );
+        self.last_index_size = Some(handle.size);
+        if self.separator_needs_seqno {
+            if !self.user_index.is_empty() {
+                // Not used any more: let its memory go.
+                self.user_index = BlockBuilder::new(1);
+            }
+        } else {
+            self.user_index.add_delta_value(&shortened, &full, &delta);
+        }
         self.separator.clear();
         if shortened.as_slice() == last_user {
             self.separator.extend_from_slice(&self.last_key);
@@ -280,11 +322,7 @@ impl<W: Write> TableBuilder<W> {
                 ValueKind::Value as u8,
             );
         }
-        let mut enc = [0u8; 20];
-        let mut v = Vec::with_capacity(20);
-        handle.encode_to(&mut v);
-        enc[..v.len()].copy_from_slice(&v);
-        self.index.add(&self.separator, &enc[..v.len()]);
+        self.index.add_delta_value(&self.separator, &full, &delta);
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
@@ -326,9 +364,14 @@ impl<W: Write> TableBuilder<W> {
         let mut meta: Vec<(String, BlockHandle)> = Vec::new();
         meta.extend(self.write_filter_block()?);
         meta.extend(self.write_range_del_block()?);
-        let index_block = self.index.finish().to_vec();
+        let user_keys = !self.separator_needs_seqno;
+        let index_block = if user_keys {
+            self.user_index.finish().to_vec()
+        } else {
+            self.index.finish().to_vec()
+        };
         let index = self.write_raw(index_block)?;
-        self.finalize_properties(index);
+        self.finalize_properties(index, user_keys);
         meta.push((
             PROPERTIES_META_KEY.to_string(),
             self.write_properties_block()?,
@@ -395,15 +438,15 @@ impl<W: Write> TableBuilder<W> {
     }
 
     /// Fills in the properties known only at the end.
-    fn finalize_properties(&mut self, index: BlockHandle) {
+    fn finalize_properties(&mut self, index: BlockHandle, index_key_is_user_key: bool) {
         let p = &mut self.props;
         p.index_size = index.size + 5;
         p.format_version = u64::from(self.format_version);
         p.comparator = "leveldb.BytewiseComparator".into();
         p.compression = self.opts.compression.rocksdb_name().into();
         p.column_family_id = UNKNOWN_COLUMN_FAMILY;
-        p.index_key_is_user_key = false;
-        p.index_value_is_delta_encoded = false;
+        p.index_key_is_user_key = index_key_is_user_key;
+        p.index_value_is_delta_encoded = true;
         if p.num_entries == 0 && p.num_range_deletions == 0 {
             p.smallest_seqno = 0;
         }
