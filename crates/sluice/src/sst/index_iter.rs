@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use crate::base::coding::Reader;
+use crate::base::key::{self, TRAILER_LEN};
 use crate::sst::block::{Block, BlockIter, KeyOrder};
 use crate::sst::format::BlockHandle;
 
@@ -29,6 +30,25 @@ pub struct IndexLayout {
 }
 
 impl IndexLayout {
+    /// The user key of index separator `k`: `k` itself in a user-key index; `None` for an
+    /// internal key too short to hold a trailer.
+    pub(crate) fn separator_user_key<'a>(&self, k: &'a [u8]) -> Option<&'a [u8]> {
+        match self.order {
+            KeyOrder::Bytewise => Some(k),
+            KeyOrder::Internal if k.len() >= TRAILER_LEN => Some(key::user_key(k)),
+            KeyOrder::Internal => None,
+        }
+    }
+
+    /// What to seek the index for to find internal key `target`: its user key in a user-key
+    /// index (a separator equal to that user key must not sort below it).
+    pub(crate) fn seek_target<'a>(&self, target: &'a [u8]) -> &'a [u8] {
+        match self.order {
+            KeyOrder::Bytewise if target.len() >= TRAILER_LEN => key::user_key(target),
+            _ => target,
+        }
+    }
+
     /// An iterator over an index block of this layout.
     fn iter(&self, block: &Arc<Block>) -> BlockIter {
         let it = block.index_iter(self.order, self.delta);

@@ -320,7 +320,7 @@ impl Table {
     pub fn approximate_offset_of(&self, user_key: &[u8]) -> u64 {
         let target = key::make_internal_key(user_key, key::MAX_SEQNO, key::ValueKind::Value);
         let mut it = self.index_iter();
-        it.seek(&target);
+        it.seek(self.index_layout.seek_target(&target));
         match it.handle() {
             Some(h) if it.valid() => h.offset.min(self.size),
             _ => self.size,
@@ -330,20 +330,24 @@ impl Table {
     /// Every data block's handle in file order, read from the index (for tools that show a
     /// table's layout).
     pub fn data_block_handles(&self) -> Result<Vec<BlockHandle>> {
+        Ok(self.index_entries()?.into_iter().map(|(_, h)| h).collect())
+    }
+
+    /// Every index entry in file order: the separator's user key and the block's handle.
+    fn index_entries(&self) -> Result<Vec<(Vec<u8>, BlockHandle)>> {
         let mut it = self.index_iter();
         it.seek_to_first();
         let mut out = Vec::new();
         while it.valid() {
-            match it.handle() {
-                Some(h) => out.push(h),
-                None => break,
-            }
+            let Some(h) = it.handle() else { break };
+            let sep = self.index_layout.separator_user_key(it.key());
+            out.push((sep.unwrap_or_default().to_vec(), h));
             it.next();
         }
-        if let Some(e) = it.error() {
-            return Err(self.corruption(self.index_handle.offset, format!("index block: {e}")));
+        match it.error() {
+            Some(e) => Err(self.corruption(self.index_handle.offset, format!("index block: {e}"))),
+            None => Ok(out),
         }
-        Ok(out)
     }
 
     /// Every data block's index separator (a user key at or above the block's last key and
@@ -353,23 +357,9 @@ impl Table {
     /// that key (`[1]` for a key starting `[0, 0, 0, 1, …]`), which can lie above every key
     /// of every table, and a cut there leaves the range above it empty.
     pub fn index_separators(&self) -> Result<Vec<(Vec<u8>, u64)>> {
-        let mut it = self.index_iter();
-        it.seek_to_first();
-        let mut out = Vec::new();
-        let mut last = None;
-        while it.valid() {
-            match it.handle() {
-                Some(h) => {
-                    out.push((key::user_key(it.key()).to_vec(), h.size));
-                    last = Some(h);
-                }
-                None => break,
-            }
-            it.next();
-        }
-        if let Some(e) = it.error() {
-            return Err(self.corruption(self.index_handle.offset, format!("index block: {e}")));
-        }
+        let entries = self.index_entries()?;
+        let last = entries.last().map(|(_, h)| *h);
+        let mut out: Vec<_> = entries.into_iter().map(|(s, h)| (s, h.size)).collect();
         if let (Some(s), Some(h)) = (out.last_mut(), last) {
             let block = self.data_block(h)?;
             let mut it = block.iter(KeyOrder::Internal);

@@ -139,12 +139,7 @@ impl TableIter {
 
     /// User key of the current index entry (its separator).
     fn index_user_key(&self) -> Option<&[u8]> {
-        let k = self.index.key();
-        match self.table.index_layout.order {
-            KeyOrder::Bytewise => Some(k),
-            KeyOrder::Internal if k.len() >= TRAILER_LEN => Some(key::user_key(k)),
-            KeyOrder::Internal => None,
-        }
+        self.table.index_layout.separator_user_key(self.index.key())
     }
 
     fn data_valid(&self) -> bool {
@@ -201,11 +196,7 @@ impl TableIter {
     }
 
     fn raw_seek(&mut self, target: &[u8], prune: bool) {
-        let index_target = match self.table.index_layout.order {
-            KeyOrder::Bytewise if target.len() >= TRAILER_LEN => key::user_key(target),
-            _ => target,
-        };
-        self.index.seek(index_target);
+        self.index.seek(self.table.index_layout.seek_target(target));
         if !self.load_block() {
             return;
         }

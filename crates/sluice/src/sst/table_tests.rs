@@ -686,3 +686,80 @@ fn the_index_holds_user_keys_unless_a_user_key_spans_blocks() {
         }
     }
 }
+
+/// On a user-key index (unique user keys, as every import run and most flushes write) and on
+/// an internal-key one: separators are whole user keys — at or above their block's keys, below
+/// the next block's — and `approximate_offset_of` a block's first key is that block's offset.
+#[test]
+fn separators_and_offsets_read_either_index() {
+    // One user key per 256-byte block, dense and of one length: every separator equals its
+    // block's last key (the case a trailer cut or an internal-key seek gets wrong).
+    let mut unique = Model::new();
+    for i in 0..400u64 {
+        let k = [b"t1".as_slice(), &i.to_be_bytes()].concat();
+        unique.insert(
+            (k, std::cmp::Reverse(i + 1)),
+            (ValueKind::Value, vec![1; 240]),
+        );
+    }
+    let mut spanning = unique.clone();
+    for s in 0..20u64 {
+        let k = [b"t1".as_slice(), &200u64.to_be_bytes()].concat();
+        spanning.insert(
+            (k, std::cmp::Reverse(1000 + s)),
+            (ValueKind::Value, vec![2; 240]),
+        );
+    }
+    for (model, user_keys) in [(&unique, true), (&spanning, false)] {
+        let opts = TableOptions {
+            block_size: 256,
+            ..TableOptions::default()
+        };
+        let t = open(build(model, opts), None).unwrap();
+        assert_eq!(t.properties().index_key_is_user_key, user_keys);
+        let seps = t.index_separators().unwrap();
+        let handles = t.data_block_handles().unwrap();
+        assert_eq!(seps.len(), handles.len());
+        // Entries of 240-byte values: one a block, so block i holds entry i alone.
+        assert_eq!(handles.len(), model.len());
+        let firsts: Vec<&Vec<u8>> = model.keys().map(|(k, _)| k).collect();
+        for (i, ((sep, size), h)) in seps.iter().zip(&handles).enumerate() {
+            assert_eq!(*size, h.size);
+            if let Some(next) = firsts.get(i + 1) {
+                assert!(sep <= *next, "block {i}: separator above the next block");
+            }
+            assert!(
+                sep >= firsts[i],
+                "block {i}: separator below the block's key"
+            );
+        }
+    }
+    // Offsets on the unique table: each key's block exactly.
+    let t = open(
+        build(
+            &unique,
+            TableOptions {
+                block_size: 256,
+                ..TableOptions::default()
+            },
+        ),
+        None,
+    )
+    .unwrap();
+    let handles = t.data_block_handles().unwrap();
+    let mut it = t.iter(IterBounds::default());
+    it.seek_to_first();
+    let mut block_of_first = Vec::new();
+    for h in &handles {
+        // Entries are 240-byte values: one entry a block.
+        assert!(it.valid());
+        block_of_first.push((key::user_key(it.key()).to_vec(), h.offset));
+        it.next();
+    }
+    assert!(!it.valid(), "expected one entry a block");
+    for (uk, offset) in &block_of_first {
+        assert_eq!(t.approximate_offset_of(uk), *offset, "{uk:?}");
+    }
+    // Past the last separator (`u`, the short successor of the last key): the file's size.
+    assert_eq!(t.approximate_offset_of(b"v"), t.file_size());
+}
