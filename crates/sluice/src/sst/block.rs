@@ -97,18 +97,19 @@ impl BlockBuilder {
         self.entries += 1;
     }
 
-    /// Appends an index entry with a delta-encoded value (invariant 3): no `value_len`, then
-    /// `full` (the whole block handle) where the entry shares no key bytes with the previous
-    /// one — always at a restart point — else `delta` (the size difference from the previous
-    /// handle). The caller guarantees `key` sorts after the previous key.
-    pub fn add_delta_value(&mut self, key: &[u8], full: &[u8], delta: &[u8]) {
+    /// Appends an entry of an index block with delta-encoded values (invariant 3) and a
+    /// restart point at every entry (restart interval 1, as the table builder writes index
+    /// blocks): no entry shares key bytes, so each holds its whole block `handle`, without a
+    /// `value_len`. The caller guarantees `key` sorts after the previous key.
+    pub fn add_full_handle(&mut self, key: &[u8], handle: &[u8]) {
+        debug_assert_eq!(self.restart_interval, 1, "a size delta would be owed");
         let shared = self.shared_with_last(key);
-        put_varint32(&mut self.buf, shared as u32);
-        put_varint32(&mut self.buf, (key.len() - shared) as u32);
-        self.buf.extend_from_slice(&key[shared..]);
-        self.buf
-            .extend_from_slice(if shared == 0 { full } else { delta });
-        self.note_key(key, shared);
+        debug_assert_eq!(shared, 0);
+        put_varint32(&mut self.buf, 0);
+        put_varint32(&mut self.buf, key.len() as u32);
+        self.buf.extend_from_slice(key);
+        self.buf.extend_from_slice(handle);
+        self.note_key(key, 0);
     }
 
     /// Size the block would have if finished now.

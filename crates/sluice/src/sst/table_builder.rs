@@ -19,7 +19,6 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::base::coding::put_varsigned64;
 use crate::base::error::{Error, Result};
 use crate::base::key::{self, compare_internal, ValueKind, MAX_SEQNO};
 use crate::sst::block::BlockBuilder;
@@ -120,8 +119,6 @@ pub struct TableBuilder<W: Write> {
     /// Some block's last user key equals the next block's first: the index must tell their
     /// versions apart by seqno (RocksDB's `seperator_is_key_plus_seq_`).
     separator_needs_seqno: bool,
-    /// Size of the last indexed block's handle (the base of a delta-encoded one).
-    last_index_size: Option<u64>,
     filter: Option<BloomBuilder>,
     /// Handle of the last flushed data block, waiting for the next key to pick its separator.
     pending_handle: Option<BlockHandle>,
@@ -148,7 +145,6 @@ impl<W: Write> TableBuilder<W> {
             index: BlockBuilder::new(1),
             user_index: BlockBuilder::new(1),
             separator_needs_seqno: false,
-            last_index_size: None,
             filter,
             pending_handle: None,
             last_key: Vec::with_capacity(64),
@@ -292,22 +288,16 @@ impl<W: Write> TableBuilder<W> {
         };
         // Values delta-encoded (RocksDB's default from format_version 4): every entry of these
         // restart-interval-1 blocks is a restart point, so each holds its full handle without
-        // a length; the size delta is there for the format's sake.
+        // a length.
         let mut full = Vec::with_capacity(20);
         handle.encode_to(&mut full);
-        let mut delta = Vec::with_capacity(10);
-        put_varsigned64(
-            &mut delta,
-            handle.size as i64 - self.last_index_size.unwrap_or(0) as i64,
-        );
-        self.last_index_size = Some(handle.size);
         if self.separator_needs_seqno {
             if !self.user_index.is_empty() {
                 // Not used any more: let its memory go.
                 self.user_index = BlockBuilder::new(1);
             }
         } else {
-            self.user_index.add_delta_value(&shortened, &full, &delta);
+            self.user_index.add_full_handle(&shortened, &full);
         }
         self.separator.clear();
         if shortened.as_slice() == last_user {
@@ -322,7 +312,7 @@ impl<W: Write> TableBuilder<W> {
                 ValueKind::Value as u8,
             );
         }
-        self.index.add_delta_value(&self.separator, &full, &delta);
+        self.index.add_full_handle(&self.separator, &full);
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
