@@ -36,7 +36,8 @@ def pebble_cache(sluice):
 
 # Workloads where Pebble's WAL is on and its memtables grow (and are charged to its cache).
 PEBBLE_MEMTABLES_IN_CACHE = {"fillseq", "fillrandom", "fillrandom-sync", "overwrite", "readrandom",
-                             "seekrandom", "block_writer", "ingest-under-load", "l0-fillrandom",
+                             "seekrandom", "block_writer", "block_writer-ops", "ingest-under-load",
+                             "l0-fillrandom",
                              "l0-fillrandom-widefile", "l0-ingest-random"}
 
 # (engine, setting) -> (why, the workloads it covers, the value the anchor must then have given

@@ -424,10 +424,17 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 		case "block_writer":
 			runErr = func() error {
 				target := int(a.seconds)
-				// As sluice-bench: windows of S/6 seconds, 1..10 (10 for the default 60 s).
-				win := min(max(target/6, 1), 10)
 				params["seconds"] = target
-				params["window_seconds"] = win
+				if a.ops > 0 {
+					params["ops_target"] = a.ops
+				} else {
+					params["ops_target"] = nil
+				}
+				markCap := target
+				if a.ops > 0 {
+					markCap = math.MaxInt
+				}
+				var runSecs float64
 				params["op_user_bytes"] = bwOpBytes
 				params["txn_value"] = "LE64(i)"
 				before := e.bgBytes()
@@ -476,7 +483,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 						lat = append(lat, (el - s.Sub(start)).Nanoseconds())
 						// Op i finished at el: ops finished before each whole-second mark passed
 						// belong to that second.
-						for el >= nextMark && len(perSec) < target {
+						for el >= nextMark && len(perSec) < markCap {
 							k := i - doneAtMark
 							doneAtMark = i
 							perSec = append(perSec, k)
@@ -485,8 +492,11 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 							}
 							nextMark += time.Second
 						}
-						if len(perSec) >= target {
-							ops = i
+						if (a.ops > 0 && i+1 >= a.ops) || (a.ops == 0 && len(perSec) >= target) {
+							if len(perSec) == 0 {
+								perSec = append(perSec, i+1) // an --ops run under a second
+							}
+							ops, runSecs = i+1, el.Seconds()
 							return nil
 						}
 					}
@@ -495,7 +505,10 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 					return err
 				}
 				lat = lat[:ops]
-				seconds["run"] = target
+				// As sluice-bench: windows of a sixth of the seconds run, 1..10 (10 for 60 s).
+				win := min(max(len(perSec)/6, 1), 10)
+				params["window_seconds"] = win
+				seconds["run"] = runSecs
 				if seconds["flush_wait"], err = e.settle(true); err != nil {
 					return err
 				}
@@ -513,7 +526,7 @@ func runEngine(a args, base string, out *bufio.Writer) error {
 				if first > 0 {
 					ratio = last / first
 				}
-				line["ops_per_s"] = float64(ops) / float64(target)
+				line["ops_per_s"] = float64(ops) / runSecs
 				line["latency_us"] = latencyJSON(lat)
 				line["per_second_ops"] = perSec
 				line["first10_ops_per_s"], line["last10_ops_per_s"], line["ratio"] = first, last, ratio

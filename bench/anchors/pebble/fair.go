@@ -111,6 +111,30 @@ func newSSTWriter(f vfs.File, wo sstable.WriterOptions) *sstable.Writer {
 	return sstable.NewWriter(newBufWritable(f), wo)
 }
 
+// gatherBatch is how many records kv-bulkload's writers gather at a time (sluice-bench's
+// sort::GATHER_BATCH).
+const gatherBatch = 4096
+
+// gatheredRecs returns rec(j) for j = 0, 1, 2, ... in turn (calls must come in that order):
+// the records of input at the indices of part, copied a batch at a time into one reused
+// buffer by a tight loop that keeps many cache misses in flight (sluice-bench's
+// sort::gather). A slice it returns is valid until the call after the batch's last.
+func gatheredRecs(input []byte, part []ent) func(int) []byte {
+	buf := make([]byte, 0, gatherBatch*recLen)
+	return func(j int) []byte {
+		o := j % gatherBatch
+		if o == 0 {
+			buf = buf[:0]
+			end := min(j+gatherBatch, len(part))
+			for _, e := range part[j:end] {
+				i := int(e.i)
+				buf = append(buf, input[i*recLen:(i+1)*recLen]...)
+			}
+		}
+		return buf[o*recLen : (o+1)*recLen]
+	}
+}
+
 // sortName is how kv-bulkload sorts, as every engine prints it (params.sort).
 const sortName = "radix sort of the BE64 key prefix, 8-bit digits: one MSD pass, then LSD passes per bucket on 2 threads"
 

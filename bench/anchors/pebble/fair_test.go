@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"testing"
@@ -53,6 +54,27 @@ func TestRadixSortIsAStableSort(t *testing.T) {
 		got := radixSort(items)
 		if !slices.Equal(got, want) {
 			t.Fatalf("case %d: not the stable order", ci)
+		}
+	}
+}
+
+// gatheredRecs hands back, in turn, the records at part's indices, across batch edges and in a
+// last short batch.
+func TestGatheredRecsMatchesDirectIndexing(t *testing.T) {
+	const n = 3*gatherBatch + 17
+	input := make([]byte, n*recLen)
+	for i := range input {
+		input[i] = byte(i*7 + i/recLen)
+	}
+	part := make([]ent, n)
+	for j := range part {
+		part[j] = ent{0, uint32((j * 7919) % n)}
+	}
+	rec := gatheredRecs(input, part)
+	for j := range part {
+		i := int(part[j].i)
+		if got, want := rec(j), input[i*recLen:(i+1)*recLen]; !bytes.Equal(got, want) {
+			t.Fatalf("record %d: got % x, want % x", j, got[:8], want[:8])
 		}
 	}
 }

@@ -41,7 +41,7 @@ import (
 const usage = "usage: pebble-anchor <sst-write|sst-scan|sst-scan-db|kv-bulkload> [--n N] [--dir DIR] " +
 	"[--rounds R] [--file-mib M] [--reads R]\n" +
 	"       pebble-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> " +
-	"[--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S]\n" +
+	"[--n N] [--dir DIR] [--rounds R] [--reads R] [--seconds S] [--ops OPS]\n" +
 	"       pebble-anchor ingest-under-load [--n N] [--dir DIR] [--rounds R] [--seconds S] [--rate R]"
 
 type args struct {
@@ -52,6 +52,7 @@ type args struct {
 	rounds   int
 	reads    uint64
 	seconds  uint64
+	ops      uint64 // block_writer: stop after this many ops, not after seconds (0: seconds)
 	rate     uint64 // ingest-under-load: total put rate of the two writers, per second
 }
 
@@ -102,6 +103,8 @@ func parseArgs(argv []string) (args, error) {
 			secondsSet = true
 		case "--rate":
 			a.rate, err = num()
+		case "--ops":
+			a.ops, err = num()
 		case "--rounds":
 			var r uint64
 			r, err = num()
@@ -494,7 +497,7 @@ func run(a args, out *bufio.Writer) error {
 				go func(h int) {
 					defer wg.Done()
 					part := halves[h]
-					files[h], errs[h] = writeSSTs(len(part), func(j int) []byte { return recAt(int(part[j].i)) },
+					files[h], errs[h] = writeSSTs(len(part), gatheredRecs(input, part),
 						ssts, string(rune('a'+h)), fileBytes, wo)
 				}(h)
 			}

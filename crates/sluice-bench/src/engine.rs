@@ -181,6 +181,7 @@ pub fn run(
     n: u64,
     reads: u64,
     seconds: u64,
+    ops: Option<u64>,
     dir: &Path,
     sample: Option<SampleConfig>,
 ) -> Result<Value, Box<dyn std::error::Error>> {
@@ -350,7 +351,7 @@ pub fn run(
         }
         "block_writer" => {
             let (out, shape) =
-                fair::with_sampler(&db, || block_writer(&db, n, seconds, &perm, dir));
+                fair::with_sampler(&db, || block_writer(&db, n, seconds, ops, &perm, dir));
             merge(out?, shape.json())
         }
         other => return Err(format!("unknown engine workload {other}").into()),
@@ -382,10 +383,13 @@ fn txn_key(i: u64) -> Vec<u8> {
     k
 }
 
+/// CockroachDB's block_writer pattern for `seconds`, or, with `ops`, until that many ops are
+/// done (the same work in every engine, for write-amp).
 fn block_writer(
     db: &Db,
     n: u64,
     seconds: u64,
+    ops: Option<u64>,
     perm: &Permutation,
     dir: &Path,
 ) -> Result<Value, Box<dyn std::error::Error>> {
@@ -395,7 +399,11 @@ fn block_writer(
     let mut next_tick = start + Duration::from_secs(1);
     let mut i = 0u64;
     let mut touched_max = 0u64;
-    while per_second.len() < seconds as usize {
+    let more = |i: u64, seconds_done: usize| match ops {
+        Some(ops) => i < ops,
+        None => seconds_done < seconds as usize,
+    };
+    while more(i, per_second.len()) {
         let tk = txn_key(i);
         let mut upper = tk.clone();
         upper.push(0xff);
@@ -427,46 +435,27 @@ fn block_writer(
             next_tick += Duration::from_secs(1);
         }
     }
+    if per_second.is_empty() {
+        per_second.push(ops_this_second); // an --ops run shorter than a second
+    }
     let w = (per_second.len() / 6).clamp(1, 10);
     let first: f64 = per_second[..w].iter().sum::<u64>() as f64 / w as f64;
     let last: f64 = per_second[per_second.len() - w..].iter().sum::<u64>() as f64 / w as f64;
     let run_secs = start.elapsed().as_secs_f64();
     // Each op: the txn put (13 + 8 bytes), the pair (116), the txn delete (13).
     let wa = window_write_amp(db, 0, i * 150)?;
+    let m = db.metrics();
     Ok(merge(
         base("block_writer", n, dir, db),
         json!({
             "write_amp": wa, "per_second_ops": per_second,
+            "write_bytes": {"flush": m.flush_bytes, "compaction": m.compaction_bytes_written, "user": i * 150},
             "seconds": {"run": run_secs}, "ops_per_s": i as f64 / run_secs,
             "first10_ops_per_s": first, "last10_ops_per_s": last, "ratio": last / first,
             "max_entries_touched_per_seek": touched_max, "window_seconds": w,
+            "ops_target": ops,
         }),
     ))
-}
-
-/// Sorts record indices by their 16-byte keys: [`sort::radix_sort`] on the first 8 bytes, then a
-/// comparison sort of any run whose prefixes tie (general for any fixed-width 16-byte keys).
-fn sort_indices(records: &[u8], n: usize) -> Vec<u32> {
-    let rec = KEY_LEN + VALUE_LEN;
-    let prefix = |i: u32| -> u64 {
-        let o = i as usize * rec;
-        u64::from_be_bytes(records[o..o + 8].try_into().expect("8 bytes"))
-    };
-    let mut items: Vec<(u64, u32)> = (0..n as u32).map(|i| (prefix(i), i)).collect();
-    sort::radix_sort(&mut items);
-    let full = |i: u32| &records[i as usize * rec..i as usize * rec + KEY_LEN];
-    let mut start = 0;
-    while start < items.len() {
-        let mut end = start + 1;
-        while end < items.len() && items[end].0 == items[start].0 {
-            end += 1;
-        }
-        if end - start > 1 {
-            items[start..end].sort_by(|a, b| full(a.1).cmp(full(b.1)));
-        }
-        start = end;
-    }
-    items.into_iter().map(|(_, i)| i).collect()
 }
 
 /// `kv-bulkload`: the spec stream loaded by Sluice's fastest path (sort, two SstWriter
@@ -489,11 +478,23 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
     let staging = dir.join("staging");
     std::fs::create_dir_all(&staging)?;
     let load_start = Instant::now();
-    let order = sort_indices(&records, n as usize);
+    // Keys start with BE64(p), p unique: sorting by that prefix sorts the keys, as in the
+    // anchors' drivers (a tie would reach SstWriter::put out of order, which refuses it).
+    let mut order: Vec<(u64, u32)> = records
+        .chunks_exact(rec)
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                u64::from_be_bytes(r[..8].try_into().expect("8 bytes")),
+                i as u32,
+            )
+        })
+        .collect();
+    sort::radix_sort(&mut order);
     let sort_secs = load_start.elapsed().as_secs_f64();
     let t = Instant::now();
     let file_bytes: u64 = 128 << 20;
-    let halves: Vec<&[u32]> = order.chunks(order.len().div_ceil(2).max(1)).collect();
+    let halves: Vec<&[(u64, u32)]> = order.chunks(order.len().div_ceil(2).max(1)).collect();
     let files: Vec<std::path::PathBuf> = std::thread::scope(|s| -> Result<Vec<_>, String> {
         let handles: Vec<_> = halves
             .iter()
@@ -503,17 +504,20 @@ pub fn kv_bulkload(n: u64, reads: u64, dir: &Path) -> Result<Value, Box<dyn std:
                 s.spawn(move || -> sluice::Result<Vec<std::path::PathBuf>> {
                     let mut out = Vec::new();
                     let mut w: Option<SstWriter> = None;
-                    for &i in part.iter() {
-                        if w.is_none() {
-                            let p = staging.join(format!("{h}-{:04}.sst", out.len()));
-                            out.push(p.clone());
-                            w = Some(SstWriter::create(&p, TableOptions::default())?);
-                        }
-                        let o = i as usize * rec;
-                        let wr = w.as_mut().expect("writer");
-                        wr.put(&records[o..o + KEY_LEN], &records[o + KEY_LEN..o + rec])?;
-                        if wr.estimated_file_size() >= file_bytes {
-                            w.take().expect("writer").finish()?;
+                    let mut buf = Vec::with_capacity(sort::GATHER_BATCH * rec);
+                    for batch in part.chunks(sort::GATHER_BATCH) {
+                        sort::gather(records, rec, batch.iter().map(|j| j.1 as usize), &mut buf);
+                        for r in buf.chunks_exact(rec) {
+                            if w.is_none() {
+                                let p = staging.join(format!("{h}-{:04}.sst", out.len()));
+                                out.push(p.clone());
+                                w = Some(SstWriter::create(&p, TableOptions::default())?);
+                            }
+                            let wr = w.as_mut().expect("writer");
+                            wr.put(&r[..KEY_LEN], &r[KEY_LEN..])?;
+                            if wr.estimated_file_size() >= file_bytes {
+                                w.take().expect("writer").finish()?;
+                            }
                         }
                     }
                     if let Some(wr) = w {

@@ -94,6 +94,10 @@ struct Args {
     /// Duration of block_writer in seconds (ingest-under-load: of each phase).
     #[arg(long)]
     seconds: Option<u64>,
+    /// block_writer: stop after this many ops instead of after `--seconds` (the same work in
+    /// every engine, for write-amp).
+    #[arg(long)]
+    ops: Option<u64>,
     /// Total put rate of ingest-under-load's writers, per second.
     #[arg(long, default_value_t = 20_000)]
     rate: u64,
@@ -358,6 +362,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 args.n,
                 args.reads.unwrap_or(args.n / 10).max(1),
                 args.seconds.unwrap_or(60),
+                args.ops,
                 dir,
                 args.trace_slowest.map(|keep| SampleConfig {
                     keep,

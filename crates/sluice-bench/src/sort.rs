@@ -98,6 +98,26 @@ fn sort_buckets(
     }
 }
 
+/// How many records kv-bulkload's writers gather at a time ([`gather`]).
+pub const GATHER_BATCH: usize = 4096;
+
+/// Copies the `rec`-byte records of `records` whose indices `idx` gives, in that order, into
+/// `buf` (cleared first). kv-bulkload's writers take their sorted records in batches of
+/// [`GATHER_BATCH`] through this: a tight copy loop keeps many cache misses in flight, where a
+/// writer that fetched each record from the 1.16 GB input as it went would wait out one miss per
+/// record, with the table building in between (40% of its samples, in `perf`).
+pub fn gather<I: IntoIterator<Item = usize>>(
+    records: &[u8],
+    rec: usize,
+    idx: I,
+    buf: &mut Vec<u8>,
+) {
+    buf.clear();
+    for i in idx {
+        buf.extend_from_slice(&records[i * rec..(i + 1) * rec]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +148,22 @@ mod tests {
             radix_sort(&mut items);
             assert_eq!(items, want);
         }
+    }
+
+    /// `gather` copies the records at the given indices, in that order, and clears the
+    /// buffer's earlier batch first.
+    #[test]
+    fn gather_copies_the_indexed_records_in_order() {
+        let rec = 5;
+        let records: Vec<u8> = (0..100u8).collect();
+        let mut buf = vec![9u8; 3];
+        gather(&records, rec, [3usize, 0, 19, 3], &mut buf);
+        let want: Vec<u8> = [15u8..20, 0..5, 95..100, 15..20]
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(buf, want);
+        gather(&records, rec, [1usize], &mut buf);
+        assert_eq!(buf, vec![5, 6, 7, 8, 9]);
     }
 }

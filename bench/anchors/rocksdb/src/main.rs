@@ -217,6 +217,9 @@ struct Args {
     rounds: u32,
     reads: u64,
     seconds: u64,
+    /// block_writer: stop after this many ops instead of after `seconds` (as sluice-bench's
+    /// `--ops`: the same work in every engine, for write-amp).
+    ops: Option<u64>,
     /// ingest-under-load: total put rate of the two writers, per second.
     rate: u64,
 }
@@ -224,7 +227,7 @@ struct Args {
 const USAGE: &str = "usage: rocksdb-anchor <sst-write|sst-scan|kv-bulkload> [--n N] [--dir DIR] \
 [--rounds R] [--file-mib M] [--reads R]
        rocksdb-anchor <fillseq|fillrandom|overwrite|readrandom|seekrandom|block_writer> [--n N] \
-[--dir DIR] [--rounds R] [--reads R] [--seconds S]
+[--dir DIR] [--rounds R] [--reads R] [--seconds S] [--ops OPS]
        rocksdb-anchor ingest-under-load [--n N] [--dir DIR] [--rounds R] [--seconds S] [--rate R]";
 
 fn parse_args() -> Result<Args, String> {
@@ -238,6 +241,7 @@ fn parse_args() -> Result<Args, String> {
         rounds: 1,
         reads: 0,
         seconds: 60,
+        ops: None,
         rate: 20_000,
     };
     let mut it = std::env::args().skip(1);
@@ -265,6 +269,7 @@ fn parse_args() -> Result<Args, String> {
             "--reads" => reads = Some(num(val("--reads")?, "--reads")?),
             "--seconds" => seconds = Some(num(val("--seconds")?, "--seconds")?),
             "--rate" => args.rate = num(val("--rate")?, "--rate")?,
+            "--ops" => args.ops = Some(num(val("--ops")?, "--ops")?),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -382,26 +387,61 @@ fn write_ssts<'a>(
     file_bytes: u64,
 ) -> Result<Vec<PathBuf>, rocksdb::Error> {
     let opts = rocks_opts();
-    let mut files = Vec::new();
-    let mut w: Option<SstFileWriter> = None;
+    let mut sink = SstSink::new(&opts, dir, prefix, file_bytes);
     for rec in rows {
-        if w.is_none() {
-            let p = dir.join(format!("{prefix}{:06}.sst", files.len()));
-            let wr = SstFileWriter::create(&opts);
+        sink.put(rec)?;
+    }
+    sink.finish()
+}
+
+/// SstFileWriters in turn, each file closed once it reaches `file_bytes`.
+struct SstSink<'o> {
+    opts: &'o Options,
+    dir: &'o Path,
+    prefix: String,
+    file_bytes: u64,
+    files: Vec<PathBuf>,
+    w: Option<SstFileWriter<'o>>,
+}
+
+impl<'o> SstSink<'o> {
+    fn new(opts: &'o Options, dir: &'o Path, prefix: &str, file_bytes: u64) -> Self {
+        Self {
+            opts,
+            dir,
+            prefix: prefix.to_string(),
+            file_bytes,
+            files: Vec::new(),
+            w: None,
+        }
+    }
+
+    /// Adds one record (key then value).
+    fn put(&mut self, rec: &[u8]) -> Result<(), rocksdb::Error> {
+        if self.w.is_none() {
+            let p = self
+                .dir
+                .join(format!("{}{:06}.sst", self.prefix, self.files.len()));
+            let wr = SstFileWriter::create(self.opts);
             wr.open(&p)?;
-            files.push(p);
-            w = Some(wr);
+            self.files.push(p);
+            self.w = Some(wr);
         }
-        let wr = w.as_mut().expect("writer");
+        let wr = self.w.as_mut().expect("writer");
         wr.put(&rec[..gen::KEY_LEN], &rec[gen::KEY_LEN..])?;
-        if wr.file_size() >= file_bytes {
-            w.take().expect("writer").finish()?;
+        if wr.file_size() >= self.file_bytes {
+            self.w.take().expect("writer").finish()?;
         }
+        Ok(())
     }
-    if let Some(mut wr) = w {
-        wr.finish()?;
+
+    /// Closes the last file; returns every file written.
+    fn finish(mut self) -> Result<Vec<PathBuf>, rocksdb::Error> {
+        if let Some(mut wr) = self.w.take() {
+            wr.finish()?;
+        }
+        Ok(self.files)
     }
-    Ok(files)
 }
 
 fn open_db(path: &Path) -> Result<DB, rocksdb::Error> {
@@ -562,13 +602,30 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     .collect();
                 sort::radix_sort(&mut idx);
                 let sort_secs = t.elapsed().as_secs_f64();
-                let rec =
-                    |j: &(u64, u32)| &input[j.1 as usize * gen::REC..(j.1 as usize + 1) * gen::REC];
                 let mid = idx.len() / 2;
                 let (lo, hi) = idx.split_at(mid);
+                // Each writer takes its records in batches gathered by one tight copy loop
+                // (`sort::gather`), as Sluice's and Pebble's drivers do.
+                let gathered = |part: &[(u64, u32)], prefix: &str| {
+                    let opts = rocks_opts();
+                    let mut buf = Vec::with_capacity(sort::GATHER_BATCH * gen::REC);
+                    let mut sink = SstSink::new(&opts, &ssts, prefix, file_bytes);
+                    for batch in part.chunks(sort::GATHER_BATCH) {
+                        sort::gather(
+                            &input,
+                            gen::REC,
+                            batch.iter().map(|j| j.1 as usize),
+                            &mut buf,
+                        );
+                        for r in buf.chunks_exact(gen::REC) {
+                            sink.put(r)?;
+                        }
+                    }
+                    sink.finish()
+                };
                 let (fa, fb) = std::thread::scope(|s| {
-                    let a = s.spawn(|| write_ssts(lo.iter().map(rec), &ssts, "a", file_bytes));
-                    let b = s.spawn(|| write_ssts(hi.iter().map(rec), &ssts, "b", file_bytes));
+                    let a = s.spawn(|| gathered(lo, "a"));
+                    let b = s.spawn(|| gathered(hi, "b"));
                     (a.join().expect("writer a"), b.join().expect("writer b"))
                 });
                 let mut files = fa?;
@@ -1197,18 +1254,17 @@ mod engine {
                 }
                 Workload::BlockWriter => {
                     let secs_target = args.seconds;
+                    let ops_target = args.ops;
                     params["seconds"] = json!(secs_target);
-                    // As sluice-bench: windows of S/6 seconds, 1..10 (10 for the default 60 s).
-                    let win = (secs_target / 6).clamp(1, 10);
-                    params["window_seconds"] = json!(win);
+                    params["ops_target"] = json!(ops_target);
                     params["op_user_bytes"] = json!(BW_OP_BYTES);
                     params["txn_value"] = json!("LE64(i)");
                     let before = eng.bg_bytes();
                     let wo = write_opts();
                     let mut per_sec: Vec<u64> = Vec::with_capacity(secs_target as usize);
                     let mut lat: Vec<u64> = Vec::with_capacity(1 << 20);
-                    let (res, max_l0) =
-                        eng.with_l0_sampler(|| -> Result<u64, Box<dyn std::error::Error>> {
+                    let (res, max_l0) = eng.with_l0_sampler(
+                        || -> Result<(u64, f64), Box<dyn std::error::Error>> {
                             let mut key = [0u8; gen::KEY_LEN];
                             let mut val = [0u8; gen::VALUE_LEN];
                             let mut upper = [0xFFu8; TXN_LEN + 1];
@@ -1241,29 +1297,46 @@ mod engine {
                                 // Op i finished at e: ops finished before each whole-second mark
                                 // passed belong to that second.
                                 let el = e - start;
-                                while el >= next_mark && (per_sec.len() as u64) < secs_target {
+                                let cap = if ops_target.is_some() {
+                                    u64::MAX
+                                } else {
+                                    secs_target
+                                };
+                                while el >= next_mark && (per_sec.len() as u64) < cap {
                                     let ops = i - done_at_mark;
                                     done_at_mark = i;
                                     per_sec.push(ops);
                                     println!("{}", json!({"second": per_sec.len(), "ops": ops}));
                                     next_mark += Duration::from_secs(1);
                                 }
-                                if per_sec.len() as u64 >= secs_target {
-                                    return Ok(i);
+                                let done = match ops_target {
+                                    Some(o) => i + 1 >= o,
+                                    None => per_sec.len() as u64 >= secs_target,
+                                };
+                                if done {
+                                    if per_sec.is_empty() {
+                                        per_sec.push(i + 1); // an --ops run under a second
+                                    }
+                                    return Ok((i + 1, el.as_secs_f64()));
                                 }
                                 i += 1;
                             }
-                        });
-                    let ops = res?;
+                        },
+                    );
+                    let (ops, run_secs) = res?;
                     lat.truncate(ops as usize);
-                    seconds.insert("run".into(), json!(secs_target));
+                    // As sluice-bench: windows of a sixth of the seconds run, 1..10 (10 for the
+                    // default 60 s).
+                    let win = (per_sec.len() as u64 / 6).clamp(1, 10);
+                    params["window_seconds"] = json!(win);
+                    seconds.insert("run".into(), json!(run_secs));
                     seconds.insert("flush_wait".into(), json!(eng.settle(true)?));
                     let (wa, wb) = write_amp_json(before, eng.bg_bytes(), ops * BW_OP_BYTES);
                     params["write_amp_method"] = json!("(flush+compaction bytes from the start of the run until flushed and compactions done) / (ops x 150 B)");
                     let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len() as f64;
                     let first = mean(&per_sec[..win as usize]);
                     let last = mean(&per_sec[per_sec.len() - win as usize..]);
-                    line["ops_per_s"] = json!(ops as f64 / secs_target as f64);
+                    line["ops_per_s"] = json!(ops as f64 / run_secs);
                     line["latency_us"] = latency_json(&mut lat);
                     line["per_second_ops"] = json!(per_sec);
                     line["first10_ops_per_s"] = json!(first);
