@@ -105,6 +105,9 @@ func parseArgs(argv []string) (args, error) {
 			a.rate, err = num()
 		case "--ops":
 			a.ops, err = num()
+			if err == nil && a.ops == 0 {
+				err = errors.New("must be at least 1")
+			}
 		case "--rounds":
 			var r uint64
 			r, err = num()

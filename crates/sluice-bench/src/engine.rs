@@ -445,7 +445,7 @@ fn block_writer(
     // Each op: the txn put (13 + 8 bytes), the pair (116), the txn delete (13).
     let wa = window_write_amp(db, 0, i * 150)?;
     let m = db.metrics();
-    Ok(merge(
+    let mut out = merge(
         base("block_writer", n, dir, db),
         json!({
             "write_amp": wa, "per_second_ops": per_second,
@@ -453,9 +453,10 @@ fn block_writer(
             "seconds": {"run": run_secs}, "ops_per_s": i as f64 / run_secs,
             "first10_ops_per_s": first, "last10_ops_per_s": last, "ratio": last / first,
             "max_entries_touched_per_seek": touched_max, "window_seconds": w,
-            "ops_target": ops,
         }),
-    ))
+    );
+    out["params"]["ops_target"] = json!(ops);
+    Ok(out)
 }
 
 /// `kv-bulkload`: the spec stream loaded by Sluice's fastest path (sort, two SstWriter

@@ -96,7 +96,7 @@ struct Args {
     seconds: Option<u64>,
     /// block_writer: stop after this many ops instead of after `--seconds` (the same work in
     /// every engine, for write-amp).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     ops: Option<u64>,
     /// Total put rate of ingest-under-load's writers, per second.
     #[arg(long, default_value_t = 20_000)]

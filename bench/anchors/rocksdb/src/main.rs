@@ -299,6 +299,9 @@ fn parse_args() -> Result<Args, String> {
     if (args.workload == Workload::BlockWriter || iul) && args.seconds == 0 {
         return Err("--seconds must be at least 1".into());
     }
+    if args.ops == Some(0) {
+        return Err("--ops must be at least 1".into());
+    }
     if iul && args.rate == 0 {
         return Err("--rate must be at least 1".into());
     }
