@@ -57,6 +57,7 @@ func tableParams(o *pebble.Options) map[string]any {
 		"flush_split_bytes":       o.FlushSplitBytes,
 		"l0_stop_writes":          o.L0StopWritesThreshold,
 		"intra_l0":                "where the base level is busy (its default picker)",
+		"l0_trigger":              "4 L0 sublevels (L0CompactionThreshold, its default)",
 		"l0_compaction_threshold": o.L0CompactionThreshold,
 		"file_write_buffer":       "1 MiB (bufio around the vfs file; Pebble's default is 4 KiB)",
 		"checksum":                "CRC32c (Pebble's default)",

@@ -49,6 +49,7 @@ pub fn apply_db_options(
             }
             "flush_split_bytes" => o.flush_split_bytes = v.extract()?,
             "l0_sublevels" => o.l0_sublevels = v.extract()?,
+            "l0_thin_sublevels_wait" => o.l0_thin_sublevels_wait = v.extract()?,
             "max_bytes_for_level_base" => o.max_bytes_for_level_base = v.extract()?,
             "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = v.extract()?,
             "target_file_size" => o.target_file_size = v.extract()?,

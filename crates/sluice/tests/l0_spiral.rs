@@ -44,6 +44,8 @@ fn opts(fs: &MemFs, l0_sublevels: bool, trigger: usize, rec: &Arc<Recorder>) -> 
         l0_compaction_trigger: trigger,
         l0_slowdown_writes_trigger: 40,
         l0_stop_writes_trigger: 50,
+        // A stack of a few KiB: by depth alone, as the spiral's 64 MiB memtables would be.
+        l0_thin_sublevels_wait: false,
         listeners: vec![Arc::clone(rec) as Arc<dyn EventListener>],
         ..common::mem_opts(fs)
     }

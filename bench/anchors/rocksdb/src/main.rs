@@ -353,6 +353,7 @@ fn table_params() -> serde_json::Value {
            "index": "one index block per table, kept out of the block cache (cache_index_and_filter_blocks false); filter likewise",
            "l0_stop_writes": 36,
            "intra_l0": "when an L0->L1 compaction cannot run (its default leveled picker)",
+           "l0_trigger": "4 L0 files (level0_file_num_compaction_trigger, its default)",
            "background_priority": "the process's (RocksDB's default: Env::LowerThreadPoolCPUPriority not called); WAL preallocated 1.1 x write_buffer_size (its default)",
            "rocksdb": "11.8.1 (librocksdb-sys 0.19.0, rocksdb crate 0.25.0)"})
 }

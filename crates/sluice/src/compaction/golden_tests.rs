@@ -37,6 +37,7 @@ fn picker_options(tc: &datadriven::TestCase) -> PickerOptions {
         level_multiplier: arg(tc, "mult").map_or(10, |v| v.parse().unwrap()),
         max_l0_move_bytes: arg(tc, "max_l0_move").map_or(u64::MAX, |v| v.parse().unwrap()),
         l0_tiering_ratio_pct: arg(tc, "tiering").map_or(200, |v| v.parse().unwrap()),
+        l0_round_bytes: arg(tc, "round_bytes").map_or(0, |v| v.parse().unwrap()),
         ..PickerOptions::default()
     }
 }

@@ -15,6 +15,8 @@ fn opts() -> PickerOptions {
         l0_sublevels: true,
         max_bytes_for_level_base: 1000,
         level_multiplier: 10,
+        // Depth alone: these tests' files are a few hundred bytes.
+        l0_round_bytes: 0,
         ..PickerOptions::default()
     }
 }
@@ -384,4 +386,41 @@ fn tiered_l0_merges_files_newer_than_the_memtables_only_where_they_hold_no_key()
         ),
         "{c:?}"
     );
+}
+
+/// Thin L0 sublevels wait for a round's worth of bytes (`l0_round_bytes` per flush, as many
+/// as the trigger), until L0 is twice the trigger deep; with sublevels off, files count alone.
+#[test]
+fn thin_l0_sublevels_wait_for_a_rounds_bytes_until_twice_the_trigger() {
+    let o = PickerOptions {
+        l0_round_bytes: 100,
+        ..opts()
+    };
+    let stack = |n: u64, size: u64| version((1..=n).map(|i| (0, f(i, "a", "z", size))).collect());
+    let score = |v: &Version, o: &PickerOptions| l0_score(v, &L0Sublevels::from_version(v), o);
+    let none = HashSet::new();
+    // Four sublevels of 10 bytes: one round's bytes at most, so a quarter of the trigger.
+    let thin = stack(4, 10);
+    assert_eq!(score(&thin, &o), 25);
+    assert!(pick_compaction(&thin, &o, &none).is_none());
+    // By depth alone, or by file count with sublevels off, the same files are due.
+    assert_eq!(score(&thin, &opts()), 100);
+    assert!(pick_compaction(&thin, &opts(), &none).is_some());
+    let files = PickerOptions {
+        l0_sublevels: false,
+        ..o.clone()
+    };
+    assert_eq!(score(&thin, &files), 100);
+    // Four rounds' bytes in four sublevels: due at the trigger.
+    let full = stack(4, 100);
+    assert_eq!(score(&full, &o), 100);
+    assert!(pick_compaction(&full, &o, &none).is_some());
+    // 3.1 rounds' bytes round up to four.
+    let most = stack(4, 78);
+    assert_eq!(score(&most, &o), 100);
+    // Seven thin sublevels still wait; at twice the trigger the depth scores alone.
+    assert_eq!(score(&stack(7, 10), &o), 25);
+    let eight = stack(8, 10);
+    assert_eq!(score(&eight, &o), 200);
+    assert!(pick_compaction(&eight, &o, &none).is_some());
 }

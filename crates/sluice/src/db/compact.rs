@@ -428,6 +428,7 @@ mod tests {
             l0_sublevels: true,
             max_bytes_for_level_base: 64 << 10,
             level_multiplier: 10,
+            l0_round_bytes: 0,
             ..PickerOptions::default()
         };
         let c = picker::pick_compaction_with(&v, &ctx, &po, &busy);

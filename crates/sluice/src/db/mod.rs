@@ -525,6 +525,12 @@ fn picker_options(opts: &Options) -> PickerOptions {
         level_multiplier: opts.max_bytes_for_level_multiplier,
         max_l0_move_bytes: opts.target_file_size.saturating_mul(2),
         l0_tiering_ratio_pct: opts.l0_tiering_ratio_pct,
+        l0_round_bytes: if opts.l0_thin_sublevels_wait {
+            opts.write_buffer_size as u64
+        } else {
+            0
+        },
+        l0_slowdown_writes_trigger: opts.l0_slowdown_writes_trigger,
         table_class: std::array::from_fn(|l| {
             let alike = |k: usize| {
                 opts.compression_per_level[k] == opts.compression_per_level[l]
