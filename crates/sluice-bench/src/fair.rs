@@ -31,8 +31,8 @@ pub fn table_params() -> Value {
         "index": "one index block per table, read at open (not in the block cache); filter likewise",
         "flush_split_bytes": o.flush_split_bytes,
         "l0_stop_writes": o.l0_stop_writes_trigger,
-        "l0_trigger": if o.l0_thin_sublevels_wait {
-            format!("{} L0 sublevels; under {} deep, counted as no more than the memtables' worth of bytes L0 holds (Options::l0_thin_sublevels_wait, the default)", o.l0_compaction_trigger, 2 * o.l0_compaction_trigger)
+        "l0_trigger": if o.l0_thin_sublevels_wait && o.l0_sublevels {
+            format!("{} L0 sublevels; under {} deep, counted as no more than the memtables' worth of bytes L0 holds (Options::l0_thin_sublevels_wait, the default)", o.l0_compaction_trigger, (2 * o.l0_compaction_trigger).min(o.l0_slowdown_writes_trigger.saturating_sub(1)))
         } else {
             format!("{} L0 sublevels", o.l0_compaction_trigger)
         },

@@ -8,8 +8,9 @@
 //!    divided by the multiplier. L0 compacts into the base level; levels between L1 and the base
 //!    stay empty.
 //! 2. L0 scores `sublevels / l0_compaction_trigger` (its read amplification; with running
-//!    compactions, the stack they leave); other levels `bytes / target`. The highest score
-//!    >= 1 wins.
+//!    compactions, the stack they leave), thin sublevels counted by their bytes while L0 is
+//!    shallow ([`l0_score`], `Options::l0_thin_sublevels_wait`); other levels `bytes / target`.
+//!    The highest score >= 1 wins.
 //! 3. From Ln the file with the smallest overlap ratio (bytes it would rewrite in Ln+1 per
 //!    byte moved) is chosen; with no overlap it is a *trivial move* (no rewrite). An L0 pick
 //!    of one file (nothing older in L0 beneath it) that overlaps no base-level file is a
@@ -251,7 +252,9 @@ pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions
 pub fn l0_score(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> u64 {
     let trigger = o.l0_compaction_trigger.max(1) as u64;
     let mut depth = l0_depth(v, l0, o.l0_sublevels) as u64;
-    let thin_until = (2 * trigger).min((o.l0_slowdown_writes_trigger as u64).saturating_sub(1));
+    let thin_until = trigger
+        .saturating_mul(2)
+        .min((o.l0_slowdown_writes_trigger as u64).saturating_sub(1));
     if o.l0_sublevels && o.l0_round_bytes > 0 && depth < thin_until {
         depth = depth.min(v.level_bytes(0).div_ceil(o.l0_round_bytes).max(1));
     }

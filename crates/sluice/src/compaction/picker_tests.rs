@@ -423,4 +423,19 @@ fn thin_l0_sublevels_wait_for_a_rounds_bytes_until_twice_the_trigger() {
     let eight = stack(8, 10);
     assert_eq!(score(&eight, &o), 200);
     assert!(pick_compaction(&eight, &o, &none).is_some());
+    // One short of the slowdown trigger the depth scores alone too (ingests wait for L0 room
+    // there): with slowdown at 5, four thin sublevels are due, three still wait.
+    let low_slowdown = PickerOptions {
+        l0_slowdown_writes_trigger: 5,
+        ..o.clone()
+    };
+    assert_eq!(score(&thin, &low_slowdown), 100);
+    assert_eq!(score(&stack(3, 10), &low_slowdown), 25);
+    // Triggers near the integer limits neither overflow nor panic.
+    let huge = PickerOptions {
+        l0_compaction_trigger: usize::MAX,
+        l0_slowdown_writes_trigger: usize::MAX,
+        ..o.clone()
+    };
+    assert_eq!(score(&thin, &huge), 0);
 }

@@ -31,7 +31,8 @@ pub struct Options {
     pub l0_sublevels: bool,
     /// L0 *sublevel* count (L0's read amplification, not its file count: many narrow files
     /// side by side are one sublevel) at which L0 is due for compaction: L0 scores
-    /// `sublevels / l0_compaction_trigger`; L0 *files* with `l0_sublevels` off. Default 4.
+    /// `sublevels / l0_compaction_trigger` (thin sublevels counted by their bytes while L0 is
+    /// shallow: `l0_thin_sublevels_wait`); L0 *files* with `l0_sublevels` off. Default 4.
     pub l0_compaction_trigger: usize,
     /// L0 *sublevel* count (L0's read amplification; L0 files with `l0_sublevels` off) at
     /// which each write is delayed by 1 ms. Default 20.
@@ -52,8 +53,11 @@ pub struct Options {
     /// the trigger, as RocksDB's file-count trigger does, rather than moving down the thin
     /// stacks that flush split keys and partial L0 compactions leave. Fewer, larger L0→Lbase
     /// rounds rewrite the base level less (`l0-fillrandom` write-amp 3.95–4.04 → 3.17–3.25); L0
-    /// may then rest at up to twice the trigger deep when it holds little data. `false`: L0's
-    /// depth alone. Default `true`.
+    /// may then rest at up to twice the trigger deep when it holds little data. The bytes are
+    /// the tables' and the round is the memtable's: where a flush writes much less than its
+    /// memtable (compression in L0, small values, overwrites folded in memory), full flushes
+    /// count as less than a round each, and L0 may wait for up to twice the trigger in them.
+    /// `false`: L0's depth alone. Default `true`.
     pub l0_thin_sublevels_wait: bool,
     /// Estimated bytes compaction is behind (each level's excess over its target, L0's bytes
     /// once it is due) at which each write is delayed by 1 ms. Default 64 GiB.
