@@ -151,6 +151,33 @@ def test_read_only_beside_writer_and_locked(tmp_path):
         assert int(out.stdout.split()[1]) == errno.EAGAIN
 
 
+def _newest_options(path):
+    """The key=value lines of the Db's newest OPTIONS file (one is written at every open)."""
+    newest = max(path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    lines = [ln.split("=", 1) for ln in newest.read_text().splitlines() if "=" in ln]
+    return {k: v for k, v in lines if not k.startswith("#")}
+
+
+def test_reopen_keeps_persisted_options_and_applies_given_ones(tmp_path):
+    path = tmp_path / "db"
+    with sluice.open(path, write_buffer_size=1 << 20, compression="zstd") as db:
+        db.put(b"a", b"1")
+    assert _newest_options(path)["write_buffer_size"] == str(1 << 20)
+    # A keyword given again wins over the Db's OPTIONS file ...
+    with sluice.open(path, write_buffer_size=3 << 20) as db:
+        assert db.get(b"a") == b"1"
+    opts = _newest_options(path)
+    assert opts["write_buffer_size"] == str(3 << 20)
+    # ... and what it does not name keeps the Db's own value.
+    zstd = opts["compression_per_level"]
+    assert set(zstd.split(",")) == {"ZSTD"}, zstd
+    # Without keywords, the persisted values stay.
+    with sluice.open(path) as db:
+        pass
+    assert _newest_options(path)["write_buffer_size"] == str(3 << 20)
+    assert _newest_options(path)["compression_per_level"] == zstd
+
+
 def test_errors(tmp_path):
     with pytest.raises(sluice.InvalidArgumentError) as e:
         sluice.open(tmp_path / "x", write_buffer_size=1)

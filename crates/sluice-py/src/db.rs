@@ -100,23 +100,29 @@ impl PyDb {
         // Validate the keywords before touching the disk.
         apply_db_options(py, &mut base, options)?;
         let p = path.clone();
+        // The Db's persisted options (its OPTIONS file) first, so what the caller does not
+        // name keeps the Db's own value (e.g. its compression), then the caller's on top.
+        let (mut opts, loaded) =
+            detached(py, move || -> Result<(sluice::Options, bool), Failure> {
+                if !p.join("CURRENT").exists() {
+                    if read_only {
+                        let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, &p)?;
+                        if let Some(why) = contents.why_not_a_db(&p) {
+                            return Err(Failure::InvalidArgument(why));
+                        }
+                    }
+                    return Ok((base, false));
+                }
+                Ok((sluice::Options::load_latest(&p, base)?, true))
+            })?;
+        if loaded {
+            apply_db_options(py, &mut opts, options)?;
+        }
+        let p = path.clone();
         let db = detached(py, move || -> Result<sluice::Db, Failure> {
             if read_only {
-                if !p.join("CURRENT").exists() {
-                    let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, &p)?;
-                    if let Some(why) = contents.why_not_a_db(&p) {
-                        return Err(Failure::InvalidArgument(why));
-                    }
-                }
-                let opts = sluice::Options::load_latest(&p, base)?;
                 return Ok(sluice::Db::open_read_only(&p, opts)?);
             }
-            // Persisted options (the Db's OPTIONS file) first, then the caller's on top.
-            let opts = if p.join("CURRENT").exists() {
-                sluice::Options::load_latest(&p, base)?
-            } else {
-                base
-            };
             let db = sluice::Db::open(&p, opts)?;
             sluice_import::remove_leftovers(&p);
             Ok(db)
