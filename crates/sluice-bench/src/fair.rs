@@ -31,10 +31,9 @@ pub fn table_params() -> Value {
         "index": "one index block per table, read at open (not in the block cache); filter likewise",
         "flush_split_bytes": o.flush_split_bytes,
         "l0_stop_writes": o.l0_stop_writes_trigger,
-        "l0_trigger": if o.l0_thin_sublevels_wait && o.l0_sublevels {
-            format!("{} L0 sublevels; under {} deep, counted as no more than the memtables' worth of bytes L0 holds (Options::l0_thin_sublevels_wait, the default)", o.l0_compaction_trigger, (2 * o.l0_compaction_trigger).min(o.l0_slowdown_writes_trigger.saturating_sub(1)))
-        } else {
-            format!("{} L0 sublevels", o.l0_compaction_trigger)
+        "l0_trigger": match o.l0_thin_sublevels_until() {
+            Some(until) => format!("{} L0 sublevels; under {until} deep, counted as no more than the memtables' worth of bytes L0 holds (Options::l0_thin_sublevels_wait, the default)", o.l0_compaction_trigger),
+            None => format!("{} L0 sublevels", o.l0_compaction_trigger),
         },
         "intra_l0": if o.l0_tiering_ratio_pct > 0 {
             format!("where the base level is busy, or an L0→Lbase compaction would rewrite over {}% of its L0 bytes there (Sluice's default l0_tiering_ratio_pct)", o.l0_tiering_ratio_pct)

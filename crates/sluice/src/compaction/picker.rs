@@ -64,9 +64,10 @@ pub struct PickerOptions {
     /// L0 bytes in the base level, an intra-L0 compaction of newer, similar-sized L0 files
     /// comes first if there is one. 0: off.
     pub l0_tiering_ratio_pct: u64,
-    /// One flush's worth of bytes (the memtable size). While L0 is less than twice
+    /// One flush's worth of bytes: the memtable size times the measured ratio of a flush's
+    /// output to its memtable (`Options::l0_thin_sublevels_wait`). While L0 is less than twice
     /// `l0_compaction_trigger` deep, it scores as no deeper than the number of these its bytes
-    /// fill, rounded up ([`l0_score`]). 0: depth alone.
+    /// make, to the nearest ([`l0_score`]). 0: depth alone.
     pub l0_round_bytes: u64,
     /// L0 depth at which writes slow down: thin sublevels are due one short of it at the
     /// latest, where ingests start to wait for L0 room.
@@ -239,11 +240,21 @@ pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions
         + l0
 }
 
+/// The L0 depth below which [`l0_score`] counts thin sublevels by their bytes: twice the
+/// trigger (at least 1), at most one short of the slowdown trigger, where ingests start to wait
+/// for L0 room (a wait that only a compaction ends must never be one the rule defers).
+pub fn thin_sublevels_until(trigger: usize, slowdown: usize) -> usize {
+    trigger
+        .max(1)
+        .saturating_mul(2)
+        .min(slowdown.saturating_sub(1))
+}
+
 /// L0's score ×100: its depth ([`l0_depth`]) over the trigger.
 ///
 /// With sublevels, while the depth is under twice the trigger (and under one short of the
 /// slowdown trigger, where ingests start to wait for L0 room), it counts for no more than the
-/// flushes' worth of bytes L0 holds (`l0_round_bytes`, rounded up). Thin sublevels — flush
+/// flushes' worth of bytes L0 holds (`l0_round_bytes`, to the nearest). Thin sublevels — flush
 /// outputs cut at split keys, the stacks a partial L0→Lbase compaction leaves beside its
 /// span — then wait until a round's worth of bytes has come, as RocksDB's file-count trigger
 /// waits for that many whole memtables: each byte of the base level is rewritten for more L0
@@ -252,11 +263,12 @@ pub fn pending_compaction_bytes(v: &Version, l0: &L0Sublevels, o: &PickerOptions
 pub fn l0_score(v: &Version, l0: &L0Sublevels, o: &PickerOptions) -> u64 {
     let trigger = o.l0_compaction_trigger.max(1) as u64;
     let mut depth = l0_depth(v, l0, o.l0_sublevels) as u64;
-    let thin_until = trigger
-        .saturating_mul(2)
-        .min((o.l0_slowdown_writes_trigger as u64).saturating_sub(1));
-    if o.l0_sublevels && o.l0_round_bytes > 0 && depth < thin_until {
-        depth = depth.min(v.level_bytes(0).div_ceil(o.l0_round_bytes).max(1));
+    let thin_until = thin_sublevels_until(o.l0_compaction_trigger, o.l0_slowdown_writes_trigger);
+    if o.l0_sublevels && o.l0_round_bytes > 0 && depth < thin_until as u64 {
+        // To the nearest round: the estimate of a round is a mean, so whole flushes come out
+        // a little over or under it.
+        let rounds = v.level_bytes(0).saturating_add(o.l0_round_bytes / 2) / o.l0_round_bytes;
+        depth = depth.min(rounds.max(1));
     }
     depth * 100 / trigger
 }

@@ -415,9 +415,9 @@ fn thin_l0_sublevels_wait_for_a_rounds_bytes_until_twice_the_trigger() {
     let full = stack(4, 100);
     assert_eq!(score(&full, &o), 100);
     assert!(pick_compaction(&full, &o, &none).is_some());
-    // 3.1 rounds' bytes round up to four.
-    let most = stack(4, 78);
-    assert_eq!(score(&most, &o), 100);
+    // Rounds count to the nearest: 3.1 rounds' bytes wait, 3.5 are due.
+    assert_eq!(score(&stack(4, 78), &o), 75);
+    assert_eq!(score(&stack(4, 88), &o), 100);
     // Seven thin sublevels still wait; at twice the trigger the depth scores alone.
     assert_eq!(score(&stack(7, 10), &o), 25);
     let eight = stack(8, 10);
@@ -438,4 +438,30 @@ fn thin_l0_sublevels_wait_for_a_rounds_bytes_until_twice_the_trigger() {
         ..o.clone()
     };
     assert_eq!(score(&thin, &huge), 0);
+}
+
+/// The bound the benchmark prints (`Options::l0_thin_sublevels_until`) is the picker's.
+#[test]
+fn options_name_the_pickers_thin_sublevel_bound() {
+    let d = crate::Options::default();
+    assert_eq!(d.l0_thin_sublevels_until(), Some(8));
+    let low = crate::Options {
+        l0_slowdown_writes_trigger: 5,
+        ..crate::Options::default()
+    };
+    assert_eq!(low.l0_thin_sublevels_until(), Some(4));
+    for off in [
+        crate::Options {
+            l0_thin_sublevels_wait: false,
+            ..crate::Options::default()
+        },
+        crate::Options {
+            l0_sublevels: false,
+            ..crate::Options::default()
+        },
+    ] {
+        assert_eq!(off.l0_thin_sublevels_until(), None);
+    }
+    assert_eq!(thin_sublevels_until(0, 20), 2);
+    assert_eq!(thin_sublevels_until(usize::MAX, usize::MAX), usize::MAX - 1);
 }

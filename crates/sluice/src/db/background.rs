@@ -67,7 +67,6 @@ impl Role {
 
 impl Inner {
     pub(super) fn background_loop(self: Arc<Self>, role: Role) {
-        let picker_opts = self.picker_options();
         loop {
             let job = {
                 let mut s = self.state.lock();
@@ -83,6 +82,8 @@ impl Inner {
                         if role.compacts()
                             && s.jobs.may_pick_compaction(self.opts.max_background_jobs)
                         {
+                            // Read at each pick: the L0 round follows the flushes measured.
+                            let picker_opts = self.picker_options();
                             let earliest_unflushed_seqno = s
                                 .imm
                                 .iter()

@@ -124,6 +124,7 @@ impl Inner {
             &mut alloc,
         )?;
         let bytes: u64 = files.iter().map(|f| f.size).sum();
+        self.note_flush_ratio(mem.approximate_bytes(), bytes);
         let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
         if let Some(j) = job {
             let created: Vec<(u64, u64)> = files.iter().map(|f| (f.number, f.size)).collect();

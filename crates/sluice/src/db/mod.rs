@@ -193,6 +193,10 @@ struct Inner {
     table_cache: TableCache,
     block_cache: Arc<BlockCache>,
     counters: Counters,
+    /// A full flush's output over its memtable's bytes, per mille (1000 until a flush of at
+    /// least a quarter of `write_buffer_size` has been measured): the picker's L0 round is
+    /// `write_buffer_size` times it (`Options::l0_thin_sublevels_wait`).
+    flush_out_permille: AtomicU64,
     /// `state.obsolete_tables` is non-empty: readers letting go should try to delete tables.
     obsolete_pending: AtomicBool,
     shutting_down: AtomicBool,
@@ -421,9 +425,10 @@ impl Db {
         if self.inner.read_only {
             return Ok(()); // no background work runs
         }
-        let picker_opts = self.inner.picker_options();
         let mut s = self.inner.state.lock();
         loop {
+            // Read each time, as the background threads do: a flush may change the L0 round.
+            let picker_opts = self.inner.picker_options();
             if let Some(e) = &s.background_error {
                 return Err(Error::Poisoned(e.clone()));
             }
@@ -494,7 +499,29 @@ impl Drop for Db {
 
 impl Inner {
     fn picker_options(&self) -> PickerOptions {
-        picker_options(&self.opts)
+        let mut o = picker_options(&self.opts);
+        let permille = self.flush_out_permille.load(Ordering::Relaxed);
+        o.l0_round_bytes = o.l0_round_bytes.saturating_mul(permille) / 1000;
+        o
+    }
+
+    /// Folds a flush's output over its memtable's bytes into the L0 round's estimate (half
+    /// the last estimate, half this flush). Flushes of under a quarter of a memtable (a manual
+    /// flush, a close) are left out: their tables' fixed costs skew the ratio.
+    fn note_flush_ratio(&self, mem_bytes: u64, out_bytes: u64) {
+        if mem_bytes == 0 || mem_bytes < self.opts.write_buffer_size as u64 / 4 {
+            return;
+        }
+        let r = (out_bytes.saturating_mul(1000) / mem_bytes).clamp(FLUSH_RATIO_MIN_PERMILLE, 1000);
+        let _ = self
+            .flush_out_permille
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == FLUSH_RATIO_UNMEASURED {
+                    r
+                } else {
+                    (old + r) / 2
+                })
+            });
     }
 
     /// Installs `version` as current with its derived facts (L0 sublevels, pending bytes).
@@ -515,6 +542,13 @@ impl Inner {
         s.background_error.clone().map(Error::Poisoned)
     }
 }
+
+/// The smallest flush output ratio the L0 round uses (1/64 of the memtable): a round never
+/// shrinks below that, whatever compression or overwrites folded in memory do.
+const FLUSH_RATIO_MIN_PERMILLE: u64 = 16;
+
+/// `Inner::flush_out_permille` before any flush is measured: a round is a whole memtable.
+const FLUSH_RATIO_UNMEASURED: u64 = 1000;
 
 /// The picker's knobs from the options.
 fn picker_options(opts: &Options) -> PickerOptions {

@@ -592,6 +592,7 @@ impl Inner {
             },
             block_cache: BlockCache::new(opts.block_cache_bytes),
             counters: Counters::default(),
+            flush_out_permille: AtomicU64::new(super::FLUSH_RATIO_UNMEASURED),
             obsolete_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             read_only,

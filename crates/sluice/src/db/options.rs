@@ -48,15 +48,16 @@ pub struct Options {
     pub l0_tiering_ratio_pct: u64,
     /// Thin L0 sublevels wait (with `l0_sublevels`): while L0 is less than twice
     /// `l0_compaction_trigger` deep (and one sublevel short of `l0_slowdown_writes_trigger`),
-    /// it counts as no deeper than the memtables' worth of bytes (`write_buffer_size`) it holds,
-    /// rounded up, so a compaction into the base level waits for as many memtables' bytes as
-    /// the trigger, as RocksDB's file-count trigger does, rather than moving down the thin
-    /// stacks that flush split keys and partial L0 compactions leave. Fewer, larger L0→Lbase
-    /// rounds rewrite the base level less (`l0-fillrandom` write-amp 3.95–4.04 → 3.17–3.25); L0
-    /// may then rest at up to twice the trigger deep when it holds little data. The bytes are
-    /// the tables' and the round is the memtable's: where a flush writes much less than its
-    /// memtable (compression in L0, small values, overwrites folded in memory), full flushes
-    /// count as less than a round each, and L0 may wait for up to twice the trigger in them.
+    /// it counts as no deeper than the full flushes' worth of bytes it holds, to the nearest, so
+    /// a compaction into the base level waits for as many flushes' bytes as the trigger, as
+    /// RocksDB's file-count trigger does, rather than moving down the thin stacks that flush
+    /// split keys and partial L0 compactions leave. Fewer, larger L0→Lbase rounds rewrite the
+    /// base level less (`l0-fillrandom` write-amp 3.95–4.04 → 3.17–3.25); L0 may then rest at up
+    /// to twice the trigger deep when it holds little data. A full flush's bytes are
+    /// `write_buffer_size` times the measured ratio of a flush's output to its memtable (the
+    /// mean of this process's flushes of at least a quarter memtable, half weight to the
+    /// newest; a whole memtable until one is measured; at least 1/64 of it), so compression in
+    /// L0, small values and overwrites folded in memory still make one round per flush.
     /// `false`: L0's depth alone. Default `true`.
     pub l0_thin_sublevels_wait: bool,
     /// Estimated bytes compaction is behind (each level's excess over its target, L0's bytes
@@ -168,6 +169,19 @@ impl std::fmt::Debug for Options {
 const COMPACTION_NICE_STEP: i32 = 5;
 
 impl Options {
+    /// The L0 depth below which thin sublevels wait for a round's bytes
+    /// ([`l0_thin_sublevels_wait`](Self::l0_thin_sublevels_wait)): twice
+    /// `l0_compaction_trigger`, at most one short of `l0_slowdown_writes_trigger`. `None` when
+    /// the rule is off (the option, or `l0_sublevels`).
+    pub fn l0_thin_sublevels_until(&self) -> Option<usize> {
+        (self.l0_thin_sublevels_wait && self.l0_sublevels).then(|| {
+            crate::compaction::picker::thin_sublevels_until(
+                self.l0_compaction_trigger,
+                self.l0_slowdown_writes_trigger,
+            )
+        })
+    }
+
     /// The niceness the compaction threads give themselves: with two or more workers,
     /// [`background_nice`](Self::background_nice) plus 5 (at most 19), unless that is 0; with
     /// one worker (which runs flushes too), `background_nice`.
