@@ -411,8 +411,9 @@ def open(  # noqa: A001 - the package's entry point is sluice.open
     open it for reading only, beside a writer in this or another process (it sees the Db as
     of the open). A Db open for writing in another process raises ``LockedError``.
 
-    ``options`` (``sluice::Options`` fields; a Db keeps the ones it was created with unless
-    given again): ``write_buffer_size``, ``max_write_buffer_number``, ``target_file_size``,
+    ``options`` (``sluice::Options`` fields; given ones apply over the Db's own, from its
+    OPTIONS file, and an open for writing persists them: later opens keep them unless given
+    again): ``write_buffer_size``, ``max_write_buffer_number``, ``target_file_size``,
     ``max_background_jobs``, ``max_subcompactions``, ``background_nice`` (0..=19, default
     10: the background threads' niceness), ``block_cache_bytes``, ``block_size``,
     ``block_restart_interval``, ``compression`` ("none", "snappy", "lz4", "zstd"),

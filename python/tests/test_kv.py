@@ -176,6 +176,13 @@ def test_reopen_keeps_persisted_options_and_applies_given_ones(tmp_path):
         pass
     assert _newest_options(path)["write_buffer_size"] == str(3 << 20)
     assert _newest_options(path)["compression_per_level"] == zstd
+    # A keyword out of range on an existing Db is the caller's error, not the OPTIONS file's.
+    for read_only in (False, True):
+        with pytest.raises(sluice.InvalidArgumentError) as e:
+            sluice.open(path, read_only=read_only, write_buffer_size=1)
+        assert not isinstance(e.value, sluice.CorruptionError)
+        assert "write_buffer_size" in str(e.value)
+    assert _newest_options(path)["write_buffer_size"] == str(3 << 20)
 
 
 def test_errors(tmp_path):

@@ -32,7 +32,7 @@ pub fn table_params() -> Value {
         "flush_split_bytes": o.flush_split_bytes,
         "l0_stop_writes": o.l0_stop_writes_trigger,
         "l0_trigger": match o.l0_thin_sublevels_until() {
-            Some(until) => format!("{} L0 sublevels; under {until} deep, counted as no more than the memtables' worth of bytes L0 holds (Options::l0_thin_sublevels_wait, the default)", o.l0_compaction_trigger),
+            Some(until) => format!("{} L0 sublevels; under {until} deep, counted as no more than the full flushes' worth of bytes L0 holds, a flush's bytes measured (Options::l0_thin_sublevels_wait, the default)", o.l0_compaction_trigger),
             None => format!("{} L0 sublevels", o.l0_compaction_trigger),
         },
         "intra_l0": if o.l0_tiering_ratio_pct > 0 {

@@ -93,31 +93,32 @@ impl PyDb {
         read_only: bool,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyDb> {
-        let mut base = sluice::Options {
+        let base = move || sluice::Options {
             create_if_missing: create && !read_only,
             ..sluice::Options::default()
         };
-        // Validate the keywords before touching the disk.
-        apply_db_options(py, &mut base, options)?;
+        // The keywords' names and types checked before touching the disk (their ranges, which
+        // may depend on the Db's persisted options, by the open).
+        apply_db_options(py, &mut base(), options)?;
         let p = path.clone();
         // The Db's persisted options (its OPTIONS file) first, so what the caller does not
-        // name keeps the Db's own value (e.g. its compression), then the caller's on top.
-        let (mut opts, loaded) =
-            detached(py, move || -> Result<(sluice::Options, bool), Failure> {
-                if !p.join("CURRENT").exists() {
-                    if read_only {
-                        let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, &p)?;
-                        if let Some(why) = contents.why_not_a_db(&p) {
-                            return Err(Failure::InvalidArgument(why));
-                        }
+        // name keeps the Db's value (e.g. its compression), then the caller's on top (and
+        // persisted by the open). The file is read over the defaults, not over the keywords: a
+        // keyword out of range is the caller's InvalidArgumentError, never the file's
+        // corruption.
+        let mut opts = detached(py, move || -> Result<sluice::Options, Failure> {
+            if !p.join("CURRENT").exists() {
+                if read_only {
+                    let contents = sluice::DirContents::inspect(&sluice::fs::RealFs, &p)?;
+                    if let Some(why) = contents.why_not_a_db(&p) {
+                        return Err(Failure::InvalidArgument(why));
                     }
-                    return Ok((base, false));
                 }
-                Ok((sluice::Options::load_latest(&p, base)?, true))
-            })?;
-        if loaded {
-            apply_db_options(py, &mut opts, options)?;
-        }
+                return Ok(base());
+            }
+            Ok(sluice::Options::load_latest(&p, base())?)
+        })?;
+        apply_db_options(py, &mut opts, options)?;
         let p = path.clone();
         let db = detached(py, move || -> Result<sluice::Db, Failure> {
             if read_only {

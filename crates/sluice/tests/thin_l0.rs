@@ -2,9 +2,9 @@
 //! shallow. A full flush's bytes are measured (its tables over its memtable), not taken to be a
 //! memtable's: with compression in L0 a flush writes a fraction of its memtable, and counted
 //! against whole memtables four flushes would make one round, so L0 would wait for twice the
-//! trigger. Deterministic: each flush is a manual one of a memtable filled to 90% of
-//! `write_buffer_size` (a full flush, without a memtable switch of its own), and the test waits
-//! for background work after each. No timing.
+//! trigger. Deterministic: each flush is a manual one of a memtable filled to a set share of
+//! `write_buffer_size` (98%: a full flush, without a memtable switch of its own), and the test
+//! waits for background work after each. No timing.
 
 mod common;
 
@@ -24,10 +24,11 @@ fn opts(fs: &MemFs, compression: CompressionType) -> Options {
 
 /// Flush `f`'s keys interleave with every other flush's, so each flush's table spans the same
 /// range and stacks on the last as a sublevel of its own. Values: 48 pseudo-random hex digits
-/// and 160 repeated bytes, which zstd writes in a fraction of their memtable bytes.
-fn fill_and_flush(db: &Db, f: u64, seed: &mut u64) {
+/// and 160 repeated bytes, which zstd writes in a fraction of their memtable bytes. The
+/// memtable is filled to `fill_permille` of `write_buffer_size`, then flushed.
+fn fill_and_flush(db: &Db, f: u64, seed: &mut u64, fill_permille: u64) {
     let mut i = 0;
-    while db.metrics().memtable_bytes < (WRITE_BUFFER as u64) * 9 / 10 {
+    while db.metrics().memtable_bytes < WRITE_BUFFER as u64 * fill_permille / 1000 {
         let key = format!("k{:08}", i * 8 + f);
         let mut value = String::with_capacity(208);
         for _ in 0..6 {
@@ -44,24 +45,26 @@ fn fill_and_flush(db: &Db, f: u64, seed: &mut u64) {
     db.wait_for_background_work().unwrap();
 }
 
-/// Three full flushes (three rounds of a trigger of four: L0 waits), then a fourth (due).
-/// Returns the metrics after the third and after the fourth.
-fn three_then_four(compression: CompressionType) -> (Db, Metrics, Metrics) {
+/// `flushes` flushes of memtables filled to `fill_permille`; the metrics after each.
+fn flushes(compression: CompressionType, fill_permille: u64, flushes: u64) -> (Db, Vec<Metrics>) {
     let fs = MemFs::new();
     let db = Db::open("/db", opts(&fs, compression)).unwrap();
     let mut seed = 7;
-    for f in 0..3 {
-        fill_and_flush(&db, f, &mut seed);
-    }
-    let three = db.metrics();
-    fill_and_flush(&db, 3, &mut seed);
-    let four = db.metrics();
-    (db, three, four)
+    let after = (0..flushes)
+        .map(|f| {
+            fill_and_flush(&db, f, &mut seed, fill_permille);
+            db.metrics()
+        })
+        .collect();
+    (db, after)
 }
 
+/// Full flushes (98% of a memtable): three are three rounds of a trigger of four (L0 waits),
+/// the fourth is due.
 #[test]
 fn compressed_flushes_count_one_round_each() {
-    let (db, m, four) = three_then_four(CompressionType::Zstd);
+    let (db, after) = flushes(CompressionType::Zstd, 980, 4);
+    let (m, four) = (&after[2], &after[3]);
     // No memtable switched on its own; zstd wrote a fraction of each.
     assert_eq!(m.flushes, 3);
     assert!(m.flush_bytes < WRITE_BUFFER as u64, "{m:?}");
@@ -84,10 +87,26 @@ fn compressed_flushes_count_one_round_each() {
 /// too, and three wait, as RocksDB's four-file trigger would.
 #[test]
 fn uncompressed_flushes_are_due_at_the_trigger() {
-    let (_db, m, four) = three_then_four(CompressionType::None);
+    let (_db, after) = flushes(CompressionType::None, 980, 4);
+    let (m, four) = (&after[2], &after[3]);
     assert!(m.flush_bytes > WRITE_BUFFER as u64 * 2, "{m:?}");
     assert_eq!(m.l0_sublevels, 3, "{m:?}");
     assert_eq!(m.compactions, 0, "{m:?}");
     assert!(four.compactions >= 1, "{four:?}");
     assert_eq!(four.levels[0].files, 0, "{four:?}");
+}
+
+/// Past the trigger's depth, thin sublevels still wait for the rounds' bytes: flushes of 60%
+/// of a memtable are 0.6 rounds each, so five (depth 5, 3.0 rounds) wait, where depth alone
+/// would have compacted at the fourth, and the sixth (3.6 rounds, to the nearest 4) is due.
+#[test]
+fn part_flushes_wait_past_the_trigger_for_the_rounds_bytes() {
+    let (_db, after) = flushes(CompressionType::Zstd, 600, 6);
+    let five = &after[4];
+    assert_eq!(five.flushes, 5);
+    assert_eq!(five.l0_sublevels, 5, "{five:?}");
+    assert_eq!(five.compactions, 0, "{five:?}");
+    let six = &after[5];
+    assert!(six.compactions >= 1, "{six:?}");
+    assert_eq!(six.levels[0].files, 0, "{six:?}");
 }

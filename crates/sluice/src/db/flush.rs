@@ -124,7 +124,6 @@ impl Inner {
             &mut alloc,
         )?;
         let bytes: u64 = files.iter().map(|f| f.size).sum();
-        self.note_flush_ratio(mem.approximate_bytes(), bytes);
         let numbers: Vec<u64> = files.iter().map(|f| f.number).collect();
         if let Some(j) = job {
             let created: Vec<(u64, u64)> = files.iter().map(|f| (f.number, f.size)).collect();
@@ -135,6 +134,8 @@ impl Inner {
                 Some(j.info.job_id),
             );
         }
+        // Before the install: the picker that scores the new L0 must see this flush's ratio.
+        self.note_flush_ratio(mem.approximate_bytes(), bytes);
         self.install_flush(entry, files, numbers, job)?;
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         self.counters

@@ -193,8 +193,8 @@ struct Inner {
     table_cache: TableCache,
     block_cache: Arc<BlockCache>,
     counters: Counters,
-    /// A full flush's output over its memtable's bytes, per mille (1000 until a flush of at
-    /// least a quarter of `write_buffer_size` has been measured): the picker's L0 round is
+    /// A full flush's output over its memtable's bytes, per mille (`FLUSH_RATIO_UNMEASURED`
+    /// until a flush of at least a quarter of `write_buffer_size` has been measured): the picker's L0 round is
     /// `write_buffer_size` times it (`Options::l0_thin_sublevels_wait`).
     flush_out_permille: AtomicU64,
     /// `state.obsolete_tables` is non-empty: readers letting go should try to delete tables.
@@ -500,13 +500,16 @@ impl Drop for Db {
 impl Inner {
     fn picker_options(&self) -> PickerOptions {
         let mut o = picker_options(&self.opts);
-        let permille = self.flush_out_permille.load(Ordering::Relaxed);
+        let permille = match self.flush_out_permille.load(Ordering::Relaxed) {
+            FLUSH_RATIO_UNMEASURED => 1000,
+            p => p,
+        };
         o.l0_round_bytes = o.l0_round_bytes.saturating_mul(permille) / 1000;
         o
     }
 
-    /// Folds a flush's output over its memtable's bytes into the L0 round's estimate (half
-    /// the last estimate, half this flush). Flushes of under a quarter of a memtable (a manual
+    /// Folds a flush's output over its memtable's bytes into the L0 round's estimate (a
+    /// running average: half the last estimate, half this flush; the first flush alone). Flushes of under a quarter of a memtable (a manual
     /// flush, a close) are left out: their tables' fixed costs skew the ratio.
     fn note_flush_ratio(&self, mem_bytes: u64, out_bytes: u64) {
         if mem_bytes == 0 || mem_bytes < self.opts.write_buffer_size as u64 / 4 {
@@ -543,12 +546,13 @@ impl Inner {
     }
 }
 
-/// The smallest flush output ratio the L0 round uses (1/64 of the memtable): a round never
+/// The smallest flush output ratio the L0 round uses (1.6% of the memtable): a round never
 /// shrinks below that, whatever compression or overwrites folded in memory do.
 const FLUSH_RATIO_MIN_PERMILLE: u64 = 16;
 
-/// `Inner::flush_out_permille` before any flush is measured: a round is a whole memtable.
-const FLUSH_RATIO_UNMEASURED: u64 = 1000;
+/// `Inner::flush_out_permille` before any flush is measured (a round is then a whole
+/// memtable); no measured ratio takes this value.
+const FLUSH_RATIO_UNMEASURED: u64 = u64::MAX;
 
 /// The picker's knobs from the options.
 fn picker_options(opts: &Options) -> PickerOptions {

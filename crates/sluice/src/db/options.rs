@@ -49,15 +49,16 @@ pub struct Options {
     /// Thin L0 sublevels wait (with `l0_sublevels`): while L0 is less than twice
     /// `l0_compaction_trigger` deep (and one sublevel short of `l0_slowdown_writes_trigger`),
     /// it counts as no deeper than the full flushes' worth of bytes it holds, to the nearest, so
-    /// a compaction into the base level waits for as many flushes' bytes as the trigger, as
-    /// RocksDB's file-count trigger does, rather than moving down the thin stacks that flush
-    /// split keys and partial L0 compactions leave. Fewer, larger L0→Lbase rounds rewrite the
-    /// base level less (`l0-fillrandom` write-amp 3.95–4.04 → 3.17–3.25); L0 may then rest at up
-    /// to twice the trigger deep when it holds little data. A full flush's bytes are
-    /// `write_buffer_size` times the measured ratio of a flush's output to its memtable (the
-    /// mean of this process's flushes of at least a quarter memtable, half weight to the
-    /// newest; a whole memtable until one is measured; at least 1/64 of it), so compression in
-    /// L0, small values and overwrites folded in memory still make one round per flush.
+    /// a compaction into the base level waits for about as many flushes' bytes as the trigger
+    /// (from trigger − ½), as RocksDB's file-count trigger does, rather than moving down the
+    /// thin stacks that flush split keys and partial L0 compactions leave. Fewer, larger
+    /// L0→Lbase rounds rewrite the base level less (`l0-fillrandom` write-amp 3.95–4.04 →
+    /// 3.17–3.25 in the A/B that introduced the rule); L0 may then rest at up to 2 × trigger − 1
+    /// sublevels when it holds little data. A full flush's bytes are `write_buffer_size` times
+    /// the measured ratio of a flush's output to its memtable: a running average over this
+    /// process's flushes of at least a quarter memtable (half weight to the newest), a whole
+    /// memtable until one is measured (after a reopen too), at least 1.6% of it. So compression
+    /// in L0, small values and overwrites folded in memory still make one round per flush.
     /// `false`: L0's depth alone. Default `true`.
     pub l0_thin_sublevels_wait: bool,
     /// Estimated bytes compaction is behind (each level's excess over its target, L0's bytes
