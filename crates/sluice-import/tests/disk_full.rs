@@ -8,22 +8,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 
 use common::*;
 use sluice_import::{open_db, ImportError, ImportOptions, OnDuplicate};
 
 const SCHEMA: &str = "CREATE TABLE t (id INT PRIMARY KEY, grp INT, note TEXT); \
                       CREATE INDEX by_grp ON t (grp);";
-
-/// The tests of this file run one at a time. Each starts `mount`/`umount` children; a child
-/// forked while the other test holds a Db's LOCK shares that lock's open file until it execs,
-/// so a close-then-reopen in the other test could find the LOCK still held (seen once in CI:
-/// "locked by another process" at the reopen).
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A tmpfs of `size` mounted at a new directory `at`, unmounted on drop.
 struct Tmpfs(PathBuf);
@@ -104,7 +94,6 @@ fn o() -> ImportOptions {
 
 #[test]
 fn a_full_tmp_dir_fails_clearly_then_resumes_once_there_is_room() {
-    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let f = input(dir.path());
     let want = {
@@ -168,7 +157,6 @@ fn a_full_tmp_dir_fails_clearly_then_resumes_once_there_is_room() {
 
 #[test]
 fn a_full_db_filesystem_fails_and_tmp_dir_elsewhere_gets_through() {
-    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let f = input(dir.path());
     let Some(fs) = Tmpfs::mount(&dir.path().join("small"), "4500k") else {

@@ -430,8 +430,21 @@ impl Drop for RealWritable {
     }
 }
 
-struct RealLock(#[allow(dead_code)] std::fs::File);
+/// The LOCK file, held with `flock`. A `flock` belongs to the open file, which a child forked
+/// while the Db was open shares until it execs (or for its whole life, if it never does: a
+/// Python `multiprocessing` worker). So the lock is let go of explicitly when the Db closes:
+/// `LOCK_UN` releases it for every holder of the open file, and the Db can be opened again at
+/// once, here or elsewhere. A process that dies without closing keeps it held through such a
+/// child until the child exits. That is the safe side: the WAL stage's ring is `flock`ed the
+/// same way, so no open can take the Db while a ring of it still looks live.
+struct RealLock(std::fs::File);
 impl DirLock for RealLock {}
+
+impl Drop for RealLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
 
 impl FileSystem for RealFs {
     fn wal_stage_dir(&self) -> Option<std::path::PathBuf> {
@@ -539,13 +552,20 @@ impl FileSystem for RealFs {
         }
     }
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>> {
+        Ok(Box::new(RealLock::take(path)?))
+    }
+}
+
+impl RealLock {
+    /// Opens (or makes) `path` and takes its lock without waiting.
+    fn take(path: &Path) -> io::Result<RealLock> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)?;
         match f.try_lock() {
-            Ok(()) => Ok(Box::new(RealLock(f))),
+            Ok(()) => Ok(RealLock(f)),
             Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("{} is locked by another process", path.display()),
@@ -558,6 +578,29 @@ impl FileSystem for RealFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child that shares the LOCK's open file (as one forked while the Db is open does,
+    /// until it execs) does not keep the lock once the Db lets go of it.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_sharing_the_lock_file_does_not_keep_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let held = RealLock::take(&path).unwrap();
+        assert!(RealFs.lock(&path).is_err(), "a second lock must be refused");
+        // The lock's own open file, handed to a child as its stdin.
+        let dup = held.0.try_clone().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::from(dup))
+            .spawn()
+            .unwrap();
+        drop(held);
+        let again = RealFs.lock(&path);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(again.is_ok(), "reopen refused: {:?}", again.err());
+    }
 
     /// Once one fsync of a file failed, every later one fails without being made (Linux
     /// reports the error once and marks the pages clean), through every path: the file's
