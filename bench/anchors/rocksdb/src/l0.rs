@@ -108,6 +108,13 @@ fn fill(
             "{}",
             eng.db.property_value("rocksdb.stats")?.unwrap_or_default()
         );
+        // The compactions one by one (EVENT_LOG_v1 lines of the LOG), for comparing their
+        // sequence with Sluice's `--events`.
+        if let Ok(log) = std::fs::read_to_string(eng.path.join("LOG")) {
+            for l in log.lines().filter(|l| l.contains("EVENT_LOG_v1")) {
+                eprintln!("{l}");
+            }
+        }
     }
     let max_write_ms = lat.iter().max().copied().unwrap_or(0) as f64 / 1e6;
     let mut line = json!({

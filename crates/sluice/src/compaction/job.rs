@@ -9,12 +9,18 @@
 //!    deletion or covered point in the oldest stripe.
 //!
 //! Output files are cut only between user keys (never between versions of one key), so
-//! outputs never overlap. Range deletions are clipped to each output's key range
+//! outputs never overlap. Into a level with files beneath it (the *grandparents*), outputs are
+//! cut where a grandparent file begins or ends once they hold half the target size or more
+//! (more, the more boundaries they have crossed), and may grow to twice the target to reach
+//! one: a file that ends where a grandparent file ends rewrites only that file when it moves
+//! down, where a file cut blindly at the target size straddles two (RocksDB's
+//! `level_compaction_dynamic_file_size`, on by default since 7.8; see [`GrandparentCuts`]). Range deletions are clipped to each output's key range
 //! `[its first key, the next output's first key)`; a clipped end that bounds a file is
 //! recorded as an exclusive largest key.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
 use crate::base::filenames::table_file_name;
@@ -38,6 +44,9 @@ pub struct OutputSpec<'a> {
     pub target_file_size: u64,
     /// Also cut before the first key at or past each of these (ascending).
     pub split_keys: &'a [Vec<u8>],
+    /// The files of the level below the output level that the compaction's span overlaps, in
+    /// key order (empty for a flush, an intra-L0 compaction, or into the last level with data).
+    pub grandparents: &'a [Arc<FileMeta>],
     /// Allocates a file number for each new output.
     pub new_file_number: &'a mut dyn FnMut() -> u64,
 }
@@ -195,6 +204,7 @@ fn merge_inner(
     let mut finished: Vec<FileMeta> = Vec::new();
     let mut last_user: Option<Vec<u8>> = None;
     let mut next_split = 0;
+    let mut gp = GrandparentCuts::new(out.grandparents);
     input.seek_to_first();
     while input.valid() {
         stats.entries_in += 1;
@@ -221,8 +231,15 @@ fn merge_inner(
             next_split += 1;
             at_split = true;
         }
+        let crossed = if new_user { gp.advance(p.user_key) } else { 0 };
         let full = current.as_ref().is_none_or(|o| {
-            new_user && (at_split || o.builder.estimated_file_size() >= out.target_file_size)
+            new_user
+                && (at_split
+                    || gp.should_cut(
+                        o.builder.estimated_file_size(),
+                        crossed,
+                        out.target_file_size,
+                    ))
         });
         if full {
             if let Some(prev) = current.take() {
@@ -230,6 +247,7 @@ fn merge_inner(
             }
             let lower = finished.last().map(|_| p.user_key.to_vec());
             current = Some(open_output(out, lower, created)?);
+            gp.start_output();
         }
         current
             .as_mut()
@@ -247,6 +265,119 @@ fn merge_inner(
     }
     stats.bytes_out = finished.iter().map(|f| f.size).sum();
     Ok((finished, stats))
+}
+
+/// Where to cut a compaction's outputs so that they line up with the files beneath the output
+/// level (the grandparents), so that a later compaction of an output down a level rewrites
+/// few grandparent bytes (the rule of RocksDB's `CompactionOutputs::ShouldStopBefore` with
+/// `level_compaction_dynamic_file_size`). Fed every new user key in order ([`Self::advance`]),
+/// it counts the grandparent boundaries (a file's first or last key) each key crosses; at a
+/// crossing, the output is cut:
+/// 1. once it holds `50% + 5%` per boundary it has crossed (at most 90%) of the target size:
+///    a file that has crossed many boundaries is likely to meet another before the target;
+/// 2. when the key skips over a whole grandparent file of more than an eighth of the target
+///    (two boundaries from a gap, three from inside a file), which a later compaction of this
+///    output would otherwise rewrite for nothing;
+/// 3. when the output and the grandparent bytes it overlaps pass 25 targets (RocksDB's
+///    `max_compaction_bytes` default), which bounds that later compaction.
+///
+/// Without a crossing it grows to twice the target before it is cut. With no grandparents it
+/// cuts at the target size, as before.
+struct GrandparentCuts<'a> {
+    files: &'a [Arc<FileMeta>],
+    /// The grandparent file at or after the last key.
+    next: usize,
+    /// The last key lies between grandparent files (or before the first, after the last).
+    in_gap: bool,
+    seen_key: bool,
+    /// Grandparent bytes the open output overlaps.
+    overlapped: u64,
+    /// Boundaries the open output has crossed.
+    crossed_in_output: u64,
+    /// `overlapped` before the last key.
+    overlapped_before: u64,
+}
+
+impl<'a> GrandparentCuts<'a> {
+    fn new(files: &'a [Arc<FileMeta>]) -> Self {
+        GrandparentCuts {
+            files,
+            next: 0,
+            in_gap: true,
+            seen_key: false,
+            overlapped: 0,
+            crossed_in_output: 0,
+            overlapped_before: 0,
+        }
+    }
+
+    /// Moves to user key `k` (ascending); returns the grandparent boundaries it crossed since
+    /// the last key.
+    fn advance(&mut self, k: &[u8]) -> u64 {
+        self.overlapped_before = self.overlapped;
+        let mut crossed = 0;
+        while let Some(f) = self.files.get(self.next) {
+            if self.in_gap {
+                if k < f.smallest_user() {
+                    break;
+                }
+                if self.seen_key {
+                    crossed += 1;
+                    self.overlapped = self.overlapped.saturating_add(f.size);
+                }
+                self.in_gap = false;
+            } else {
+                if k <= f.largest_user() {
+                    break;
+                }
+                if self.seen_key {
+                    crossed += 1;
+                }
+                self.in_gap = true;
+                self.next += 1;
+            }
+        }
+        if !self.seen_key {
+            self.seen_key = true;
+            self.overlapped = self.overlapping_now();
+        }
+        self.crossed_in_output += crossed;
+        crossed
+    }
+
+    /// The grandparent bytes the last key overlaps.
+    fn overlapping_now(&self) -> u64 {
+        match self.files.get(self.next) {
+            Some(f) if !self.in_gap => f.size,
+            _ => 0,
+        }
+    }
+
+    /// A new output begins at the last key.
+    fn start_output(&mut self) {
+        self.crossed_in_output = 0;
+        self.overlapped = self.overlapping_now();
+    }
+
+    /// Whether to cut the open output of `size` bytes before the last key, which crossed
+    /// `crossed` boundaries.
+    fn should_cut(&self, size: u64, crossed: u64, target: u64) -> bool {
+        if self.files.is_empty() {
+            return size >= target;
+        }
+        if size >= target.saturating_mul(2) {
+            return true;
+        }
+        if crossed == 0 {
+            return false;
+        }
+        let skipped = self.overlapped.saturating_sub(self.overlapped_before);
+        let skip_needs = if self.in_gap { 2 } else { 3 };
+        let pct = 50 + (self.crossed_in_output * 5).min(40);
+        self.overlapped.saturating_add(size) > target.saturating_mul(25)
+            || (crossed >= skip_needs && skipped > target / 8)
+            || size >= target.div_ceil(100).saturating_mul(pct)
+    }
 }
 
 impl OpenOutput {
@@ -334,4 +465,117 @@ fn finish_output(
         global_seqno: 0,
         range_dels: props.num_range_deletions,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(i: usize) -> Vec<u8> {
+        format!("k{i:04}").into_bytes()
+    }
+
+    fn gp(spans: &[(usize, usize, u64)]) -> Vec<Arc<FileMeta>> {
+        let files = spans.iter().enumerate();
+        files
+            .map(|(n, &(lo, hi, size))| {
+                Arc::new(FileMeta::for_test(n as u64, &k(lo), &k(hi), size, 1))
+            })
+            .collect()
+    }
+
+    /// Replays the merge's cut decisions over `keys` (one byte each): the outputs as
+    /// `(first key index, last key index)`.
+    fn cuts(keys: &[usize], grandparents: &[Arc<FileMeta>], target: u64) -> Vec<(usize, usize)> {
+        let mut g = GrandparentCuts::new(grandparents);
+        let mut outputs: Vec<(usize, usize)> = Vec::new();
+        let mut size = 0;
+        for &i in keys {
+            let crossed = g.advance(&k(i));
+            if outputs.is_empty() || g.should_cut(size, crossed, target) {
+                outputs.push((i, i));
+                g.start_output();
+                size = 0;
+            }
+            size += 1;
+            outputs.last_mut().expect("an output").1 = i;
+        }
+        outputs
+    }
+
+    /// How many grandparent files an output `[lo, hi]` overlaps.
+    fn overlapped(grandparents: &[Arc<FileMeta>], (lo, hi): (usize, usize)) -> usize {
+        let (lo, hi) = (k(lo), k(hi));
+        let over = grandparents
+            .iter()
+            .filter(|f| f.overlaps(Some(&lo), Some(&hi)));
+        over.count()
+    }
+
+    #[test]
+    fn without_grandparents_outputs_are_cut_at_the_target_size() {
+        let keys: Vec<usize> = (0..1000).collect();
+        let got = cuts(&keys, &[], 80);
+        assert_eq!(got.len(), 13, "{got:?}");
+        assert!(
+            got.iter().rev().skip(1).all(|&(lo, hi)| hi - lo + 1 == 80),
+            "{got:?}"
+        );
+    }
+
+    /// Grandparent files of 100 keys under a target of 80: every output ends where a
+    /// grandparent file ends, so each overlaps exactly one; cut at the target they would
+    /// straddle two.
+    #[test]
+    fn outputs_line_up_with_the_grandparent_files() {
+        let keys: Vec<usize> = (0..1000).collect();
+        let files: Vec<(usize, usize, u64)> =
+            (0..10).map(|j| (100 * j, 100 * j + 99, 100)).collect();
+        let g = gp(&files);
+        let got = cuts(&keys, &g, 80);
+        assert_eq!(got.len(), 10, "{got:?}");
+        for &o in &got {
+            assert_eq!(overlapped(&g, o), 1, "{o:?} of {got:?}");
+        }
+        let blind = cuts(&keys, &[], 80);
+        let straddling = blind.iter().filter(|&&o| overlapped(&g, o) > 1).count();
+        assert!(straddling >= 6, "{blind:?}");
+    }
+
+    /// Narrow grandparent files: the output is cut at the first boundary past half the
+    /// target plus 5% per boundary crossed (at most 90%), never past twice the target.
+    #[test]
+    fn many_narrow_grandparents_cut_between_half_and_all_of_the_target() {
+        let keys: Vec<usize> = (0..2000).collect();
+        let files: Vec<(usize, usize, u64)> = (0..200).map(|j| (10 * j, 10 * j + 9, 10)).collect();
+        let g = gp(&files);
+        let got = cuts(&keys, &g, 100);
+        for &(lo, hi) in got.iter().rev().skip(1) {
+            let n = hi - lo + 1;
+            assert!((50..=100).contains(&n), "{n} keys in {got:?}");
+            assert_eq!(hi % 10, 9, "cut inside a grandparent file: {got:?}");
+        }
+    }
+
+    /// One grandparent file under everything: nothing to line up with, so outputs grow to
+    /// twice the target.
+    #[test]
+    fn inside_one_wide_grandparent_outputs_stop_at_twice_the_target() {
+        let keys: Vec<usize> = (0..1000).collect();
+        let g = gp(&[(0, 999, 1000)]);
+        let got = cuts(&keys, &g, 100);
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert!(got.iter().all(|&(lo, hi)| hi - lo + 1 == 200), "{got:?}");
+    }
+
+    /// Keys that jump over a whole grandparent file of more than an eighth of the target end
+    /// the output, however small: otherwise moving it down would rewrite that file for
+    /// nothing. A small file skipped does not.
+    #[test]
+    fn a_skipped_grandparent_file_ends_the_output() {
+        let keys: Vec<usize> = (0..30).chain(300..330).chain(600..630).collect();
+        let g = gp(&[(100, 199, 50), (400, 499, 5)]);
+        let got = cuts(&keys, &g, 100);
+        assert_eq!(got, vec![(0, 29), (300, 629)]);
+    }
 }

@@ -118,6 +118,21 @@ impl Inner {
             }
             deeper
         };
+        // The files beneath the output level that the compaction's span overlaps: outputs are
+        // cut along them (`GrandparentCuts`). None below the last level with data, and none
+        // for an intra-L0 compaction (its single output is placed by its newest input).
+        let grandparents: Vec<Arc<FileMeta>> = match (output_level, deeper.first()) {
+            (1.., Some(below)) => {
+                let lo = inputs.iter().map(|(_, f)| f.smallest_user()).min();
+                let hi = inputs.iter().map(|(_, f)| f.largest_user()).max();
+                below
+                    .iter()
+                    .filter(|f| f.overlaps(lo, hi))
+                    .cloned()
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
         let bottommost = move |lo: &[u8], hi: &[u8]| {
             deeper
                 .iter()
@@ -143,8 +158,17 @@ impl Inner {
                 .iter()
                 .map(|range| {
                     let policy = &policy;
+                    let grandparents = &grandparents[..];
                     scope.spawn(move || {
-                        self.subcompaction(inputs, output_level, range, policy, intra_l0)
+                        let single = intra_l0;
+                        self.subcompaction(
+                            inputs,
+                            output_level,
+                            range,
+                            policy,
+                            single,
+                            grandparents,
+                        )
                     })
                 })
                 .collect();
@@ -213,6 +237,7 @@ impl Inner {
         range: &IterBounds,
         policy: &DropPolicy<'_>,
         single_output: bool,
+        grandparents: &[Arc<FileMeta>],
     ) -> Result<(Vec<FileMeta>, MergeStats)> {
         let (mut merged, tombstones) = self.compaction_input(inputs, range)?;
         let mut alloc = self.allocate_numbers();
@@ -226,6 +251,7 @@ impl Inner {
                 self.opts.target_file_size
             },
             split_keys: &[],
+            grandparents,
             new_file_number: &mut alloc,
         };
         merge_to_tables(&mut merged, tombstones, policy, &mut spec)

@@ -38,6 +38,7 @@ pub(super) fn flush_memtable(
         table: opts.table_options(0),
         target_file_size: u64::MAX,
         split_keys,
+        grandparents: &[],
         new_file_number: new_number,
     };
     let (files, _) = merge_to_tables(&mut it, mem.range_deletions(), &policy, &mut spec)?;

@@ -74,7 +74,10 @@ pub struct Options {
     pub max_bytes_for_level_base: u64,
     /// Size ratio between adjacent levels. Default 10.
     pub max_bytes_for_level_multiplier: u64,
-    /// Target size of compaction outputs, in bytes. Default 64 MiB.
+    /// Target size of compaction outputs, in bytes. Into a level with files beneath it, an
+    /// output is cut at a boundary of those files once it holds half of this or more, and may
+    /// grow to twice this to reach one (as RocksDB's `level_compaction_dynamic_file_size`);
+    /// into the last level with data, at this size. Default 64 MiB.
     pub target_file_size: u64,
     /// Background threads for flushes and compactions. With 2 or more, one thread runs the
     /// flushes and the others the compactions (at most `max_background_jobs - 1` at once),
