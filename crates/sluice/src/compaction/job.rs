@@ -275,14 +275,17 @@ fn merge_inner(
 /// crossing, the output is cut:
 /// 1. once it holds `50% + 5%` per boundary it has crossed (at most 90%) of the target size:
 ///    a file that has crossed many boundaries is likely to meet another before the target;
-/// 2. when the key skips over a whole grandparent file of more than an eighth of the target
-///    (two boundaries from a gap, three from inside a file), which a later compaction of this
-///    output would otherwise rewrite for nothing;
+/// 2. when the key jumps over a whole grandparent file (two boundaries crossed if it lands in
+///    a gap, three if it lands inside the next file) and the files it reached hold more than an
+///    eighth of the target: a later compaction of this output would rewrite them for nothing;
 /// 3. when the output and the grandparent bytes it overlaps pass 25 targets (RocksDB's
 ///    `max_compaction_bytes` default), which bounds that later compaction.
 ///
 /// Without a crossing it grows to twice the target before it is cut. With no grandparents it
-/// cuts at the target size, as before.
+/// cuts at the target size, as before. Only point keys move it: an output's range deletion
+/// that reaches over grandparent files is not counted (they are clipped to the output).
+/// Each file crossed counts its first and its last key, so contiguous grandparents give two
+/// boundaries per file and an output crossing many of them reaches the 90% step quickly.
 struct GrandparentCuts<'a> {
     files: &'a [Arc<FileMeta>],
     /// The grandparent file at or after the last key.
@@ -327,7 +330,9 @@ impl<'a> GrandparentCuts<'a> {
                 }
                 self.in_gap = false;
             } else {
-                if k <= f.largest_user() {
+                // A file ending at a range deletion's exclusive end holds keys below it only.
+                let largest = f.largest_user();
+                if k < largest || (k == largest && !f.largest_is_exclusive()) {
                     break;
                 }
                 if self.seen_key {
@@ -537,24 +542,53 @@ mod tests {
         for &o in &got {
             assert_eq!(overlapped(&g, o), 1, "{o:?} of {got:?}");
         }
+        // Cut at the target, 7 of the 13 outputs hold a grandparent boundary inside them.
         let blind = cuts(&keys, &[], 80);
         let straddling = blind.iter().filter(|&&o| overlapped(&g, o) > 1).count();
-        assert!(straddling >= 6, "{blind:?}");
+        assert_eq!(straddling, 7, "{blind:?}");
     }
 
-    /// Narrow grandparent files: the output is cut at the first boundary past half the
-    /// target plus 5% per boundary crossed (at most 90%), never past twice the target.
+    /// Narrow contiguous grandparent files (two boundaries each): the threshold climbs 10%
+    /// per file to its 90% cap, where the output is cut, on a boundary.
     #[test]
-    fn many_narrow_grandparents_cut_between_half_and_all_of_the_target() {
+    fn many_narrow_grandparents_cut_at_nine_tenths_of_the_target() {
         let keys: Vec<usize> = (0..2000).collect();
         let files: Vec<(usize, usize, u64)> = (0..200).map(|j| (10 * j, 10 * j + 9, 10)).collect();
         let g = gp(&files);
         let got = cuts(&keys, &g, 100);
         for &(lo, hi) in got.iter().rev().skip(1) {
-            let n = hi - lo + 1;
-            assert!((50..=100).contains(&n), "{n} keys in {got:?}");
+            assert_eq!(hi - lo + 1, 90, "{got:?}");
             assert_eq!(hi % 10, 9, "cut inside a grandparent file: {got:?}");
         }
+    }
+
+    /// Grandparent files of 60 keys under a target of 100: at the first boundary the output
+    /// holds 60% of the target, past the 60% the two boundaries crossed ask for, so it ends
+    /// with the grandparent file, under the target.
+    #[test]
+    fn a_boundary_past_half_the_target_ends_the_output() {
+        let keys: Vec<usize> = (0..600).collect();
+        let files: Vec<(usize, usize, u64)> = (0..10).map(|j| (60 * j, 60 * j + 59, 60)).collect();
+        let g = gp(&files);
+        let got = cuts(&keys, &g, 100);
+        let want: Vec<(usize, usize)> = (0..10).map(|j| (60 * j, 60 * j + 59)).collect();
+        assert_eq!(got, want);
+    }
+
+    /// A grandparent file whose largest key is a range deletion's exclusive end does not hold
+    /// that key: the next file starts there, and the output is cut before it.
+    #[test]
+    fn an_exclusive_end_is_not_inside_its_file() {
+        let mut first = FileMeta::for_test(1, &k(0), &k(100), 100, 1);
+        first.largest = key::make_internal_key(&k(100), MAX_SEQNO, ValueKind::RangeDeletion);
+        assert!(first.largest_is_exclusive());
+        let g = vec![
+            Arc::new(first),
+            Arc::new(FileMeta::for_test(2, &k(100), &k(199), 100, 1)),
+        ];
+        let keys: Vec<usize> = (0..200).collect();
+        let got = cuts(&keys, &g, 80);
+        assert_eq!(got, vec![(0, 99), (100, 199)]);
     }
 
     /// One grandparent file under everything: nothing to line up with, so outputs grow to
@@ -566,6 +600,61 @@ mod tests {
         let got = cuts(&keys, &g, 100);
         assert_eq!(got.len(), 5, "{got:?}");
         assert!(got.iter().all(|&(lo, hi)| hi - lo + 1 == 200), "{got:?}");
+    }
+
+    /// Through the merge itself: a memtable's keys written above four grandparent files of
+    /// 1,000 keys (about 1.4 targets of bytes each) come out as four tables, each overlapping
+    /// one grandparent file; cut at the target, they are six, and three straddle two files.
+    #[test]
+    fn merged_tables_line_up_with_the_grandparents() {
+        use crate::fs::{FileSystem, MemFs};
+        use crate::memtable::MemTable;
+        let mem = Arc::new(MemTable::new(1));
+        for i in 0..4000 {
+            mem.add(i as u64 + 1, ValueKind::Value, &k(i), &[7u8; 100]);
+        }
+        let files: Vec<(usize, usize, u64)> =
+            (0..4).map(|j| (1000 * j, 1000 * j + 999, 1)).collect();
+        let g = gp(&files);
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let never = |_: &[u8], _: &[u8]| false;
+        let policy = DropPolicy {
+            snapshots: Vec::new(),
+            bottommost: &never,
+        };
+        let mut number = 10;
+        let mut merge = |grandparents: &[Arc<FileMeta>]| {
+            let mut alloc = || {
+                number += 1;
+                number
+            };
+            let mut spec = OutputSpec {
+                fs: &fs,
+                dir,
+                table: TableOptions::default(),
+                target_file_size: 80_000,
+                split_keys: &[],
+                grandparents,
+                new_file_number: &mut alloc,
+            };
+            let mut it = mem.iter(None, None);
+            merge_to_tables(&mut it, Vec::new(), &policy, &mut spec)
+                .unwrap()
+                .0
+        };
+        let over = |f: &FileMeta| {
+            let (lo, hi) = (Some(f.smallest_user()), Some(f.largest_user()));
+            g.iter().filter(|x| x.overlaps(lo, hi)).count()
+        };
+        let lined = merge(&g);
+        assert_eq!(lined.len(), 4, "{lined:?}");
+        assert!(lined.iter().all(|f| over(f) == 1), "{lined:?}");
+        assert!(lined.iter().all(|f| f.size < 160_000), "{lined:?}");
+        let blind = merge(&[]);
+        assert_eq!(blind.len(), 6, "{blind:?}");
+        assert_eq!(blind.iter().filter(|f| over(f) > 1).count(), 3, "{blind:?}");
     }
 
     /// Keys that jump over a whole grandparent file of more than an eighth of the target end

@@ -54,7 +54,8 @@ pub struct PickerOptions {
     pub level_multiplier: u64,
     /// Largest L0 file that moves down unrewritten (twice the target file size): a larger
     /// one, such as an intra-L0 compaction's single output, is merged, which cuts it into
-    /// target-size files, so later L0 compactions over part of its span rewrite only part.
+    /// files of about the target size (up to twice it where they line up with the level
+    /// beneath), so later L0 compactions over part of its span rewrite only part.
     pub max_l0_move_bytes: u64,
     /// Levels whose tables are written alike (per-level compression and Bloom filter) share a
     /// class; a file moves unrewritten only between levels of one class (RocksDB's

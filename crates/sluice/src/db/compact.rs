@@ -118,10 +118,12 @@ impl Inner {
             }
             deeper
         };
-        // The files beneath the output level that the compaction's span overlaps: outputs are
-        // cut along them (`GrandparentCuts`). None below the last level with data, and none
-        // for an intra-L0 compaction (its single output is placed by its newest input).
-        let grandparents: Vec<Arc<FileMeta>> = match (output_level, deeper.first()) {
+        // The files of the first non-empty level beneath the output level that the
+        // compaction's span overlaps: outputs are cut along them (`GrandparentCuts`). None
+        // into the last level with data, and none for an intra-L0 compaction (its single
+        // output is placed by its newest input; its `deeper` ends with L0's other files).
+        let below = deeper.iter().find(|files| !files.is_empty());
+        let grandparents: Vec<Arc<FileMeta>> = match (output_level, below) {
             (1.., Some(below)) => {
                 let lo = inputs.iter().map(|(_, f)| f.smallest_user()).min();
                 let hi = inputs.iter().map(|(_, f)| f.largest_user()).max();

@@ -543,8 +543,9 @@ impl WalStage {
         std::mem::forget(self);
     }
 
-    /// Lets go of the ring's lock, as the death of the process would (tests).
-    #[cfg(test)]
+    /// Lets go of the ring's lock, as the death of the process would. `LOCK_UN` releases it
+    /// for every holder of the ring's open file, which a child forked while the Db was open
+    /// shares (until it execs, or for its whole life if it never does).
     pub(crate) fn release_lock(&self) {
         if let Backing::Mapped(_, f) = &self.shared.region._backing {
             let _ = rustix::fs::flock(f, rustix::fs::FlockOperation::Unlock);
@@ -584,6 +585,10 @@ impl WalStage {
         if let (Some(ring), Some(marker), true) = (&self.path, marker, drained.is_ok()) {
             remove_ring_and_marker(ring, &marker);
         }
+        // The stage is over: a ring kept for the next open must not look live to it. The Db
+        // lets go of its LOCK next, and unlocks that explicitly too; a ring still locked by a
+        // forked child would be taken for a live copy's and its bytes skipped.
+        self.release_lock();
         drained
     }
 

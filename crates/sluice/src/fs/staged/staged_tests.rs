@@ -242,6 +242,44 @@ fn a_failed_drain_keeps_the_ring_for_the_next_open() {
     assert_eq!(std::fs::read(&wal).unwrap(), b"0123456789abcdef");
 }
 
+/// A child forked while the Db was open shares the ring's open file (and its lock) until it
+/// execs. After a close whose drain failed, the next open must still find the ring unlocked
+/// and write its bytes to the WAL, not take it for a live copy's.
+#[test]
+fn a_ring_kept_at_close_is_recovered_while_a_child_shares_its_file() {
+    let (db, shm) = tmp_dirs();
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    let wal = db.path().join("000004.log");
+    std::fs::write(&wal, b"").unwrap();
+    let sink = Sink::new();
+    sink.fail_after.store(10, Ordering::SeqCst);
+    let mut f = stage.wrap(Box::new(sink.clone()), 4).unwrap();
+    write_record(&mut f, b"0123456789abcdef").unwrap();
+    assert!(f.sync().is_err());
+    drop(f);
+    let Backing::Mapped(_, ring_file) = &stage.shared.region._backing else {
+        unreachable!("a stage on a real directory maps its ring")
+    };
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .stdin(std::process::Stdio::from(ring_file.try_clone().unwrap()))
+        .spawn()
+        .unwrap();
+    assert!(stage.close().is_err());
+    drop(stage);
+    let got = recover(db.path(), shm.path(), |n| {
+        db.path().join(format!("{n:06}.log"))
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        got.unwrap().map(|r| r.bytes),
+        Some(16),
+        "the kept ring was skipped"
+    );
+    assert_eq!(std::fs::read(&wal).unwrap(), b"0123456789abcdef");
+}
+
 #[test]
 fn a_copied_dbs_marker_leaves_the_original_ring_alone() {
     let (db, shm) = tmp_dirs();
