@@ -489,6 +489,14 @@ mod tests {
             .collect()
     }
 
+    /// `n` grandparent files of `keys` keys each, side by side from key 0 (`keys` bytes each).
+    fn contiguous(n: usize, keys: usize) -> Vec<Arc<FileMeta>> {
+        let spans: Vec<(usize, usize, u64)> = (0..n)
+            .map(|j| (keys * j, keys * j + keys - 1, keys as u64))
+            .collect();
+        gp(&spans)
+    }
+
     /// Replays the merge's cut decisions over `keys` (one byte each): the outputs as
     /// `(first key index, last key index)`.
     fn cuts(keys: &[usize], grandparents: &[Arc<FileMeta>], target: u64) -> Vec<(usize, usize)> {
@@ -534,9 +542,7 @@ mod tests {
     #[test]
     fn outputs_line_up_with_the_grandparent_files() {
         let keys: Vec<usize> = (0..1000).collect();
-        let files: Vec<(usize, usize, u64)> =
-            (0..10).map(|j| (100 * j, 100 * j + 99, 100)).collect();
-        let g = gp(&files);
+        let g = contiguous(10, 100);
         let got = cuts(&keys, &g, 80);
         assert_eq!(got.len(), 10, "{got:?}");
         for &o in &got {
@@ -553,8 +559,7 @@ mod tests {
     #[test]
     fn many_narrow_grandparents_cut_at_nine_tenths_of_the_target() {
         let keys: Vec<usize> = (0..2000).collect();
-        let files: Vec<(usize, usize, u64)> = (0..200).map(|j| (10 * j, 10 * j + 9, 10)).collect();
-        let g = gp(&files);
+        let g = contiguous(200, 10);
         let got = cuts(&keys, &g, 100);
         for &(lo, hi) in got.iter().rev().skip(1) {
             assert_eq!(hi - lo + 1, 90, "{got:?}");
@@ -568,8 +573,7 @@ mod tests {
     #[test]
     fn a_boundary_past_half_the_target_ends_the_output() {
         let keys: Vec<usize> = (0..600).collect();
-        let files: Vec<(usize, usize, u64)> = (0..10).map(|j| (60 * j, 60 * j + 59, 60)).collect();
-        let g = gp(&files);
+        let g = contiguous(10, 60);
         let got = cuts(&keys, &g, 100);
         let want: Vec<(usize, usize)> = (0..10).map(|j| (60 * j, 60 * j + 59)).collect();
         assert_eq!(got, want);
@@ -613,9 +617,7 @@ mod tests {
         for i in 0..4000 {
             mem.add(i as u64 + 1, ValueKind::Value, &k(i), &[7u8; 100]);
         }
-        let files: Vec<(usize, usize, u64)> =
-            (0..4).map(|j| (1000 * j, 1000 * j + 999, 1)).collect();
-        let g = gp(&files);
+        let g = contiguous(4, 1000);
         let fs = MemFs::new();
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();

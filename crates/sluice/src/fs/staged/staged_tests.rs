@@ -3,6 +3,7 @@
 
 use super::*;
 use proptest::prelude::*;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 
 /// A file in memory: what reached it, how many syncs, and a byte count after which every
@@ -212,11 +213,10 @@ fn a_clean_close_drains_everything_and_removes_ring_and_marker() {
     assert!(f.sync().is_err(), "a handle syncs after its stage closed");
 }
 
-#[test]
-fn a_failed_drain_keeps_the_ring_for_the_next_open() {
+/// A stage whose 16 acknowledged bytes for WAL 4 (an empty file) failed to drain.
+fn a_stage_whose_drain_failed() -> (tempfile::TempDir, tempfile::TempDir, WalStage, PathBuf) {
     let (db, shm) = tmp_dirs();
     let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
-    let ring = stage.path().unwrap().to_path_buf();
     let wal = db.path().join("000004.log");
     std::fs::write(&wal, b"").unwrap();
     let sink = Sink::new();
@@ -225,6 +225,13 @@ fn a_failed_drain_keeps_the_ring_for_the_next_open() {
     write_record(&mut f, b"0123456789abcdef").unwrap();
     assert!(f.sync().is_err());
     drop(f);
+    (db, shm, stage, wal)
+}
+
+#[test]
+fn a_failed_drain_keeps_the_ring_for_the_next_open() {
+    let (db, shm, stage, wal) = a_stage_whose_drain_failed();
+    let ring = stage.path().unwrap().to_path_buf();
     assert!(
         stage.close().is_err(),
         "a close that left bytes in the ring reported success"
@@ -247,16 +254,7 @@ fn a_failed_drain_keeps_the_ring_for_the_next_open() {
 /// and write its bytes to the WAL, not take it for a live copy's.
 #[test]
 fn a_ring_kept_at_close_is_recovered_while_a_child_shares_its_file() {
-    let (db, shm) = tmp_dirs();
-    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
-    let wal = db.path().join("000004.log");
-    std::fs::write(&wal, b"").unwrap();
-    let sink = Sink::new();
-    sink.fail_after.store(10, Ordering::SeqCst);
-    let mut f = stage.wrap(Box::new(sink.clone()), 4).unwrap();
-    write_record(&mut f, b"0123456789abcdef").unwrap();
-    assert!(f.sync().is_err());
-    drop(f);
+    let (db, shm, stage, wal) = a_stage_whose_drain_failed();
     let Backing::Mapped(_, ring_file) = &stage.shared.region._backing else {
         unreachable!("a stage on a real directory maps its ring")
     };
