@@ -151,6 +151,41 @@ def test_read_only_beside_writer_and_locked(tmp_path):
         assert int(out.stdout.split()[1]) == errno.EAGAIN
 
 
+def _open_files_under(*prefixes):
+    """This process's file descriptors whose path starts with one of `prefixes`."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(prefixes):
+            fds.append(int(name))
+    return fds
+
+
+def test_close_then_reopen_beside_a_child_holding_the_dbs_files(tmp_path):
+    # A child forked while the Db is open shares its open files (its LOCK, its WAL ring) until
+    # it execs, or for its whole life (a multiprocessing worker). Here a child is handed them
+    # outright; the Db's close must still let go, so the reopen is not "locked".
+    path = tmp_path / "db"
+    db = sluice.open(path)
+    db.put(b"k", b"v")
+    fds = _open_files_under(os.path.realpath(path / "LOCK"), "/dev/shm/sluice-wal-stage-")
+    assert fds, "the Db's LOCK is not open in this process"
+    child = subprocess.Popen(["sleep", "30"], pass_fds=fds)
+    try:
+        lock = os.path.realpath(path / "LOCK")
+        held = [os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in fds]
+        assert lock in held, held
+        db.close()
+        with sluice.open(path) as again:
+            assert again.get(b"k") == b"v"
+    finally:
+        child.kill()
+        child.wait()
+
+
 def _newest_options(path):
     """The key=value lines of the Db's newest OPTIONS file (one is written at every open)."""
     newest = max(path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
