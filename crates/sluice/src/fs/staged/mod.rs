@@ -31,7 +31,11 @@
 //! group larger than the ring's free space) ends the log in a torn tail, which the WAL reader
 //! drops, as it does after a short `write(2)`. A ring is known by its id, not its path; one
 //! still locked is a live process's (this directory is a copy of a running Db) and is left
-//! alone. The ring lives as long as the tmpfs: after a reboot, or when `/dev/shm` is torn down
+//! alone. The lock is a `flock`, which a child forked while the Db is open shares with it: a
+//! crash leaves the ring locked until that child exits too, and the Db's LOCK with it (the two
+//! never part, so no open can take a ring of a dead Db for a live copy's), while a close —
+//! whose drain may have failed and kept the ring — unlocks the ring explicitly before the Db
+//! unlocks its LOCK (`WalStage::close`). The ring lives as long as the tmpfs: after a reboot, or when `/dev/shm` is torn down
 //! with the process (a container's own), it is gone, and with it whatever the drainer had not
 //! written — non-synced writes, which a reboot or power loss may always lose.
 //!
