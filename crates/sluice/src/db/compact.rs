@@ -162,13 +162,12 @@ impl Inner {
                     let policy = &policy;
                     let grandparents = &grandparents[..];
                     scope.spawn(move || {
-                        let single = intra_l0;
                         self.subcompaction(
                             inputs,
                             output_level,
                             range,
                             policy,
-                            single,
+                            intra_l0,
                             grandparents,
                         )
                     })
