@@ -28,4 +28,12 @@ case_ "direct writes (1 MiB)" "chrt -i 0 sh -c 'while :; do dd if=/dev/zero of=$
 dd if=/dev/zero of="$F" bs=1M count=400 oflag=direct 2>/dev/null
 case_ "buffered reads from disk (nocache)" "chrt -i 0 sh -c 'while :; do dd if=$F of=/dev/null bs=1M iflag=nocache 2>/dev/null; done'"
 case_ "direct reads" "chrt -i 0 sh -c 'while :; do dd if=$F of=/dev/null bs=1M iflag=direct 2>/dev/null; done'"
+# An import with no page cache at all: direct writes of one file while direct reads of another,
+# then the same beside one idle CPU spinner (an import's worker, at SCHED_IDLE, in user code).
+cp "$F" "$F.r"
+DW="chrt -i 0 sh -c 'while :; do dd if=/dev/zero of=$F bs=1M count=400 oflag=direct 2>/dev/null; done' &"
+DR="chrt -i 0 sh -c 'while :; do dd if=$F.r of=/dev/null bs=1M iflag=direct 2>/dev/null; done' &"
+case_ "direct writes + direct reads" "$DW $DR sleep 20"
+case_ "1 idle spinner + direct writes + direct reads" "chrt -i 0 sh -c 'while :; do :; done' & $DW $DR sleep 20"
+rm -f "$F.r"
 rm -f "$F"
