@@ -289,6 +289,14 @@ fn write_tail(_: &Path, _: &[u8], _: &Parsed<'_>) -> io::Result<()> {
 /// that Db's next open may decide about it. A ring with undrained bytes stays even when its
 /// path is gone — its Db may have been moved, and finds it by device and inode — until that
 /// Db is opened, or `/dev/shm` is cleared (a reboot); a Db deleted after a crash leaves it.
+///
+/// Also removed: a ring whose creation never finished (the process died between making the
+/// file and writing its header: [`WalStage::create`](super::WalStage::create) names the ring
+/// in a marker, and puts a record in it, only after the header). Its header page is all
+/// zeros, and it is unlocked and older than [`UNFINISHED_RING_AGE`]: its maker locks it
+/// right after making it, so only a maker stalled that long between those two calls could
+/// still be at work on such a file. Left alone, each held its reserved bytes of memory until
+/// a reboot (a process killed during `Db::open` leaves one).
 #[cfg(unix)]
 pub(super) fn sweep_orphans(stage_dir: &Path) {
     use std::io::Read;
@@ -307,8 +315,17 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
         if !lock_shared(&f) {
             continue;
         }
-        let mut head = vec![0u8; HEADER];
-        if f.read_exact(&mut head).is_err() || header_word(&head, W_MAGIC) != MAGIC {
+        let mut head = Vec::with_capacity(HEADER);
+        if (&mut f).take(HEADER as u64).read_to_end(&mut head).is_err() {
+            continue;
+        }
+        if head.iter().all(|&b| b == 0) {
+            if unfinished_long_ago(&f) {
+                let _ = std::fs::remove_file(e.path());
+            }
+            continue;
+        }
+        if head.len() < HEADER || header_word(&head, W_MAGIC) != MAGIC {
             continue;
         }
         let len = header_word(&head, W_DIR_LEN);
@@ -333,3 +350,18 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
 
 #[cfg(not(unix))]
 pub(super) fn sweep_orphans(_: &Path) {}
+
+/// How long an unlocked ring file without a header must have gone unchanged before the
+/// sweep takes it for an unfinished creation.
+pub(super) const UNFINISHED_RING_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// True if `f` was last changed over [`UNFINISHED_RING_AGE`] ago (false if that cannot be
+/// told: a clock before the file's time, or no time at all).
+#[cfg(unix)]
+fn unfinished_long_ago(f: &std::fs::File) -> bool {
+    f.metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > UNFINISHED_RING_AGE)
+}

@@ -409,6 +409,42 @@ fn a_ring_whose_db_directory_is_gone_is_swept_and_no_other() {
     drop(alive);
 }
 
+/// Rings whose creation never finished (a process killed inside `WalStage::create`, before
+/// the header): the sweep removes those unlocked and unchanged for over a minute, all zeros
+/// whether empty or already sized, and leaves a fresh one (its maker may be about to lock
+/// it), a locked one, and one with any byte written.
+#[cfg(unix)]
+#[test]
+fn the_sweep_removes_rings_whose_creation_never_finished() {
+    let shm = tempfile::tempdir().unwrap();
+    let old = std::time::SystemTime::now() - 2 * recovery::UNFINISHED_RING_AGE;
+    let ring = |name: &str, bytes: &[u8], modified: std::time::SystemTime| {
+        let path = shm.path().join(format!("{NAME_PREFIX}{name}"));
+        std::fs::write(&path, bytes).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_modified(modified).unwrap();
+        (path, f)
+    };
+    let zeros = vec![0u8; HEADER + 4096];
+    let (empty, _) = ring("00000000000000e0", &[], old);
+    let (sized, _) = ring("00000000000000e1", &zeros, old);
+    let (fresh, _) = ring("00000000000000e2", &zeros, std::time::SystemTime::now());
+    let (locked, held) = ring("00000000000000e3", &zeros, old);
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    let mut written = zeros.clone();
+    written[DIR_AT] = b'/';
+    let (partly, _) = ring("00000000000000e4", &written, old);
+    let db = tempfile::tempdir().unwrap();
+    let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
+    assert!(!empty.exists(), "an empty unfinished ring was kept");
+    assert!(!sized.exists(), "a sized unfinished ring was kept");
+    assert!(fresh.exists(), "a ring made just now was removed");
+    assert!(locked.exists(), "a locked ring was removed");
+    assert!(partly.exists(), "a ring with a byte written was removed");
+    drop(stage);
+    drop(held);
+}
+
 /// A stage for the Db in `db` whose writer was killed with the 12-byte record
 /// `acknowledged` of WAL 5 still in its ring (the drainer paused); returns the ring's path.
 fn crashed_with_undrained_record(db: &Path, shm: &Path) -> PathBuf {
