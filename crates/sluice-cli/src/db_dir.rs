@@ -82,6 +82,87 @@ pub(crate) fn open_writable(dir: &Path, create: bool) -> Result<Db, Box<dyn std:
     Db::open(dir, opts).map_err(|e| lock_message(dir, e))
 }
 
+/// A Db a command may be about to create: its directory holds no Db yet (missing, empty, or
+/// only an interrupted creation's leftovers). If the command then fails having written
+/// nothing, [`close_failed`] takes the new Db away again, so a failed import or ingest into a
+/// new path leaves no empty Db (and its preallocated WAL) behind.
+pub(crate) struct NewDb {
+    dir: PathBuf,
+    /// The directory did not exist: the command made it, and removes it again.
+    made_dir: bool,
+}
+
+/// What [`close_failed`] needs to know, looked at before the command opens `dir`: `None` when
+/// it holds a Db already (or anything the open will refuse).
+pub(crate) fn new_db(dir: &Path) -> Option<NewDb> {
+    use sluice::DirContents;
+    let made_dir = match DirContents::inspect(&sluice::fs::RealFs, dir).ok()? {
+        DirContents::Missing => true,
+        DirContents::Empty | DirContents::Unfinished(_) => false,
+        _ => return None,
+    };
+    Some(NewDb {
+        dir: dir.to_path_buf(),
+        made_dir,
+    })
+}
+
+/// Closes `db` after its command failed. If the command created it (`new`) and it holds
+/// nothing — no write, no table — it is removed again, under its LOCK taken anew: `CURRENT`
+/// first (from then on any open sees an unfinished creation, never a Db missing files), then
+/// the rest, and the directory if the command made it. It stays when another process locked
+/// it since, or it holds a file a new Db does not have. Best effort: a removal that fails
+/// leaves what a later open treats as an unfinished creation.
+pub(crate) fn close_failed(new: Option<NewDb>, db: Db) {
+    let untouched =
+        db.snapshot().seqno() == 0 && db.current_version().file_numbers().next().is_none();
+    if db.close().is_err() || !untouched {
+        return;
+    }
+    let Some(new) = new else {
+        return;
+    };
+    use sluice::fs::FileSystem;
+    let Ok(lock) = sluice::fs::RealFs.lock(&new.dir.join("LOCK")) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(&new.dir) else {
+        return;
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if !names.iter().any(|n| n == "CURRENT") || !names.iter().all(|n| new_db_file(n)) {
+        return;
+    }
+    if std::fs::remove_file(new.dir.join("CURRENT")).is_err() {
+        return;
+    }
+    for n in names.iter().filter(|n| *n != "CURRENT" && *n != "LOCK") {
+        let _ = std::fs::remove_file(new.dir.join(n));
+    }
+    // The LOCK goes while held: an open that had it open before this locks a file no longer
+    // at its path, and refuses it (`RealFs::lock` checks).
+    let _ = std::fs::remove_file(new.dir.join("LOCK"));
+    drop(lock);
+    if new.made_dir {
+        let _ = std::fs::remove_dir(&new.dir);
+    }
+}
+
+/// A name a Db's first open writes and its close leaves: `CURRENT`, `LOCK`, `MANIFEST-N`,
+/// `OPTIONS-N`, `N.log`.
+fn new_db_file(name: &str) -> bool {
+    let digits =
+        |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    name == "CURRENT"
+        || name == "LOCK"
+        || digits(name.strip_prefix("MANIFEST-"))
+        || digits(name.strip_prefix("OPTIONS-"))
+        || digits(name.strip_suffix(".log"))
+}
+
 /// A LOCK held by another process, said in an operator's terms.
 pub(crate) fn lock_message(dir: &Path, e: sluice::Error) -> Box<dyn std::error::Error> {
     if let sluice::Error::Io { source, .. } = &e {

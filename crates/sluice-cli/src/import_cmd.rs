@@ -203,6 +203,8 @@ pub fn import(a: ImportArgs) -> CmdResult {
         None => (schema_from_input(&a)?, "--primary-key".to_string()),
     };
     let defaults = ImportOptions::default();
+    // Where a failed import keeps its checkpoint for `--resume`, if not in the Db directory.
+    let resume_dir = a.tmp_dir.clone();
     let opts = ImportOptions {
         table: a.table,
         format: a.format.map(|f| match f {
@@ -284,6 +286,7 @@ pub fn import(a: ImportArgs) -> CmdResult {
     })?;
     clean_up_on_signals()?;
     let listeners = crate::db_dir::event_listeners()?;
+    let new = crate::db_dir::new_db(&a.db);
     let db = open_db_with(&a.db, true, |o| o.listeners = listeners).map_err(|e| match e {
         sluice_import::ImportError::Db(e) => crate::db_dir::lock_message(&a.db, e),
         other => other.into(),
@@ -294,7 +297,14 @@ pub fn import(a: ImportArgs) -> CmdResult {
         Err(_) if INTERRUPTED.load(Ordering::SeqCst) => loop {
             std::thread::park();
         },
-        r => r.map_err(with_flag_names)?,
+        Ok(s) => s,
+        Err(e) => {
+            // A Db this import created and left empty goes again, the path as it was, unless
+            // a checkpoint kept for `--resume` outside it refers to it.
+            let new = new.filter(|_| !resume_dir.as_deref().is_some_and(holds_checkpoints));
+            crate::db_dir::close_failed(new, db);
+            return Err(with_flag_names(e).into());
+        }
     };
     db.close()?;
     if let Some(e) = &s.rewrite_error {
@@ -624,6 +634,19 @@ pub fn get(
 }
 
 /// The library names options by their `ImportOptions` field; the CLI by its flags.
+/// True if `dir` holds a resumable import's checkpoint directory (`sluice-resume-*`).
+fn holds_checkpoints(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("sluice-resume-")
+        })
+}
+
 fn with_flag_names(e: sluice_import::ImportError) -> String {
     match e {
         sluice_import::ImportError::InvalidOption { option, reason } => {

@@ -177,6 +177,7 @@ fn parse_load_line(
 /// `sluice load`: lines from stdin written in large batches, the last one synced. Each batch
 /// is atomic; a bad line stops the load with `<stdin>:LINE:` after the batches before it.
 pub fn load(a: LoadArgs) -> CmdResult {
+    let new = crate::db_dir::new_db(&a.db.db);
     let db = open_writable(&a.db.db, true)?;
     let mut batch = WriteBatch::new();
     let mut batch_bytes = 0usize;
@@ -228,7 +229,12 @@ pub fn load(a: LoadArgs) -> CmdResult {
     if unsynced {
         db.flush()?; // nothing left to sync the WAL with: make the batches durable as a table
     }
-    db.close()?;
+    if result.is_err() {
+        // A Db this load created and wrote nothing to goes again: the path is as it was.
+        crate::db_dir::close_failed(new, db);
+    } else {
+        db.close()?;
+    }
     match result {
         Ok(()) => {
             eprintln!("loaded {puts} puts and {dels} deletes");

@@ -72,6 +72,7 @@ pub fn ingest(
     ingest_behind: bool,
     link: bool,
 ) -> CmdResult {
+    let new = crate::db_dir::new_db(&db_dir);
     let db = open_writable(&db_dir, true)?;
     let opts = sluice::IngestOptions {
         allow_overlap,
@@ -79,12 +80,19 @@ pub fn ingest(
         link_files: link,
         ..Default::default()
     };
-    let ingested = db.ingest(&files, &opts).map_err(|e| {
-        // The library's option names, said as this command's flags.
-        e.to_string()
-            .replace("set allow_overlap", "pass --allow-overlap")
-            .replace("ingest_behind", "--ingest-behind")
-    })?;
+    let ingested = match db.ingest(&files, &opts) {
+        Ok(i) => i,
+        Err(e) => {
+            // A Db this ingest created goes again: the path is as it was.
+            crate::db_dir::close_failed(new, db);
+            // The library's option names, said as this command's flags.
+            return Err(e
+                .to_string()
+                .replace("set allow_overlap", "pass --allow-overlap")
+                .replace("ingest_behind", "--ingest-behind")
+                .into());
+        }
+    };
     for f in ingested {
         let level = f.level.map_or("memtable".to_string(), |l| format!("L{l}"));
         println!(

@@ -28,8 +28,17 @@ pub fn root() -> PathBuf {
 /// `db`, with `extra` options before the input file; the output whatever its exit status.
 pub fn penguins_import(db: &str, extra: &[&str]) -> Output {
     let ex = root().join("examples");
-    let schema = ex.join("penguins.sql");
-    let csv = ex.join("penguins.csv");
+    csv_import(
+        db,
+        &ex.join("penguins.sql"),
+        &ex.join("penguins.csv"),
+        extra,
+    )
+}
+
+/// `sluice import` of `csv` (with a header line, `NA` as NULL) into `db` with `schema`, with
+/// `extra` options before the input file; the output whatever its exit status.
+pub fn csv_import(db: &str, schema: &Path, csv: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "import",
         "--db",

@@ -559,19 +559,47 @@ impl FileSystem for RealFs {
 impl RealLock {
     /// Opens (or makes) `path` and takes its lock without waiting.
     fn take(path: &Path) -> io::Result<RealLock> {
+        Self::take_with(path, || {})
+    }
+
+    /// [`take`](Self::take), running `opened` between the open and the lock (tests).
+    ///
+    /// The file locked must still be the one at `path` once it is locked: a process that
+    /// removed the LOCK between our open and our lock (the CLI taking away a Db it had just
+    /// created, after its command failed) leaves us holding a file nobody else will open,
+    /// while a creator after it makes and locks a new one. So the lock is refused, as one
+    /// held by another process, when `path` names another file or none by then.
+    fn take_with(path: &Path, opened: impl FnOnce()) -> io::Result<RealLock> {
+        let locked = || {
+            io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another process", path.display()),
+            )
+        };
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)?;
+        opened();
         match f.try_lock() {
-            Ok(()) => Ok(RealLock(f)),
-            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                format!("{} is locked by another process", path.display()),
-            )),
-            Err(std::fs::TryLockError::Error(e)) => Err(e),
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(locked()),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
+        let held = RealLock(f);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let ours = held.0.metadata()?;
+            match std::fs::metadata(path) {
+                Ok(now) if now.dev() == ours.dev() && now.ino() == ours.ino() => {}
+                Ok(_) => return Err(locked()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(locked()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(held)
     }
 }
 
@@ -600,6 +628,28 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(again.is_ok(), "reopen refused: {:?}", again.err());
+    }
+
+    /// A LOCK removed (or replaced) between the open and the lock is refused, as held by
+    /// another process: the file locked is no longer the Db's LOCK, and whoever opens the
+    /// path next locks another file.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_removed_before_it_is_locked_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let got = RealLock::take_with(&path, || std::fs::remove_file(&path).unwrap());
+        let e = got.err().expect("a removed LOCK was taken");
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+        let got = RealLock::take_with(&path, || {
+            std::fs::remove_file(&path).unwrap();
+            std::fs::write(&path, b"").unwrap();
+        });
+        assert!(got.is_err(), "a replaced LOCK was taken");
+        // Untouched, it is taken; and the file left behind is lockable again.
+        let held = RealLock::take(&path).unwrap();
+        drop(held);
+        assert!(RealLock::take(&path).is_ok());
     }
 
     /// Once one fsync of a file failed, every later one fails without being made (Linux
