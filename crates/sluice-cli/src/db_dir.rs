@@ -108,22 +108,24 @@ pub(crate) fn new_db(dir: &Path) -> Option<NewDb> {
 }
 
 /// Closes `db` after its command failed. If the command created it (`new`) and it holds
-/// nothing — no write, no table — it is removed again, under its LOCK taken anew: `CURRENT`
-/// first (from then on any open sees an unfinished creation, never a Db missing files), then
-/// the rest, and the directory if the command made it. It stays when another process locked
-/// it since, or it holds a file a new Db does not have. Best effort: a removal that fails
-/// leaves what a later open treats as an unfinished creation.
+/// nothing — no write, no table — it is removed again, without the Db's lock ever being let
+/// go between the close and the removal (so no other process can have opened it and written
+/// in between): `CURRENT` first (from then on any open sees an unfinished creation, never a
+/// Db missing files), then the rest, the LOCK last, and the directory if the command made
+/// it. It stays when it holds a file a new Db does not have. Best effort: a removal that
+/// fails leaves what a later open treats as an unfinished creation; a close that fails is
+/// said on stderr (the command's own error is the one reported).
 pub(crate) fn close_failed(new: Option<NewDb>, db: Db) {
     let untouched =
         db.snapshot().seqno() == 0 && db.current_version().file_numbers().next().is_none();
-    if db.close().is_err() || !untouched {
-        return;
-    }
-    let Some(new) = new else {
-        return;
+    let lock = match db.close_keeping_lock() {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("warning: closing the database after the failure failed too: {e}");
+            return;
+        }
     };
-    use sluice::fs::FileSystem;
-    let Ok(lock) = sluice::fs::RealFs.lock(&new.dir.join("LOCK")) else {
+    let Some(new) = new.filter(|_| untouched) else {
         return;
     };
     let Ok(entries) = std::fs::read_dir(&new.dir) else {

@@ -229,3 +229,23 @@ fn of_two_racing_creators_one_wins_and_the_other_hears_locked() {
         db.close().unwrap();
     }
 }
+
+/// `close_keeping_lock` closes the Db (its writes are in its files) but holds its directory:
+/// no open gets in until the lock is dropped, then one does and reads what was written.
+#[test]
+fn a_db_closed_keeping_its_lock_stays_locked_until_the_lock_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let lock = db.close_keeping_lock().unwrap();
+    let e = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(e.to_string().contains("locked by another process"), "{e}");
+    // A read-only open takes no lock and sees the closed Db's write.
+    let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    assert_eq!(ro.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(ro);
+    drop(lock);
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+}

@@ -28,7 +28,11 @@
 //! 4. Leftovers are removed only under `LOCK`, after a second look taken under it (the verdict
 //!    that counts): a creator racing us holds `LOCK`, so we fail with "locked by another
 //!    process" instead of judging — or deleting — its half-built directory. `LOCK` itself is
-//!    never removed (a process may have opened it and be about to lock it).
+//!    never removed here (a process may have opened it and be about to lock it). The one
+//!    place that removes it is the CLI taking away a Db it created when its command failed
+//!    ([`Db::close_keeping_lock`](super::Db::close_keeping_lock)), while holding it; so a
+//!    real file system's lock, once taken, checks that the path still names the file it
+//!    locked, and refuses it otherwise.
 
 use std::path::Path;
 

@@ -456,7 +456,26 @@ impl Db {
         self.shutdown()
     }
 
+    /// Closes the Db as [`close`](Self::close) does, but hands back the lock on its directory
+    /// instead of letting go of it: no other process can open the Db until the caller drops
+    /// it. For a caller that must act on the directory as the Db's owner after the close (the
+    /// CLI takes away a Db it created when its command then failed). Fails as `close` does
+    /// (the lock is let go then), or when the Db holds no lock (read-only).
+    pub fn close_keeping_lock(self) -> Result<Box<dyn crate::fs::DirLock>> {
+        let closed = self.shutdown_keeping_lock();
+        let lock = self.inner.lock.lock().take();
+        closed?;
+        lock.ok_or_else(|| Error::InvalidArgument("a read-only Db holds no lock".into()))
+    }
+
     fn shutdown(&self) -> Result<()> {
+        let result = self.shutdown_keeping_lock();
+        self.inner.lock.lock().take();
+        result
+    }
+
+    /// Everything of [`shutdown`](Self::shutdown) but letting go of the directory's lock.
+    fn shutdown_keeping_lock(&self) -> Result<()> {
         let mut result = Ok(());
         let needs_flush = {
             let s = self.inner.state.lock();
@@ -486,7 +505,6 @@ impl Db {
                 result = result.and(Err(Error::io(&wal, e)));
             }
         }
-        self.inner.lock.lock().take();
         result
     }
 }

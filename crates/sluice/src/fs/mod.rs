@@ -106,7 +106,10 @@ pub trait FileSystem: Send + Sync + 'static {
     fn file_size(&self, path: &Path) -> io::Result<u64>;
     /// Hard-links `from` to `to`, or copies it where links are impossible; `to` must not exist.
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()>;
-    /// Takes an exclusive lock on `path` (the database's LOCK file).
+    /// Takes an exclusive lock on `path` (the database's LOCK file), without waiting: a lock
+    /// held elsewhere fails with `WouldBlock`. Once taken, `path` must still name the file
+    /// locked (a holder may remove the LOCK before letting go of it: see `db/create.rs`,
+    /// invariant 4); if it does not, the lock is refused the same way.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirLock>>;
 }
 
@@ -556,6 +559,24 @@ impl FileSystem for RealFs {
     }
 }
 
+/// True if `path` still names the open file `f`: it has a link left, and `path` leads to
+/// its inode. Inode numbers only, not devices: on some overlay file systems an open file
+/// reports the device of the layer beneath while its path reports the overlay's. While `f`
+/// is open its inode number cannot be reused, so a replaced file always differs.
+#[cfg(unix)]
+pub(crate) fn still_named(f: &std::fs::File, path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let ours = f.metadata()?;
+    if ours.nlink() == 0 {
+        return Ok(false);
+    }
+    match std::fs::metadata(path) {
+        Ok(now) => Ok(now.ino() == ours.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 impl RealLock {
     /// Opens (or makes) `path` and takes its lock without waiting.
     fn take(path: &Path) -> io::Result<RealLock> {
@@ -589,15 +610,8 @@ impl RealLock {
         }
         let held = RealLock(f);
         #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let ours = held.0.metadata()?;
-            match std::fs::metadata(path) {
-                Ok(now) if now.dev() == ours.dev() && now.ino() == ours.ino() => {}
-                Ok(_) => return Err(locked()),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(locked()),
-                Err(e) => return Err(e),
-            }
+        if !still_named(&held.0, path)? {
+            return Err(locked());
         }
         Ok(held)
     }

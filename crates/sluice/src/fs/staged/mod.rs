@@ -395,6 +395,15 @@ impl WalStage {
             let file = o.open(&path)?;
             #[cfg(unix)]
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+            // The orphan sweep removes an unlocked ring without a header that is old: a
+            // maker stalled (stopped, suspended) between the open and the lock may have lost
+            // its name to it. A ring known by no name would be lost at a crash: refuse it.
+            #[cfg(unix)]
+            if !super::still_named(&file, &path)? {
+                return Err(io::Error::other(
+                    "the new ring was removed before it was locked",
+                ));
+            }
             let len = (HEADER + ring) as u64;
             #[cfg(any(target_os = "linux", target_os = "android"))]
             rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len)?;

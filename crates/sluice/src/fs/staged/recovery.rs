@@ -292,11 +292,12 @@ fn write_tail(_: &Path, _: &[u8], _: &Parsed<'_>) -> io::Result<()> {
 ///
 /// Also removed: a ring whose creation never finished (the process died between making the
 /// file and writing its header: [`WalStage::create`](super::WalStage::create) names the ring
-/// in a marker, and puts a record in it, only after the header). Its header page is all
-/// zeros, and it is unlocked and older than [`UNFINISHED_RING_AGE`]: its maker locks it
-/// right after making it, so only a maker stalled that long between those two calls could
-/// still be at work on such a file. Left alone, each held its reserved bytes of memory until
-/// a reboot (a process killed during `Db::open` leaves one).
+/// in a marker, and puts a record in it, only after the header). No word of its header was
+/// stored (the words before the Db path are zeros), and it is unlocked and older than
+/// [`UNFINISHED_RING_AGE`]: its maker locks it right after making it, and a maker stalled
+/// that long between those two calls finds its ring's name gone once it has the lock and
+/// refuses the ring. Left alone, each held its reserved bytes of memory until a reboot (a
+/// process killed during `Db::open` leaves one).
 #[cfg(unix)]
 pub(super) fn sweep_orphans(stage_dir: &Path) {
     use std::io::Read;
@@ -319,7 +320,9 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
         if (&mut f).take(HEADER as u64).read_to_end(&mut head).is_err() {
             continue;
         }
-        if head.iter().all(|&b| b == 0) {
+        // `init_header` never ran: no word of the header was stored (the Db path, copied in
+        // before it, may be).
+        if head.iter().take(DIR_AT).all(|&b| b == 0) {
             if unfinished_long_ago(&f) {
                 let _ = std::fs::remove_file(e.path());
             }

@@ -410,9 +410,9 @@ fn a_ring_whose_db_directory_is_gone_is_swept_and_no_other() {
 }
 
 /// Rings whose creation never finished (a process killed inside `WalStage::create`, before
-/// the header): the sweep removes those unlocked and unchanged for over a minute, all zeros
-/// whether empty or already sized, and leaves a fresh one (its maker may be about to lock
-/// it), a locked one, and one with any byte written.
+/// the header): the sweep removes those unlocked and unchanged for over a minute with no
+/// header word stored — empty, sized, or with the Db path copied in — and leaves a fresh one
+/// (its maker may be about to lock it), a locked one, and one with a header word stored.
 #[cfg(unix)]
 #[test]
 fn the_sweep_removes_rings_whose_creation_never_finished() {
@@ -431,16 +431,26 @@ fn the_sweep_removes_rings_whose_creation_never_finished() {
     let (fresh, _) = ring("00000000000000e2", &zeros, std::time::SystemTime::now());
     let (locked, held) = ring("00000000000000e3", &zeros, old);
     rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
-    let mut written = zeros.clone();
-    written[DIR_AT] = b'/';
-    let (partly, _) = ring("00000000000000e4", &written, old);
+    let mut path_only = zeros.clone();
+    path_only[DIR_AT] = b'/';
+    let (partly, _) = ring("00000000000000e4", &path_only, old);
+    let mut headed = zeros.clone();
+    headed[..8].copy_from_slice(&MAGIC.to_le_bytes());
+    let (with_header, _) = ring("00000000000000e5", &headed, old);
     let db = tempfile::tempdir().unwrap();
     let stage = WalStage::create(db.path(), shm.path(), 4096).unwrap();
     assert!(!empty.exists(), "an empty unfinished ring was kept");
     assert!(!sized.exists(), "a sized unfinished ring was kept");
     assert!(fresh.exists(), "a ring made just now was removed");
     assert!(locked.exists(), "a locked ring was removed");
-    assert!(partly.exists(), "a ring with a byte written was removed");
+    assert!(
+        !partly.exists(),
+        "a ring with only its Db path written was kept"
+    );
+    assert!(
+        with_header.exists(),
+        "a ring with a header word stored was removed"
+    );
     drop(stage);
     drop(held);
 }
