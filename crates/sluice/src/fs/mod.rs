@@ -559,19 +559,20 @@ impl FileSystem for RealFs {
     }
 }
 
-/// True if `path` still names the open file `f`: it has a link left, and `path` leads to
-/// its inode. Inode numbers only, not devices: on some overlay file systems an open file
-/// reports the device of the layer beneath while its path reports the overlay's. While `f`
-/// is open its inode number cannot be reused, so a replaced file always differs.
+/// True if the open file `f`, opened at `path`, still has a name: a link is left and `path`
+/// exists. What removes these files (the CLI's undo of a Db it created removes its LOCK, the
+/// WAL stage's sweep an unfinished ring) unlinks them, which leaves the open file with no
+/// link, also when a new file has taken the name since. Link counts, not inode numbers:
+/// an overlay file system (Linux before 4.19) may give an open file and its path different
+/// inode numbers once the file was copied up from a lower layer.
 #[cfg(unix)]
 pub(crate) fn still_named(f: &std::fs::File, path: &Path) -> io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
-    let ours = f.metadata()?;
-    if ours.nlink() == 0 {
+    if f.metadata()?.nlink() == 0 {
         return Ok(false);
     }
-    match std::fs::metadata(path) {
-        Ok(now) => Ok(now.ino() == ours.ino()),
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     }
@@ -589,7 +590,7 @@ impl RealLock {
     /// removed the LOCK between our open and our lock (the CLI taking away a Db it had just
     /// created, after its command failed) leaves us holding a file nobody else will open,
     /// while a creator after it makes and locks a new one. So the lock is refused, as one
-    /// held by another process, when `path` names another file or none by then.
+    /// held by another process, when the file locked has no name left ([`still_named`]).
     fn take_with(path: &Path, opened: impl FnOnce()) -> io::Result<RealLock> {
         let locked = || {
             io::Error::new(

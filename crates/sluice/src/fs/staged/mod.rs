@@ -684,14 +684,17 @@ pub(super) fn dir_identity(dir: &Path) -> (u64, u64) {
     }
 }
 
+/// Stores the header's words, the magic last: a ring whose magic is still zero never got a
+/// whole header, so no marker names it and it never held a record (the orphan sweep relies
+/// on this).
 fn init_header(r: &Region, dir_len: usize, id: u64, dir_id: (u64, u64)) {
     r.word(W_ID).store(id, Ordering::Relaxed);
     r.word(W_DIR_DEV).store(dir_id.0, Ordering::Relaxed);
     r.word(W_DIR_INO).store(dir_id.1, Ordering::Relaxed);
-    r.word(W_MAGIC).store(MAGIC, Ordering::Relaxed);
     r.word(W_VERSION).store(VERSION, Ordering::Relaxed);
     r.word(W_RING).store(r.ring, Ordering::Relaxed);
-    r.word(W_DIR_LEN).store(dir_len as u64, Ordering::SeqCst);
+    r.word(W_DIR_LEN).store(dir_len as u64, Ordering::Relaxed);
+    r.word(W_MAGIC).store(MAGIC, Ordering::SeqCst);
 }
 
 /// Writes `<db_dir>/WAL-STAGE` naming the ring: a temporary file renamed over it (a name

@@ -292,8 +292,8 @@ fn write_tail(_: &Path, _: &[u8], _: &Parsed<'_>) -> io::Result<()> {
 ///
 /// Also removed: a ring whose creation never finished (the process died between making the
 /// file and writing its header: [`WalStage::create`](super::WalStage::create) names the ring
-/// in a marker, and puts a record in it, only after the header). No word of its header was
-/// stored (the words before the Db path are zeros), and it is unlocked and older than
+/// in a marker, and puts a record in it, only after the header). Its magic word, the
+/// header's last store, is still zero, and it is unlocked and older than
 /// [`UNFINISHED_RING_AGE`]: its maker locks it right after making it, and a maker stalled
 /// that long between those two calls finds its ring's name gone once it has the lock and
 /// refuses the ring. Left alone, each held its reserved bytes of memory until a reboot (a
@@ -320,9 +320,9 @@ pub(super) fn sweep_orphans(stage_dir: &Path) {
         if (&mut f).take(HEADER as u64).read_to_end(&mut head).is_err() {
             continue;
         }
-        // `init_header` never ran: no word of the header was stored (the Db path, copied in
-        // before it, may be).
-        if head.iter().take(DIR_AT).all(|&b| b == 0) {
+        // `init_header` never finished (it stores the magic last): no marker names the ring
+        // and no record was put in it.
+        if header_word(&head, W_MAGIC) == 0 {
             if unfinished_long_ago(&f) {
                 let _ = std::fs::remove_file(e.path());
             }

@@ -410,9 +410,10 @@ fn a_ring_whose_db_directory_is_gone_is_swept_and_no_other() {
 }
 
 /// Rings whose creation never finished (a process killed inside `WalStage::create`, before
-/// the header): the sweep removes those unlocked and unchanged for over a minute with no
-/// header word stored — empty, sized, or with the Db path copied in — and leaves a fresh one
-/// (its maker may be about to lock it), a locked one, and one with a header word stored.
+/// the header): the sweep removes those unlocked and unchanged for over a minute whose magic
+/// (the header's last store) is zero — empty, sized, with the Db path copied in, or with
+/// some header words stored — and leaves a fresh one (its maker may be about to lock it), a
+/// locked one, and one with its magic stored.
 #[cfg(unix)]
 #[test]
 fn the_sweep_removes_rings_whose_creation_never_finished() {
@@ -434,6 +435,9 @@ fn the_sweep_removes_rings_whose_creation_never_finished() {
     let mut path_only = zeros.clone();
     path_only[DIR_AT] = b'/';
     let (partly, _) = ring("00000000000000e4", &path_only, old);
+    let mut some_words = path_only.clone();
+    some_words[8 * W_ID..8 * W_ID + 8].copy_from_slice(&7u64.to_le_bytes());
+    let (half_header, _) = ring("00000000000000e6", &some_words, old);
     let mut headed = zeros.clone();
     headed[..8].copy_from_slice(&MAGIC.to_le_bytes());
     let (with_header, _) = ring("00000000000000e5", &headed, old);
@@ -447,9 +451,10 @@ fn the_sweep_removes_rings_whose_creation_never_finished() {
         !partly.exists(),
         "a ring with only its Db path written was kept"
     );
+    assert!(!half_header.exists(), "a ring with half a header was kept");
     assert!(
         with_header.exists(),
-        "a ring with a header word stored was removed"
+        "a ring with its magic stored was removed"
     );
     drop(stage);
     drop(held);
