@@ -395,14 +395,11 @@ impl WalStage {
             let file = o.open(&path)?;
             #[cfg(unix)]
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
-            // The orphan sweep removes an unlocked ring without a header that is old: a
-            // maker stalled (stopped, suspended) between the open and the lock may have lost
-            // its name to it. A ring known by no name would be lost at a crash: refuse it.
+            // A maker stalled over a minute before its lock may have lost the name to the
+            // orphan sweep: a ring no name leads to would be lost at a crash.
             #[cfg(unix)]
             if !super::still_named(&file, &path)? {
-                return Err(io::Error::other(
-                    "the new ring was removed before it was locked",
-                ));
+                return Err(io::Error::other("ring removed before it was locked"));
             }
             let len = (HEADER + ring) as u64;
             #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -684,9 +681,8 @@ pub(super) fn dir_identity(dir: &Path) -> (u64, u64) {
     }
 }
 
-/// Stores the header's words, the magic last: a ring whose magic is still zero never got a
-/// whole header, so no marker names it and it never held a record (the orphan sweep relies
-/// on this).
+/// Stores the header's words, the magic last: a ring whose magic is zero never got a whole
+/// header, so no marker names it and it never held a record (the orphan sweep's premise).
 fn init_header(r: &Region, dir_len: usize, id: u64, dir_id: (u64, u64)) {
     r.word(W_ID).store(id, Ordering::Relaxed);
     r.word(W_DIR_DEV).store(dir_id.0, Ordering::Relaxed);
