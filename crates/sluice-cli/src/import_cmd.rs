@@ -195,6 +195,15 @@ impl ImportArgs {
 
 /// `sluice import`.
 pub fn import(a: ImportArgs) -> CmdResult {
+    if let (Some(r), Some(schema)) = (&a.rejects, &a.schema) {
+        if same_file(r, schema) {
+            return Err(format!(
+                "--rejects {} is the schema file (the rejects file is emptied when the import starts)",
+                r.display()
+            )
+            .into());
+        }
+    }
     let (schema, schema_name) = match &a.schema {
         Some(p) => (
             std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
@@ -634,6 +643,22 @@ pub fn get(
 }
 
 /// The library names options by their `ImportOptions` field; the CLI by its flags.
+/// True if `a` and `b` are one existing file (by device and inode).
+#[cfg(unix)]
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// True if `a` and `b` are one existing file (by canonical path).
+#[cfg(not(unix))]
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
 /// True if `dir` holds a resumable import's checkpoint directory (`sluice-resume-*`).
 fn holds_checkpoints(dir: &std::path::Path) -> bool {
     std::fs::read_dir(dir)

@@ -102,3 +102,39 @@ fn a_failed_ingest_into_a_missing_path_leaves_no_db() {
     assert!(!db.exists(), "a Db was left: {:?}", names(&db));
     assert!(sst.exists(), "the input file was touched");
 }
+
+/// `--rejects` names a file the import empties when it starts: an input, the schema, or a
+/// file inside the Db's directory is refused before anything is touched.
+#[test]
+fn a_rejects_file_that_is_an_input_the_schema_or_in_the_db_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let d = db.to_str().unwrap();
+    assert!(run(&["put", "--db", d, "k", "v"], b"").status.success());
+    let schema = dir.path().join("s.sql");
+    let csv = dir.path().join("in.csv");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let rows = "id,d,note\n1,2024-01-01,a\n2,2024-01-02,b\n";
+    std::fs::write(&csv, rows).unwrap();
+    let current = db.join("CURRENT");
+    // The same files under other names too: a hard link to the input.
+    let linked = dir.path().join("linked.csv");
+    std::fs::hard_link(&csv, &linked).unwrap();
+    for (rejects, what) in [
+        (&csv, "is an input"),
+        (&linked, "is an input"),
+        (&schema, "is the schema file"),
+        (&current, "is inside the database directory"),
+    ] {
+        let r = rejects.to_str().unwrap();
+        let out = csv_import(d, &schema, &csv, &["--max-errors", "5", "--rejects", r]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--rejects {r} was taken");
+        assert!(err.contains("--rejects") && err.contains(what), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), rows);
+    assert_eq!(std::fs::read_to_string(&schema).unwrap(), SCHEMA);
+    // Each open writes a new MANIFEST (CURRENT names it): the Db opens and holds its key.
+    let got = run(&["get", "--db", d, "k"], b"");
+    assert_eq!(String::from_utf8_lossy(&got.stdout).trim(), "v");
+}

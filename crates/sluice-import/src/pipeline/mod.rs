@@ -236,6 +236,9 @@ impl Import {
 
     /// Runs the import into `db` (see the module documentation for the steps).
     pub fn run(&self, db: &Db) -> Result<Summary, ImportError> {
+        if let Some(rejects) = &self.opts.rejects {
+            crate::pipeline::merge::policy::check_rejects_path(rejects, &self.files, db.path())?;
+        }
         let mut s = self
             .run_prioritized(db)
             .map_err(|e| self.after_failure(e))?;

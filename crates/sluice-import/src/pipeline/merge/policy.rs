@@ -86,6 +86,51 @@ pub(crate) fn prefix_crc(p: &Path, len: u64) -> std::io::Result<Option<u32>> {
     }
 }
 
+/// Refuses a rejects file the import would destroy: it is created (emptied) when the import
+/// starts, so it must be none of the `inputs` (the same file by device and inode, whatever
+/// the path) and lie nowhere inside the Db's directory `db_dir` (a table, `CURRENT`, a
+/// checkpoint).
+pub(crate) fn check_rejects_path(
+    rejects: &Path,
+    inputs: &[std::path::PathBuf],
+    db_dir: &Path,
+) -> Result<(), ImportError> {
+    let refuse = |reason: String| {
+        Err(ImportError::InvalidOption {
+            option: "rejects",
+            reason,
+        })
+    };
+    #[cfg(unix)]
+    if let Ok(r) = std::fs::metadata(rejects) {
+        use std::os::unix::fs::MetadataExt;
+        for input in inputs {
+            let same =
+                std::fs::metadata(input).is_ok_and(|m| m.dev() == r.dev() && m.ino() == r.ino());
+            if same {
+                return refuse(format!(
+                    "{} is an input of this import (the rejects file is emptied when it starts)",
+                    rejects.display()
+                ));
+            }
+        }
+    }
+    let parent = match rejects.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let (Ok(p), Ok(d)) = (std::fs::canonicalize(parent), std::fs::canonicalize(db_dir)) {
+        if p.starts_with(&d) {
+            return refuse(format!(
+                "{} is inside the database directory {}",
+                rejects.display(),
+                db_dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The rejects file: created, or (resuming) cut back to the length the checkpoint recorded
 /// and appended to; either way its directory entry is made durable, so a checkpoint counting
 /// its synced bytes never outlives it.
