@@ -360,3 +360,34 @@ fn csv_output_quotes_what_it_must_and_reads_back() {
     );
     assert!(out.ends_with("99,NA,0001-01-01T00:00:00Z,NA\n"), "{out}");
 }
+
+/// TSV: an empty line in a one-column table is a row holding the empty string (PostgreSQL's
+/// text format), not a line to drop; in a table of several columns it holds no row.
+#[test]
+fn an_empty_tsv_line_is_a_one_column_tables_empty_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let one = write(dir.path(), "one.tsv", b"a\n\nb\n");
+    let s = import(
+        &db,
+        "CREATE TABLE k (k TEXT PRIMARY KEY);",
+        vec![one],
+        opts(),
+    )
+    .unwrap();
+    assert_eq!(s.rows, 3);
+    assert_eq!(
+        json_rows(&db, "k"),
+        [r#"{"k":""}"#, r#"{"k":"a"}"#, r#"{"k":"b"}"#]
+    );
+    let two = write(dir.path(), "two.tsv", b"1\ta\n\n2\tb\n");
+    let s = import(
+        &db,
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);",
+        vec![two],
+        opts(),
+    )
+    .unwrap();
+    assert_eq!(s.rows, 2);
+    db.close().unwrap();
+}

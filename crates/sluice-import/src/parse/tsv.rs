@@ -65,7 +65,10 @@ pub(super) fn parse_tsv(
         let raw_record = &data[pos..end];
         pos = end;
         line_no += 1;
-        if rec.is_empty() {
+        // An empty line holds no row of a table of several columns, and is skipped; in a
+        // table of one column it is that column's empty field (PostgreSQL's text format:
+        // the empty string, not a line to drop).
+        if rec.is_empty() && ncols != 1 {
             continue;
         }
         // Unescape every field into scratch first, then borrow values from it.
