@@ -353,6 +353,26 @@ def test_max_errors_and_rejects_across_tasks(tmp_path, ray_engine):
     assert sorted(rejects.read_text().splitlines()) == sorted(one_rejects.read_text().splitlines())
 
 
+def test_a_rejects_file_that_is_an_input_or_in_the_db_is_refused(tmp_path):
+    """The rejects file is emptied when the job writes it: one that is an input (also by a
+    symbolic link) or a file of the Db is refused before any work, and nothing is touched."""
+    files = item_files(tmp_path, files=2)
+    inputs = [(str(f), ("file", str(f))) for f in files]
+    before = files[0].read_bytes()
+    db_path = tmp_path / "db"
+    with sluice.open(db_path) as db:
+        db.put(b"k", b"v")
+    link = tmp_path / "link.rejects"
+    link.symlink_to(db_path / "CURRENT")
+    for rejects in (files[0], db_path / "CURRENT", link):
+        with pytest.raises(sluice.InvalidArgumentError, match="rejects"):
+            run(Engine(), str(db_path), ITEMS_SQL, inputs, text={"header": True},
+                max_errors=10, rejects=str(rejects))
+    assert files[0].read_bytes() == before
+    with sluice.open(db_path) as db:
+        assert db.get(b"k") == b"v"
+
+
 def test_output_files_one_range_set_into_a_fresh_db(tmp_path):
     files = item_files(tmp_path, files=3)
     inputs = [(str(f), ("file", str(f))) for f in files]

@@ -120,11 +120,18 @@ fn a_rejects_file_that_is_an_input_the_schema_or_in_the_db_is_refused() {
     // The same files under other names too: a hard link to the input.
     let linked = dir.path().join("linked.csv");
     std::fs::hard_link(&csv, &linked).unwrap();
+    // And symbolic links: one into the Db, one to nothing (creating it would make its target).
+    let into_db = dir.path().join("into-db.rejects");
+    std::os::unix::fs::symlink(&current, &into_db).unwrap();
+    let dangling = dir.path().join("dangling.rejects");
+    std::os::unix::fs::symlink(db.join("new-file"), &dangling).unwrap();
     for (rejects, what) in [
         (&csv, "is an input"),
         (&linked, "is an input"),
         (&schema, "is the schema file"),
         (&current, "is inside the database directory"),
+        (&into_db, "is inside the database directory"),
+        (&dangling, "is a symbolic link to nothing"),
     ] {
         let r = rejects.to_str().unwrap();
         let out = csv_import(d, &schema, &csv, &["--max-errors", "5", "--rejects", r]);
@@ -134,6 +141,7 @@ fn a_rejects_file_that_is_an_input_the_schema_or_in_the_db_is_refused() {
     }
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), rows);
     assert_eq!(std::fs::read_to_string(&schema).unwrap(), SCHEMA);
+    assert!(!db.join("new-file").exists());
     // Each open writes a new MANIFEST (CURRENT names it): the Db opens and holds its key.
     let got = run(&["get", "--db", d, "k"], b"");
     assert_eq!(String::from_utf8_lossy(&got.stdout).trim(), "v");

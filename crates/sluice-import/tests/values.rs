@@ -361,8 +361,9 @@ fn csv_output_quotes_what_it_must_and_reads_back() {
     assert!(out.ends_with("99,NA,0001-01-01T00:00:00Z,NA\n"), "{out}");
 }
 
-/// TSV: an empty line in a one-column table is a row holding the empty string (PostgreSQL's
-/// text format), not a line to drop; in a table of several columns it holds no row.
+/// TSV: an empty line in a one-text-column input is a row holding the empty string
+/// (PostgreSQL's text format), not a line to drop; with several fields, or one that is not
+/// text, it holds no row.
 #[test]
 fn an_empty_tsv_line_is_a_one_column_tables_empty_string() {
     let dir = tempfile::tempdir().unwrap();
@@ -380,14 +381,16 @@ fn an_empty_tsv_line_is_a_one_column_tables_empty_string() {
         json_rows(&db, "k"),
         [r#"{"k":""}"#, r#"{"k":"a"}"#, r#"{"k":"b"}"#]
     );
+    // No primary key (a hidden row id): the same.
+    let none = write(dir.path(), "none.tsv", b"a\n\nb\n");
+    let s = import(&db, "CREATE TABLE n (v TEXT);", vec![none], opts()).unwrap();
+    assert_eq!(s.rows, 3);
     let two = write(dir.path(), "two.tsv", b"1\ta\n\n2\tb\n");
-    let s = import(
-        &db,
-        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);",
-        vec![two],
-        opts(),
-    )
-    .unwrap();
-    assert_eq!(s.rows, 2);
+    let sql = "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);";
+    assert_eq!(import(&db, sql, vec![two], opts()).unwrap().rows, 2);
+    // One column that is not text: an empty line holds no row (a trailing one included).
+    let ints = write(dir.path(), "ints.tsv", b"1\n\n2\n\n");
+    let sql = "CREATE TABLE i (id INT PRIMARY KEY);";
+    assert_eq!(import(&db, sql, vec![ints], opts()).unwrap().rows, 2);
     db.close().unwrap();
 }

@@ -308,6 +308,19 @@ pub fn jobs(work_dir: PathBuf) -> Vec<String> {
     job::list_jobs(&work_dir)
 }
 
+/// Refuses a rejects file the job would destroy: one of its inputs, or a file inside the
+/// Db's directory (as `sluice import --rejects` refuses them).
+#[pyfunction]
+pub fn check_job_rejects(
+    py: Python<'_>,
+    path: PathBuf,
+    inputs: Vec<PathBuf>,
+    db_dir: PathBuf,
+) -> PyResult<()> {
+    sluice_import::check_rejects_path(&path, &inputs, &db_dir)
+        .map_err(|e| Failure::from(e).into_pyerr(py))
+}
+
 /// Every task's rejects added up: raises past `max_errors`, else writes them to `path` (if
 /// any) and returns how many there were.
 #[pyfunction]

@@ -43,6 +43,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::abort_job_dir, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::jobs, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::tally_job_rejects, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::check_job_rejects, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -405,6 +405,9 @@ def run(
     phases: Dict[str, float] = {}
     with _open(db_path) as db:
         raw = db._raw()
+        if rejects is not None:
+            # Before any work: the rejects file is emptied at the end, whatever it names.
+            _sluice.check_job_rejects(rejects, [n for n, _ in inputs], str(db.path))
         base = os.path.abspath(work_dir or str(db.path))
         shuffle = os.path.join(base, f"sluice-job-{job}", "shuffle")
         names = [n for n, _ in inputs]

@@ -48,6 +48,13 @@ pub(super) fn parse_tsv(
     out: &mut ChunkOutput,
 ) {
     let ncols = cfg.table.columns.len();
+    let one_text_field = match chunk.map.fields.as_slice() {
+        [col] => matches!(
+            cfg.table.columns[*col].ty,
+            crate::types::ColumnType::Text { .. } | crate::types::ColumnType::Bytes
+        ),
+        _ => false,
+    };
     // `\N` is always NULL (as in PostgreSQL's text format), and so is the --null string.
     let is_null = |field: &[u8]| field == b"\\N" || cfg.null.as_deref() == Some(field);
     let mut line_no = chunk.first_line;
@@ -65,10 +72,10 @@ pub(super) fn parse_tsv(
         let raw_record = &data[pos..end];
         pos = end;
         line_no += 1;
-        // An empty line holds no row of a table of several columns, and is skipped; in a
-        // table of one column it is that column's empty field (PostgreSQL's text format:
-        // the empty string, not a line to drop).
-        if rec.is_empty() && ncols != 1 {
+        // An empty line is a record of one empty field: where the input has one field and
+        // it is a text column, the empty string (PostgreSQL's text format writes '' so);
+        // otherwise it holds no row and is skipped.
+        if rec.is_empty() && !one_text_field {
             continue;
         }
         // Unescape every field into scratch first, then borrow values from it.

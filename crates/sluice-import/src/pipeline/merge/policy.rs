@@ -86,11 +86,12 @@ pub(crate) fn prefix_crc(p: &Path, len: u64) -> std::io::Result<Option<u32>> {
     }
 }
 
-/// Refuses a rejects file the import would destroy: it is created (emptied) when the import
-/// starts, so it must be none of the `inputs` (the same file by device and inode, whatever
-/// the path) and lie nowhere inside the Db's directory `db_dir` (a table, `CURRENT`, a
-/// checkpoint).
-pub(crate) fn check_rejects_path(
+/// Refuses a rejects file an import would destroy: it is created (emptied) when the import
+/// starts, so it must be none of the `inputs` (the same file, whatever the path: a hard link,
+/// a symbolic link) and lie nowhere inside the Db's directory `db_dir` (a table, `CURRENT`, a
+/// checkpoint), also through a symbolic link; a symbolic link to nothing is refused (creating
+/// the rejects file would make its target).
+pub fn check_rejects_path(
     rejects: &Path,
     inputs: &[std::path::PathBuf],
     db_dir: &Path,
@@ -101,34 +102,55 @@ pub(crate) fn check_rejects_path(
             reason,
         })
     };
-    #[cfg(unix)]
-    if let Ok(r) = std::fs::metadata(rejects) {
-        use std::os::unix::fs::MetadataExt;
-        for input in inputs {
-            let same =
-                std::fs::metadata(input).is_ok_and(|m| m.dev() == r.dev() && m.ino() == r.ino());
-            if same {
-                return refuse(format!(
-                    "{} is an input of this import (the rejects file is emptied when it starts)",
-                    rejects.display()
-                ));
+    let shown = rejects.display();
+    // Where the rejects file is (or will be): the path itself when it exists, symbolic links
+    // followed; else its directory, followed, and its name.
+    let target = match std::fs::canonicalize(rejects) {
+        Ok(t) => Some(t),
+        Err(_) if std::fs::symlink_metadata(rejects).is_ok() => {
+            return refuse(format!("{shown} is a symbolic link to nothing"));
+        }
+        Err(_) => {
+            let parent = match rejects.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            match (std::fs::canonicalize(parent), rejects.file_name()) {
+                (Ok(p), Some(name)) => Some(p.join(name)),
+                _ => None,
             }
         }
-    }
-    let parent = match rejects.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
     };
-    if let (Ok(p), Ok(d)) = (std::fs::canonicalize(parent), std::fs::canonicalize(db_dir)) {
-        if p.starts_with(&d) {
+    for input in inputs {
+        if same_file(rejects, input) {
             return refuse(format!(
-                "{} is inside the database directory {}",
-                rejects.display(),
+                "{shown} is an input of this import (the rejects file is emptied when it starts)"
+            ));
+        }
+    }
+    if let (Some(t), Ok(d)) = (target, std::fs::canonicalize(db_dir)) {
+        if t.starts_with(&d) {
+            return refuse(format!(
+                "{shown} is inside the database directory {}",
                 db_dir.display()
             ));
         }
     }
     Ok(())
+}
+
+/// True if `a` and `b` are one existing file (device and inode; elsewhere, canonical paths).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        matches!((std::fs::metadata(a), std::fs::metadata(b)),
+            (Ok(x), Ok(y)) if x.dev() == y.dev() && x.ino() == y.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    }
 }
 
 /// The rejects file: created, or (resuming) cut back to the length the checkpoint recorded
