@@ -196,7 +196,7 @@ impl ImportArgs {
 /// `sluice import`.
 pub fn import(a: ImportArgs) -> CmdResult {
     if let (Some(r), Some(schema)) = (&a.rejects, &a.schema) {
-        if same_file(r, schema) {
+        if sluice_import::same_file(r, schema) {
             return Err(format!(
                 "--rejects {} is the schema file (the rejects file is emptied when the import starts)",
                 r.display()
@@ -310,7 +310,9 @@ pub fn import(a: ImportArgs) -> CmdResult {
         Err(e) => {
             // A Db this import created and left empty goes again, the path as it was, unless
             // a checkpoint kept for `--resume` outside it refers to it.
-            let new = new.filter(|_| !resume_dir.as_deref().is_some_and(holds_checkpoints));
+            let kept =
+                |d: &std::path::Path| sluice_import::find_tmp_dirs(d).iter().any(|t| t.resumable);
+            let new = new.filter(|_| !resume_dir.as_deref().is_some_and(kept));
             crate::db_dir::close_failed(new, db);
             return Err(with_flag_names(e).into());
         }
@@ -643,35 +645,6 @@ pub fn get(
 }
 
 /// The library names options by their `ImportOptions` field; the CLI by its flags.
-/// True if `a` and `b` are one existing file (by device and inode).
-#[cfg(unix)]
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
-/// True if `a` and `b` are one existing file (by canonical path).
-#[cfg(not(unix))]
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
-}
-
-/// True if `dir` holds a resumable import's checkpoint directory (`sluice-resume-*`).
-fn holds_checkpoints(dir: &std::path::Path) -> bool {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("sluice-resume-")
-        })
-}
-
 fn with_flag_names(e: sluice_import::ImportError) -> String {
     match e {
         sluice_import::ImportError::InvalidOption { option, reason } => {

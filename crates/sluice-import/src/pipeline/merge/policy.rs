@@ -140,7 +140,7 @@ pub fn check_rejects_path(
 }
 
 /// True if `a` and `b` are one existing file (device and inode; elsewhere, canonical paths).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
