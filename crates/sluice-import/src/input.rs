@@ -8,8 +8,13 @@
 //!    LF), so a newline inside quotes never splits a chunk.
 //! 2. `first_line` of a chunk is the 1-based physical line of its first byte in its file;
 //!    `offset` is its first byte's position in the concatenation of all decompressed inputs.
-//! 3. Malformed quoting and an unterminated quote are errors naming the file and line; the
-//!    scanner never panics on any bytes.
+//! 3. Malformed quoting inside a record (a quote in an unquoted field, characters after a
+//!    closing quote) does not stop the scan: the record goes on as csv-core reads it (the
+//!    quote or the characters taken literally, up to the next delimiter or line end outside
+//!    quotes), and the chunk carries the malformation ([`RawChunk::malformed`]) so that the
+//!    parse worker makes that one record a rejected row, under `--max-errors` like any other.
+//!    An unterminated quote, which swallows the rest of the file, is an error naming the file
+//!    and line. The scanner never panics on any bytes.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -84,7 +89,7 @@ pub fn open_input(path: &Path, counter: Arc<AtomicU64>) -> io::Result<Box<dyn Re
     })
 }
 
-/// A malformed record boundary: the 1-based line and what is wrong.
+/// Malformed quoting: the 1-based line and field, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanError {
     /// Line of the problem.
@@ -101,7 +106,6 @@ enum State {
     Unquoted,
     Quoted,
     QuoteInQuoted,
-    AfterClose,
 }
 
 /// Finds record ends in CSV bytes, fed incrementally. CR, LF and CRLF all end a line (as in
@@ -118,6 +122,11 @@ pub struct CsvScanner {
     quote_line: u64,
     /// A CR ended the bytes scanned so far: `Some(true)` when it ends a record.
     cr: Option<bool>,
+    /// The current record's quoting is already known to be malformed (one report a record).
+    record_malformed: bool,
+    /// Malformations found by `scan` since the last [`CsvScanner::take_malformed`]: each with
+    /// the position of its byte in the bytes of the `scan` call that found it.
+    malformed: Vec<(usize, ScanError)>,
 }
 
 impl CsvScanner {
@@ -131,11 +140,20 @@ impl CsvScanner {
             field: 1,
             quote_line: 0,
             cr: None,
+            record_malformed: false,
+            malformed: Vec::new(),
         }
     }
 
-    /// Scans `b`; calls `on_end(pos_after_line_end, lines_so_far)` at each record end.
-    pub fn scan(&mut self, b: &[u8], mut on_end: impl FnMut(usize, u64)) -> Result<(), ScanError> {
+    /// The malformations found since the last call, each at its byte's position in the bytes
+    /// of the `scan` call that found it.
+    pub fn take_malformed(&mut self) -> Vec<(usize, ScanError)> {
+        std::mem::take(&mut self.malformed)
+    }
+
+    /// Scans `b`; calls `on_end(pos_after_line_end, lines_so_far)` at each record end. Malformed
+    /// quoting is noted ([`CsvScanner::take_malformed`]) and read on as csv-core reads it.
+    pub fn scan(&mut self, b: &[u8], mut on_end: impl FnMut(usize, u64)) {
         let q = self.quote.unwrap_or(0);
         let has_q = self.quote.is_some();
         let d = self.delimiter;
@@ -143,7 +161,7 @@ impl CsvScanner {
         if let Some(ends_record) = self.cr.take() {
             if b.is_empty() {
                 self.cr = Some(ends_record);
-                return Ok(());
+                return;
             }
             // The byte after a CR that ended the previous bytes: CRLF is one line end.
             self.lines += 1;
@@ -157,7 +175,7 @@ impl CsvScanner {
         while i < b.len() {
             let c = b[i];
             match self.state {
-                State::FieldStart | State::Unquoted | State::AfterClose => {
+                State::FieldStart | State::Unquoted => {
                     if self.state == State::Unquoted {
                         // Fast path: skip ordinary bytes (CR is rare: looked for only in what
                         // the first search skipped).
@@ -166,28 +184,22 @@ impl CsvScanner {
                             .unwrap_or(rest.len());
                         let p = memchr::memchr(b'\r', &rest[..p]).unwrap_or(p);
                         if p == rest.len() {
-                            return Ok(());
+                            return;
                         }
                         i += p;
                     }
                     let c = b[i];
                     if c == b'\n' || c == b'\r' {
-                        self.state = State::FieldStart;
-                        self.field = 1;
-                        match self.line_end(b, &mut i) {
-                            Some(end) => on_end(end, self.lines),
-                            None => self.cr = Some(true),
-                        }
+                        self.end_record(b, &mut i, &mut on_end);
                     } else if c == d {
                         self.state = State::FieldStart;
                         self.field += 1;
                     } else if has_q && c == q && self.state == State::FieldStart {
                         self.state = State::Quoted;
                         self.quote_line = self.lines + 1;
-                    } else if self.state == State::AfterClose {
-                        return Err(self.error("characters after a closing quote"));
                     } else if has_q && c == q {
-                        return Err(self.error("a quote inside an unquoted field"));
+                        // Taken literally, as csv-core does in an unquoted field.
+                        self.note_malformed(i, "a quote inside an unquoted field");
                     } else if self.state == State::FieldStart {
                         self.state = State::Unquoted;
                     }
@@ -201,7 +213,7 @@ impl CsvScanner {
                             self.cr = Some(false);
                         }
                     }
-                    None => return Ok(()),
+                    None => return,
                 },
                 State::QuoteInQuoted => {
                     if c == q {
@@ -210,20 +222,42 @@ impl CsvScanner {
                         self.state = State::FieldStart;
                         self.field += 1;
                     } else if c == b'\n' || c == b'\r' {
-                        self.state = State::FieldStart;
-                        self.field = 1;
-                        match self.line_end(b, &mut i) {
-                            Some(end) => on_end(end, self.lines),
-                            None => self.cr = Some(true),
-                        }
+                        self.end_record(b, &mut i, &mut on_end);
                     } else {
-                        return Err(self.error("characters after a closing quote"));
+                        // The field reads on unquoted, as csv-core reads it.
+                        self.note_malformed(i, "characters after a closing quote");
+                        self.state = State::Unquoted;
                     }
                 }
             }
             i += 1;
         }
-        Ok(())
+    }
+
+    /// At a line end outside quotes, `b[*i]`: the record ends.
+    fn end_record(&mut self, b: &[u8], i: &mut usize, on_end: &mut impl FnMut(usize, u64)) {
+        self.state = State::FieldStart;
+        self.field = 1;
+        self.record_malformed = false;
+        match self.line_end(b, i) {
+            Some(end) => on_end(end, self.lines),
+            None => self.cr = Some(true),
+        }
+    }
+
+    /// Notes the record's first malformation, at `b[i]` of the bytes being scanned.
+    fn note_malformed(&mut self, i: usize, reason: &str) {
+        if !self.record_malformed {
+            self.record_malformed = true;
+            self.malformed.push((
+                i,
+                ScanError {
+                    line: self.lines + 1,
+                    field: self.field,
+                    reason: reason.into(),
+                },
+            ));
+        }
     }
 
     /// At a CR or LF at `b[*i]`: counts the line end and returns the position after it, with
@@ -239,14 +273,6 @@ impl CsvScanner {
         }
         self.lines += 1;
         Some(*i + 1)
-    }
-
-    fn error(&self, reason: &str) -> ScanError {
-        ScanError {
-            line: self.lines + 1,
-            field: self.field,
-            reason: reason.into(),
-        }
     }
 
     /// Checks the state at end of input.
@@ -341,13 +367,18 @@ pub enum Boundaries {
 
 impl Boundaries {
     /// Scans `b`, reporting record ends as `(pos_after_line_end, lines_so_far)`.
-    pub fn scan(&mut self, b: &[u8], on_end: impl FnMut(usize, u64)) -> Result<(), ScanError> {
+    pub fn scan(&mut self, b: &[u8], on_end: impl FnMut(usize, u64)) {
         match self {
             Boundaries::Csv(s) => s.scan(b, on_end),
-            Boundaries::Lines(s) => {
-                s.scan(b, on_end);
-                Ok(())
-            }
+            Boundaries::Lines(s) => s.scan(b, on_end),
+        }
+    }
+
+    /// CSV's malformations since the last call ([`CsvScanner::take_malformed`]).
+    pub fn take_malformed(&mut self) -> Vec<(usize, ScanError)> {
+        match self {
+            Boundaries::Csv(s) => s.take_malformed(),
+            Boundaries::Lines(_) => Vec::new(),
         }
     }
 
@@ -377,6 +408,9 @@ pub struct RawChunk {
     pub first_line: u64,
     /// Offset of `data[0]` within the decompressed file.
     pub file_offset: u64,
+    /// CSV records whose quoting is malformed (invariant 3): the offset in `data` of the
+    /// first bad byte of each, in order.
+    pub malformed: Vec<(usize, ScanError)>,
 }
 
 /// Cuts one file's byte stream into chunks of about `target` bytes at record boundaries.
@@ -392,6 +426,8 @@ pub struct Chunker<R> {
     offset: u64,
     eof: bool,
     started: bool,
+    /// Malformations scanned but not yet cut off in a chunk: offsets within the file.
+    malformed: std::collections::VecDeque<(u64, ScanError)>,
 }
 
 impl<R: Read> Chunker<R> {
@@ -409,6 +445,7 @@ impl<R: Read> Chunker<R> {
             offset: 0,
             eof: false,
             started: false,
+            malformed: Default::default(),
         }
     }
 
@@ -451,8 +488,8 @@ impl<R: Read> Chunker<R> {
     fn first_record_end(&self) -> (usize, u64) {
         let mut b = self.fresh_bounds(self.next_line - 1);
         let mut first = None;
-        // Errors were reported when these bytes were first scanned.
-        let _ = b.scan(&self.buf[..self.last_end], |p, l| {
+        // Malformations were noted when these bytes were first scanned.
+        b.scan(&self.buf[..self.last_end], |p, l| {
             if first.is_none() {
                 first = Some((p, l));
             }
@@ -491,12 +528,14 @@ impl<R: Read> Chunker<R> {
         if self.started {
             let (mut last, mut lines) = (self.last_end, self.lines_at_last_end);
             let from = self.scanned;
-            self.bounds
-                .scan(&self.buf[from..], |p, l| {
-                    last = from + p;
-                    lines = l;
-                })
-                .map_err(ChunkError::Scan)?;
+            self.bounds.scan(&self.buf[from..], |p, l| {
+                last = from + p;
+                lines = l;
+            });
+            let at = self.offset + from as u64;
+            for (p, e) in self.bounds.take_malformed() {
+                self.malformed.push_back((at + p as u64, e));
+            }
             self.scanned = self.buf.len();
             self.last_end = last;
             self.lines_at_last_end = lines;
@@ -512,21 +551,32 @@ impl<R: Read> Chunker<R> {
     fn cut(&mut self, at: usize, lines: u64) -> RawChunk {
         let rest = self.buf.split_off(at);
         let data = std::mem::replace(&mut self.buf, rest);
+        let end = self.offset + at as u64;
+        let mut malformed = Vec::new();
+        while let Some((p, _)) = self.malformed.front() {
+            if *p >= end {
+                break;
+            }
+            let (p, e) = self.malformed.pop_front().expect("front exists");
+            malformed.push(((p - self.offset) as usize, e));
+        }
         let chunk = RawChunk {
             data,
             first_line: self.next_line,
             file_offset: self.offset,
+            malformed,
         };
         self.next_line = lines + 1;
         self.offset += at as u64;
         self.scanned = self.scanned.saturating_sub(at);
         let mut fresh = self.fresh_bounds(lines);
         let (mut last, mut l_at) = (0, lines);
-        // Errors here were already reported when these bytes were first scanned.
-        let _ = fresh.scan(&self.buf[..self.scanned], |p, l| {
+        fresh.scan(&self.buf[..self.scanned], |p, l| {
             last = p;
             l_at = l;
         });
+        // Noted when these bytes were first scanned.
+        fresh.take_malformed();
         self.bounds = fresh;
         self.last_end = last;
         self.lines_at_last_end = l_at;
@@ -539,7 +589,7 @@ impl<R: Read> Chunker<R> {
 pub enum ChunkError {
     /// Reading (or decompressing) failed.
     Io(io::Error),
-    /// Record boundaries are malformed.
+    /// A quoted field is never closed.
     Scan(ScanError),
 }
 
@@ -597,14 +647,48 @@ mod tests {
     }
 
     #[test]
-    fn bad_quoting_is_an_error() {
-        for bad in [&b"a,b\"c\n"[..], b"a,\"b\"c\n", b"x\n\"open"] {
+    fn an_unterminated_quote_is_an_error() {
+        let mut c = Chunker::new(
+            &b"x\n\"open"[..],
+            Boundaries::Csv(CsvScanner::new(b',', Some(b'"'))),
+            1 << 20,
+        );
+        let e = c.next_chunk(false).unwrap_err();
+        assert!(
+            matches!(e, ChunkError::Scan(ScanError { line: 2, .. })),
+            "{e:?}"
+        );
+    }
+
+    /// Malformed quoting is carried by the chunk holding the record, at its bad byte, and the
+    /// record ends where csv-core ends it, whatever the chunk size.
+    #[test]
+    fn malformed_quoting_is_carried_by_its_chunk() {
+        let input = b"a,b\"c,1\n\"ok\",2\n\"x\"y\"z\",3\r\n\"q\"\"\",4\nw,\"v\"\"\"u,5\n";
+        for target in 1..input.len() + 2 {
             let mut c = Chunker::new(
-                bad,
+                &input[..],
                 Boundaries::Csv(CsvScanner::new(b',', Some(b'"'))),
-                1 << 20,
+                target,
             );
-            assert!(c.next_chunk(false).is_err(), "{bad:?}");
+            let mut found = Vec::new();
+            let mut joined = Vec::new();
+            while let Some(ch) = c.next_chunk(false).unwrap() {
+                for (p, e) in &ch.malformed {
+                    found.push((joined.len() + p, e.line, e.field, e.reason.clone()));
+                }
+                joined.extend_from_slice(&ch.data);
+            }
+            assert_eq!(joined, input);
+            assert_eq!(
+                found,
+                [
+                    (3, 1, 2, "a quote inside an unquoted field".to_string()),
+                    (18, 3, 1, "characters after a closing quote".to_string()),
+                    (41, 5, 2, "characters after a closing quote".to_string()),
+                ],
+                "target {target}"
+            );
         }
     }
 

@@ -483,6 +483,64 @@ fn max_errors_writes_rejects_and_goes_on() {
     assert_eq!(rows(&db, "r", None), vec!["1,1.5", "3,2"]);
 }
 
+/// A record with malformed quoting (a stray quote in an unquoted field, characters after a
+/// closing quote) is a rejected row like any other: under `max_errors` it goes to the rejects
+/// file as written, with its column and text, and the rows around it, a multi-line quoted
+/// one too, are imported. Every chunk size cuts the input somewhere else.
+#[test]
+fn malformed_quoting_is_a_rejected_row() {
+    let schema = "CREATE TABLE m (id INT PRIMARY KEY, t TEXT, n INT)";
+    let input =
+        "1,\"a\nb\",1\n2,12\" pizza,2\n3,\"x\"\"y\",3\n4,\"ab\"c,4\r\n5,\"e\",5\n6,f,\"6\"7\n";
+    for chunk in [1, 7, 64, 1 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open_db(dir.path().join("db"), true).unwrap();
+        let f = write(dir.path(), "m.csv", input.as_bytes());
+        let rej = dir.path().join("rejects.txt");
+        let s = import(
+            &db,
+            schema,
+            vec![f.clone()],
+            ImportOptions {
+                max_errors: 3,
+                rejects: Some(rej.clone()),
+                chunk_size: Some(chunk),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert_eq!((s.rows, s.rejected), (3, 3), "chunk {chunk}");
+        assert_eq!(
+            rows(&db, "m", None),
+            vec!["1,\"a\nb\",1", "3,\"x\"\"y\",3", "5,e,5"],
+            "chunk {chunk}"
+        );
+        let text = std::fs::read_to_string(&rej).unwrap();
+        for want in [
+            "m.csv:3: column t: \"12\\\" pizza\": malformed quoting: a quote inside an unquoted field\n2,12\" pizza,2\n",
+            "m.csv:5: column t: \"\\\"ab\\\"c\": malformed quoting: characters after a closing quote\n4,\"ab\"c,4\n",
+            "m.csv:7: column n: \"\\\"6\\\"7\": malformed quoting: characters after a closing quote\n6,f,\"6\"7\n",
+        ] {
+            assert!(text.contains(want), "chunk {chunk}: {want:?} not in {text}");
+        }
+        // Without room for them, the first one fails the import and nothing is stored.
+        let db2 = open_db(dir.path().join("db2"), true).unwrap();
+        let e = import(
+            &db2,
+            schema,
+            vec![f],
+            ImportOptions {
+                chunk_size: Some(chunk),
+                ..opts()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("m.csv:3: column t: \"12\\\" pizza\""), "{e}");
+        assert!(TableReader::tables(&db2).unwrap().is_empty());
+    }
+}
+
 #[test]
 fn explicit_format_and_delimiter() {
     let dir = tempfile::tempdir().unwrap();

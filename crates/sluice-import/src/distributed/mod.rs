@@ -291,6 +291,7 @@ impl JobPlan {
                     rows,
                     number: batch_number,
                 }),
+                malformed: Vec::new(),
             },
         );
         self.entries_batch(out)

@@ -75,6 +75,7 @@ pub fn exercise_readers(bytes: &[u8]) -> u64 {
                     offset: raw.file_offset,
                     map: Arc::clone(&map),
                     batch: None,
+                    malformed: raw.malformed,
                 },
             );
             rows += out.rows;
@@ -206,6 +207,7 @@ pub fn exercise_arrow(bytes: &[u8]) -> BatchRun {
                 rows: batch,
                 number: number as u64,
             }),
+            malformed: Vec::new(),
         };
         run.take(parse_chunk(&cfg, chunk));
         rows += n;

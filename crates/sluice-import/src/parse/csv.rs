@@ -5,7 +5,7 @@ use crate::types::Value;
 
 use super::{
     expected_fields, null_row, recycle, reject, src_pos, Chunk, ChunkOutput, Encoder, ParseConfig,
-    Written,
+    RowError, Written,
 };
 
 /// Bytes that end a CSV record (csv-core takes CR, LF and CRLF).
@@ -14,31 +14,33 @@ pub(super) fn is_terminator(c: u8) -> bool {
 }
 
 /// Whether field `f` of a CSV record was quoted: `raw` is the record as written, whose quoting
-/// the chunker has checked (RFC 4180 strict: a quote opens only at a field start and a
-/// closing quote is followed by a delimiter or the record end).
+/// is well-formed (RFC 4180 strict: a quote opens only at a field start and a closing quote
+/// is followed by a delimiter or the record end; records the chunker found otherwise are
+/// rejected before any field is looked at).
 pub(super) fn field_quoted(raw: &[u8], f: usize, delimiter: u8, quote: u8) -> bool {
+    field_start(raw, f, delimiter, quote).is_some_and(|i| raw.get(i) == Some(&quote))
+}
+
+/// Where field `f` (0-based) of `raw` starts, if the fields before it are well-formed.
+fn field_start(raw: &[u8], f: usize, delimiter: u8, quote: u8) -> Option<usize> {
     let mut i = 0;
     for _ in 0..f {
         if raw.get(i) == Some(&quote) {
             // Past the closing quote: a quote not followed by another.
             i += 1;
             loop {
-                match memchr::memchr(quote, &raw[i.min(raw.len())..]) {
-                    Some(p) if raw.get(i + p + 1) == Some(&quote) => i += p + 2,
-                    Some(p) => {
-                        i += p + 1;
-                        break;
-                    }
-                    None => return false,
+                let p = memchr::memchr(quote, &raw[i.min(raw.len())..])?;
+                if raw.get(i + p + 1) == Some(&quote) {
+                    i += p + 2;
+                } else {
+                    i += p + 1;
+                    break;
                 }
             }
         }
-        match memchr::memchr(delimiter, &raw[i.min(raw.len())..]) {
-            Some(p) => i += p + 1,
-            None => return false,
-        }
+        i += memchr::memchr(delimiter, &raw[i.min(raw.len())..])? + 1;
     }
-    raw.get(i) == Some(&quote)
+    Some(i)
 }
 
 /// CSV records via `csv_core` (the csv crate's record parser), so that a field's quoting can
@@ -65,6 +67,7 @@ pub(super) fn parse_csv(
     let mut spare: Vec<Value<'static>> = Vec::new();
     let mut pos = 0usize;
     let mut line = chunk.first_line;
+    let mut malformed = chunk.malformed.iter().peekable();
     loop {
         // Terminators before a record: the LF of the previous record's CRLF, and empty lines.
         while let Some(&c) = data.get(pos).filter(|c| is_terminator(**c)) {
@@ -128,7 +131,12 @@ pub(super) fn parse_csv(
         }
         let raw = &data[rec_start..pos];
         let src = src_pos(chunk.file, rec_line);
+        let bad_quoting = malformed.next_if(|(at, _)| *at < pos);
         let result = (|| {
+            if let Some((at, e)) = bad_quoting {
+                let bad = at.saturating_sub(rec_start);
+                return Err(malformed_field(cfg, chunk, e, raw, bad));
+            }
             if nend != chunk.map.fields.len() {
                 return Err(expected_fields(&chunk.map, nend));
             }
@@ -158,6 +166,44 @@ pub(super) fn parse_csv(
         if let Err(e) = result {
             out.rejects.push(reject(cfg, chunk, rec_line, e, raw));
         }
+    }
+}
+
+/// The error of a record whose quoting the chunker found malformed at `raw[bad]`
+/// (`input` invariant 3): the field's column and its text as written, from its start to the
+/// delimiter or line end after the bad byte; past the columns the input maps, the field's
+/// number.
+fn malformed_field(
+    cfg: &ParseConfig,
+    chunk: &Chunk,
+    e: &crate::input::ScanError,
+    raw: &[u8],
+    bad: usize,
+) -> RowError {
+    let f = usize::try_from(e.field.saturating_sub(1)).unwrap_or(usize::MAX);
+    let column = chunk
+        .map
+        .fields
+        .get(f)
+        .map(|&c| cfg.table.columns[c].name.clone());
+    let quote = cfg.quote.unwrap_or(b'"');
+    let text = field_start(raw, f, cfg.delimiter, quote)
+        .filter(|&start| start <= bad && bad < raw.len())
+        .map(|start| {
+            let end = raw[bad..]
+                .iter()
+                .position(|&c| c == cfg.delimiter || is_terminator(c))
+                .map_or(raw.len(), |p| bad + p);
+            crate::types::shown(&raw[start..end])
+        });
+    let message = match (&column, &text) {
+        (Some(_), Some(t)) => format!("{t:?}: malformed quoting: {}", e.reason),
+        _ => format!("field {}: malformed quoting: {}", e.field, e.reason),
+    };
+    RowError {
+        column,
+        value: text,
+        message,
     }
 }
 

@@ -11,7 +11,7 @@ use super::{default_map, header_map, ArrowBatch, Chunk, FieldMap, ParseConfig};
 use crate::arrow_io::parquet::{guarded, open_parquet};
 use crate::arrow_io::ParquetInput;
 use crate::error::{BadRow, RowPlace};
-use crate::input::{open_input, Boundaries, Chunker, CsvScanner, Format, LineScanner};
+use crate::input::{open_input, Boundaries, ChunkError, Chunker, CsvScanner, Format, LineScanner};
 use crate::ImportError;
 
 /// The chunks of input file number `file`.
@@ -76,7 +76,12 @@ impl<'p> FileChunks<'p> {
                     .next_chunk(true)
                     .map_err(|e| e.into_import(path, name))?
                 {
-                    Some(h) => header_map(&cfg.table, cfg, name, &h.data)?,
+                    Some(mut h) => {
+                        if let Some((_, e)) = h.malformed.drain(..).next() {
+                            return Err(ChunkError::Scan(e).into_import(path, name));
+                        }
+                        header_map(&cfg.table, cfg, name, &h.data)?
+                    }
                     None => default_map(&cfg.table),
                 }
             } else {
@@ -119,6 +124,7 @@ impl<'p> FileChunks<'p> {
                     offset: raw.file_offset,
                     map: Arc::clone(&self.map),
                     batch: None,
+                    malformed: raw.malformed,
                 }))
             }
             Kind::Parquet {
@@ -158,6 +164,7 @@ impl<'p> FileChunks<'p> {
                         rows: batch,
                         number: *number,
                     }),
+                    malformed: Vec::new(),
                 };
                 *number += 1;
                 self.consumed += n;

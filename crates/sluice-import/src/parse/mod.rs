@@ -160,6 +160,9 @@ pub struct Chunk {
     /// For Parquet and Arrow input: the rows, as a record batch (`data` is empty then, and
     /// `first_line` is the 1-based row number of its first row).
     pub batch: Option<ArrowBatch>,
+    /// CSV records with malformed quoting, by the offset in `data` of their first bad byte
+    /// (`RawChunk::malformed`): each is a rejected row.
+    pub malformed: Vec<(usize, crate::input::ScanError)>,
 }
 
 /// A record batch of an Arrow or Parquet input, with its number for messages.
@@ -606,6 +609,7 @@ mod tests {
                         fields: (0..3).collect(),
                     }),
                     batch: None,
+                    malformed: Vec::new(),
                 },
             );
             assert_eq!(out.rejects.len(), 1, "{format:?}");

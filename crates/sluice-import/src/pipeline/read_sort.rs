@@ -473,6 +473,7 @@ impl Feed<'_> {
             offset: self.global + first_row,
             map: Arc::clone(columns),
             batch: Some(ArrowBatch { rows, number }),
+            malformed: Vec::new(),
         };
         self.send(chunk)
     }

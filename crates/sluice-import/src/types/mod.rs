@@ -188,7 +188,7 @@ impl fmt::Display for TypeError {
     }
 }
 
-fn shown(b: &[u8]) -> String {
+pub(crate) fn shown(b: &[u8]) -> String {
     let s = String::from_utf8_lossy(b);
     if s.chars().count() > 100 {
         let mut t: String = s.chars().take(100).collect();
