@@ -373,6 +373,17 @@ def test_a_rejects_file_that_is_an_input_or_in_the_db_is_refused(tmp_path):
         assert db.get(b"k") == b"v"
 
 
+def test_a_quote_equal_to_the_delimiter_is_refused_before_any_work(tmp_path):
+    """A quote no record could be read with is refused when the job is planned."""
+    files = item_files(tmp_path, files=1)
+    inputs = [(str(f), ("file", str(f))) for f in files]
+    for text in ({"quote": ","}, {"delimiter": ";", "quote": ";"}, {"delimiter": "\n"}):
+        with pytest.raises(sluice.InvalidArgumentError) as e:
+            run(Engine(), str(tmp_path / "db"), ITEMS_SQL, inputs, text={"header": True, **text})
+        assert e.value.option in ("quote", "delimiter"), text
+    assert not list((tmp_path / "db").glob("sluice-job-*"))
+
+
 def test_output_files_one_range_set_into_a_fresh_db(tmp_path):
     files = item_files(tmp_path, files=3)
     inputs = [(str(f), ("file", str(f))) for f in files]

@@ -13,8 +13,9 @@
 //!    quote or the characters taken literally, up to the next delimiter or line end outside
 //!    quotes), and the chunk carries the malformation ([`RawChunk::malformed`]) so that the
 //!    parse worker makes that one record a rejected row, under `--max-errors` like any other.
-//!    An unterminated quote, which swallows the rest of the file, is an error naming the file
-//!    and line. The scanner never panics on any bytes.
+//!    Where the bad quote may have taken other records with it, it is an error naming the file
+//!    and line: a quote never closed (the rest of the file), and characters after a quoted
+//!    field that spans lines (the records between). The scanner never panics on any bytes.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -73,19 +74,69 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Opens `path`, decompressing `.gz` and `.zst` by name; `counter` receives the raw bytes read.
+/// The gzip member header's first bytes (RFC 1952) and the zstd frame magic (RFC 8878).
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+
+/// How an input file is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    Gzip,
+    Zstd,
+}
+
+/// `.gz` and `.zst` by name; a file of another name by its first bytes, `head` (a `data.csv`
+/// that is really gzip: text never starts with those magic bytes).
+fn compression(
+    path: &Path,
+    head: impl FnOnce() -> io::Result<Vec<u8>>,
+) -> io::Result<Option<Compression>> {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    Ok(if name.ends_with(".gz") {
+        Some(Compression::Gzip)
+    } else if name.ends_with(".zst") {
+        Some(Compression::Zstd)
+    } else {
+        let head = head()?;
+        if head.starts_with(GZIP_MAGIC) {
+            Some(Compression::Gzip)
+        } else if head.starts_with(ZSTD_MAGIC) {
+            Some(Compression::Zstd)
+        } else {
+            None
+        }
+    })
+}
+
+/// True if `path` is read decompressed ([`open_input`]); false for a file it cannot read.
+pub(crate) fn is_compressed(path: &Path) -> bool {
+    let head = || {
+        let mut b = Vec::with_capacity(4);
+        File::open(path)?.take(4).read_to_end(&mut b)?;
+        Ok(b)
+    };
+    matches!(compression(path, head), Ok(Some(_)))
+}
+
+/// Opens `path`, decompressing gzip and zstd (by name, or by their magic bytes for a file of
+/// another name); `counter` receives the raw bytes read.
 pub fn open_input(path: &Path, counter: Arc<AtomicU64>) -> io::Result<Box<dyn Read + Send>> {
     let f = Counting {
         inner: File::open(path)?,
         counter,
     };
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    Ok(if name.ends_with(".gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(f)))
-    } else if name.ends_with(".zst") {
-        Box::new(zstd::stream::read::Decoder::new(f)?)
-    } else {
-        Box::new(f)
+    let mut f = BufReader::new(f);
+    let head = || loop {
+        match io::BufRead::fill_buf(&mut f) {
+            Ok(b) => return Ok(b.to_vec()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(match compression(path, head)? {
+        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(f)),
+        Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::with_buffer(f)?),
+        None => Box::new(f),
     })
 }
 
@@ -152,8 +203,9 @@ impl CsvScanner {
     }
 
     /// Scans `b`; calls `on_end(pos_after_line_end, lines_so_far)` at each record end. Malformed
-    /// quoting is noted ([`CsvScanner::take_malformed`]) and read on as csv-core reads it.
-    pub fn scan(&mut self, b: &[u8], mut on_end: impl FnMut(usize, u64)) {
+    /// quoting is noted ([`CsvScanner::take_malformed`]) and read on as csv-core reads it,
+    /// except characters after a quoted field that spans lines: an error (module invariant 3).
+    pub fn scan(&mut self, b: &[u8], mut on_end: impl FnMut(usize, u64)) -> Result<(), ScanError> {
         let q = self.quote.unwrap_or(0);
         let has_q = self.quote.is_some();
         let d = self.delimiter;
@@ -161,7 +213,7 @@ impl CsvScanner {
         if let Some(ends_record) = self.cr.take() {
             if b.is_empty() {
                 self.cr = Some(ends_record);
-                return;
+                return Ok(());
             }
             // The byte after a CR that ended the previous bytes: CRLF is one line end.
             self.lines += 1;
@@ -184,7 +236,7 @@ impl CsvScanner {
                             .unwrap_or(rest.len());
                         let p = memchr::memchr(b'\r', &rest[..p]).unwrap_or(p);
                         if p == rest.len() {
-                            return;
+                            return Ok(());
                         }
                         i += p;
                     }
@@ -213,7 +265,7 @@ impl CsvScanner {
                             self.cr = Some(false);
                         }
                     }
-                    None => return,
+                    None => return Ok(()),
                 },
                 State::QuoteInQuoted => {
                     if c == q {
@@ -223,6 +275,20 @@ impl CsvScanner {
                         self.field += 1;
                     } else if c == b'\n' || c == b'\r' {
                         self.end_record(b, &mut i, &mut on_end);
+                    } else if self.quote_line <= self.lines {
+                        // The quote opened on an earlier line: most likely a stray quote that
+                        // took the line ends after it, and the records between with them.
+                        // Where records end is not known: an error, as for a quote never
+                        // closed, rather than one rejected row that swallows several.
+                        return Err(ScanError {
+                            line: self.quote_line,
+                            field: self.field,
+                            reason: format!(
+                                "the quoted field opened here runs to line {}, where characters \
+                                 follow its closing quote (a stray quote?)",
+                                self.lines + 1
+                            ),
+                        });
                     } else {
                         // The field reads on unquoted, as csv-core reads it.
                         self.note_malformed(i, "characters after a closing quote");
@@ -232,6 +298,7 @@ impl CsvScanner {
             }
             i += 1;
         }
+        Ok(())
     }
 
     /// At a line end outside quotes, `b[*i]`: the record ends.
@@ -367,10 +434,13 @@ pub enum Boundaries {
 
 impl Boundaries {
     /// Scans `b`, reporting record ends as `(pos_after_line_end, lines_so_far)`.
-    pub fn scan(&mut self, b: &[u8], on_end: impl FnMut(usize, u64)) {
+    pub fn scan(&mut self, b: &[u8], on_end: impl FnMut(usize, u64)) -> Result<(), ScanError> {
         match self {
             Boundaries::Csv(s) => s.scan(b, on_end),
-            Boundaries::Lines(s) => s.scan(b, on_end),
+            Boundaries::Lines(s) => {
+                s.scan(b, on_end);
+                Ok(())
+            }
         }
     }
 
@@ -488,8 +558,8 @@ impl<R: Read> Chunker<R> {
     fn first_record_end(&self) -> (usize, u64) {
         let mut b = self.fresh_bounds(self.next_line - 1);
         let mut first = None;
-        // Malformations were noted when these bytes were first scanned.
-        b.scan(&self.buf[..self.last_end], |p, l| {
+        // Malformations and errors were reported when these bytes were first scanned.
+        let _ = b.scan(&self.buf[..self.last_end], |p, l| {
             if first.is_none() {
                 first = Some((p, l));
             }
@@ -528,10 +598,12 @@ impl<R: Read> Chunker<R> {
         if self.started {
             let (mut last, mut lines) = (self.last_end, self.lines_at_last_end);
             let from = self.scanned;
-            self.bounds.scan(&self.buf[from..], |p, l| {
-                last = from + p;
-                lines = l;
-            });
+            self.bounds
+                .scan(&self.buf[from..], |p, l| {
+                    last = from + p;
+                    lines = l;
+                })
+                .map_err(ChunkError::Scan)?;
             let at = self.offset + from as u64;
             for (p, e) in self.bounds.take_malformed() {
                 self.malformed.push_back((at + p as u64, e));
@@ -571,11 +643,11 @@ impl<R: Read> Chunker<R> {
         self.scanned = self.scanned.saturating_sub(at);
         let mut fresh = self.fresh_bounds(lines);
         let (mut last, mut l_at) = (0, lines);
-        fresh.scan(&self.buf[..self.scanned], |p, l| {
+        // Malformations and errors were reported when these bytes were first scanned.
+        let _ = fresh.scan(&self.buf[..self.scanned], |p, l| {
             last = p;
             l_at = l;
         });
-        // Noted when these bytes were first scanned.
         fresh.take_malformed();
         self.bounds = fresh;
         self.last_end = last;
@@ -589,7 +661,7 @@ impl<R: Read> Chunker<R> {
 pub enum ChunkError {
     /// Reading (or decompressing) failed.
     Io(io::Error),
-    /// A quoted field is never closed.
+    /// A quoted field is never closed, or one that spans lines is followed by characters.
     Scan(ScanError),
 }
 
@@ -612,120 +684,5 @@ impl ChunkError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chunks(input: &[u8], target: usize) -> Vec<(String, u64)> {
-        let mut c = Chunker::new(
-            input,
-            Boundaries::Csv(CsvScanner::new(b',', Some(b'"'))),
-            target,
-        );
-        let mut out = Vec::new();
-        while let Some(ch) = c.next_chunk(false).unwrap() {
-            out.push((String::from_utf8(ch.data).unwrap(), ch.first_line));
-        }
-        out
-    }
-
-    #[test]
-    fn cuts_at_record_ends_only() {
-        let input = b"a,\"x\ny\",1\nb,\"\"\"q\",2\r\nc,z,3";
-        for target in 1..input.len() + 2 {
-            let cs = chunks(input, target);
-            let joined: String = cs.iter().map(|c| c.0.as_str()).collect();
-            assert_eq!(joined.as_bytes(), input);
-            for (text, line) in &cs {
-                assert!(
-                    text.starts_with('a') && *line == 1
-                        || text.starts_with('b') && *line == 3
-                        || text.starts_with('c') && *line == 4,
-                    "{target}: {text:?} at {line}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn an_unterminated_quote_is_an_error() {
-        let mut c = Chunker::new(
-            &b"x\n\"open"[..],
-            Boundaries::Csv(CsvScanner::new(b',', Some(b'"'))),
-            1 << 20,
-        );
-        let e = c.next_chunk(false).unwrap_err();
-        assert!(
-            matches!(e, ChunkError::Scan(ScanError { line: 2, .. })),
-            "{e:?}"
-        );
-    }
-
-    /// Malformed quoting is carried by the chunk holding the record, at its bad byte, and the
-    /// record ends where csv-core ends it, whatever the chunk size.
-    #[test]
-    fn malformed_quoting_is_carried_by_its_chunk() {
-        let input = b"a,b\"c,1\n\"ok\",2\n\"x\"y\"z\",3\r\n\"q\"\"\",4\nw,\"v\"\"\"u,5\n";
-        for target in 1..input.len() + 2 {
-            let mut c = Chunker::new(
-                &input[..],
-                Boundaries::Csv(CsvScanner::new(b',', Some(b'"'))),
-                target,
-            );
-            let mut found = Vec::new();
-            let mut joined = Vec::new();
-            while let Some(ch) = c.next_chunk(false).unwrap() {
-                for (p, e) in &ch.malformed {
-                    found.push((joined.len() + p, e.line, e.field, e.reason.clone()));
-                }
-                joined.extend_from_slice(&ch.data);
-            }
-            assert_eq!(joined, input);
-            assert_eq!(
-                found,
-                [
-                    (3, 1, 2, "a quote inside an unquoted field".to_string()),
-                    (18, 3, 1, "characters after a closing quote".to_string()),
-                    (41, 5, 2, "characters after a closing quote".to_string()),
-                ],
-                "target {target}"
-            );
-        }
-    }
-
-    proptest::proptest! {
-        /// Chunks cover the input exactly, start after a whole line end (never inside a CRLF,
-        /// whatever the read size) and know their first line, for CR, LF and CRLF mixed.
-        #[test]
-        fn chunks_start_at_line_ends_and_know_their_line(
-            input in proptest::collection::vec(
-                proptest::sample::select(vec![b'a', b',', b'\r', b'\n', b'"']), 0..200),
-            target in 1usize..40,
-            csv in proptest::bool::ANY,
-        ) {
-            let mut input = input;
-            if csv {
-                // Balanced quotes only around whole fields: drop quotes (quoting is covered
-                // by the tests above), keep the line-end mix.
-                input.retain(|&c| c != b'"');
-            }
-            let bounds = if csv {
-                Boundaries::Csv(CsvScanner::new(b',', Some(b'"')))
-            } else {
-                Boundaries::Lines(LineScanner::default())
-            };
-            let mut c = Chunker::new(&input[..], bounds, target);
-            let mut joined = Vec::new();
-            while let Some(ch) = c.next_chunk(false).unwrap() {
-                let at = joined.len();
-                proptest::prop_assert_eq!(ch.file_offset as usize, at);
-                proptest::prop_assert_eq!(ch.first_line, 1 + count_line_ends(&input, 0, at));
-                if at > 0 {
-                    proptest::prop_assert!(matches!(input[at - 1], b'\r' | b'\n'));
-                    proptest::prop_assert!(!(input[at - 1] == b'\r' && input[at] == b'\n'));
-                }
-                joined.extend_from_slice(&ch.data);
-            }
-            proptest::prop_assert_eq!(joined, input);
-        }
-    }
-}
+#[path = "input_tests.rs"]
+mod tests;

@@ -141,6 +141,69 @@ fn compressed_inputs_and_header_mapping() {
     .unwrap();
     assert_eq!(s.rows, 3);
     assert_eq!(rows(&db, "c", None), vec!["a,1", "b,2", "c,3"]);
+    // Compressed files not named so are known by their magic bytes (a header error before).
+    let gz_named_csv = dir.path().join("z.csv");
+    std::fs::copy(dir.path().join("x.csv.gz"), &gz_named_csv).unwrap();
+    let zst_named_txt = dir.path().join("w.txt");
+    std::fs::write(
+        &zst_named_txt,
+        zstd::encode_all("v,k\n4,d\n".as_bytes(), 3).unwrap(),
+    )
+    .unwrap();
+    let db2 = open_db(dir.path().join("db2"), true).unwrap();
+    let o = ImportOptions {
+        header: true,
+        ..opts()
+    };
+    let s = import(&db2, schema, vec![gz_named_csv, zst_named_txt], o).unwrap();
+    assert_eq!(s.rows, 3);
+    assert_eq!(rows(&db2, "c", None), vec!["a,1", "b,2", "d,4"]);
+}
+
+/// A delimiter or quote no record could be read with is refused before anything is read.
+#[test]
+fn a_quote_equal_to_the_delimiter_or_a_line_end_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let f = write(dir.path(), "q.csv", b"1,a\n");
+    let schema = "CREATE TABLE q (id INT PRIMARY KEY, t TEXT)";
+    for (delimiter, quote, want) in [
+        (None, Some(b','), "quote: must differ from the delimiter"),
+        (
+            Some(b';'),
+            Some(b';'),
+            "quote: must differ from the delimiter",
+        ),
+        (
+            Some(b'\n'),
+            Some(b'"'),
+            "delimiter: a line end cannot separate fields",
+        ),
+        (
+            Some(b','),
+            Some(b'\r'),
+            "quote: a line end cannot quote a field",
+        ),
+    ] {
+        let o = ImportOptions {
+            delimiter,
+            quote,
+            ..opts()
+        };
+        let e = import(&db, schema, vec![f.clone()], o)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{delimiter:?} {quote:?}: {e}");
+    }
+    // A quote equal to the delimiter is fine with quoting off.
+    let o = ImportOptions {
+        delimiter: Some(b'"'),
+        quote: None,
+        ..opts()
+    };
+    let f = write(dir.path(), "r.csv", b"1\"a\n");
+    import(&db, schema, vec![f], o).unwrap();
+    assert_eq!(rows(&db, "q", None), vec!["1,a"]);
 }
 
 #[test]
@@ -537,6 +600,42 @@ fn malformed_quoting_is_a_rejected_row() {
         .unwrap_err()
         .to_string();
         assert!(e.contains("m.csv:3: column t: \"12\\\" pizza\""), "{e}");
+        assert!(TableReader::tables(&db2).unwrap().is_empty());
+    }
+}
+
+/// Where records end never depends on where chunks are cut: a UTF-8 BOM at the start of a
+/// record after the first is data (csv-core would drop one only at a chunk's start), and a
+/// stray quote that takes line ends with it (characters after a quoted field that spans
+/// lines) fails the import, naming the line it opened on, even under `max_errors`.
+#[test]
+fn record_ends_do_not_depend_on_chunk_cuts() {
+    let schema = "CREATE TABLE b (a TEXT PRIMARY KEY, b TEXT)";
+    let bom_mid = b"k,aaaaaaaaaaaaa\n\xEF\xBB\xBF\"x\ny\",2\n3,c\n";
+    let stray = b"1,a\n2,\"12 inch pizza,12\n3,Salad,5\n4,Soda,2\n5,6\" sub,7\n";
+    for chunk in [1, 7, 64, 1 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = || ImportOptions {
+            max_errors: 10,
+            chunk_size: Some(chunk),
+            ..opts()
+        };
+        let db = open_db(dir.path().join("db"), true).unwrap();
+        let f = write(dir.path(), "bom.csv", bom_mid);
+        let s = import(&db, schema, vec![f], o()).unwrap();
+        assert_eq!((s.rows, s.rejected), (2, 2), "chunk {chunk}");
+        assert_eq!(
+            rows(&db, "b", None),
+            vec!["3,c", "k,aaaaaaaaaaaaa"],
+            "chunk {chunk}"
+        );
+        let db2 = open_db(dir.path().join("db2"), true).unwrap();
+        let f = write(dir.path(), "stray.csv", stray);
+        let e = import(&db2, schema, vec![f], o()).unwrap_err().to_string();
+        assert!(
+            e.contains("stray.csv:2: field 2: the quoted field opened here runs to line 5"),
+            "chunk {chunk}: {e}"
+        );
         assert!(TableReader::tables(&db2).unwrap().is_empty());
     }
 }

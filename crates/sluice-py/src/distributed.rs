@@ -89,6 +89,7 @@ pub fn plan_job(
     }
     let handle = db.handle().map_err(|e| e.into_pyerr(py))?;
     detached(py, move || {
+        sluice_import::parse::check_text_options(t.delimiter, t.quote.unwrap_or(Some(b'"')))?;
         let mut p = JobPlan::new(
             &handle,
             &schema_sql,

@@ -38,6 +38,10 @@ impl JobPlan {
     /// is read whole by this call: one file is one task's input.
     pub fn encode_file(&self, path: &Path, source: usize) -> Result<Encoded, ImportError> {
         let name = self.sources.get(source).cloned().unwrap_or_default();
+        crate::parse::check_text_options(
+            self.text.delimiter,
+            self.text.quote.unwrap_or(Some(b'"')),
+        )?;
         let cfg = self.parse_config(self.format_of(path)?);
         let counter = Arc::new(AtomicU64::new(0));
         let mut chunks =

@@ -68,6 +68,10 @@ pub(super) fn parse_csv(
     let mut pos = 0usize;
     let mut line = chunk.first_line;
     let mut malformed = chunk.malformed.iter().peekable();
+    // csv-core drops a UTF-8 BOM before its first record; the chunker has dropped the file's,
+    // and one at the start of a later chunk is data, as the chunker read it. A first call of
+    // one byte (never a whole record: it is not a line end) gets past csv-core's check.
+    let mut first_read = true;
     loop {
         // Terminators before a record: the LF of the previous record's CRLF, and empty lines.
         while let Some(&c) = data.get(pos).filter(|c| is_terminator(**c)) {
@@ -105,7 +109,12 @@ pub(super) fn parse_csv(
         let (rec_start, rec_line) = (pos, line);
         let (mut nout, mut nend) = (0, 0);
         let complete = loop {
-            let input = &data[pos..];
+            let input = if first_read {
+                first_read = false;
+                &data[pos..=pos]
+            } else {
+                &data[pos..]
+            };
             let (res, nin, o, e) = rdr.read_record(input, &mut buf[nout..], &mut ends[nend..]);
             line += count_line_ends(data, pos, pos + nin);
             pos += nin;
@@ -132,6 +141,7 @@ pub(super) fn parse_csv(
         let raw = &data[rec_start..pos];
         let src = src_pos(chunk.file, rec_line);
         let bad_quoting = malformed.next_if(|(at, _)| *at < pos);
+        debug_assert!(bad_quoting.is_none_or(|(at, _)| *at >= rec_start));
         let result = (|| {
             if let Some((at, e)) = bad_quoting {
                 let bad = at.saturating_sub(rec_start);
@@ -167,6 +177,10 @@ pub(super) fn parse_csv(
             out.rejects.push(reject(cfg, chunk, rec_line, e, raw));
         }
     }
+    debug_assert!(
+        malformed.next().is_none(),
+        "a malformation outside every record"
+    );
 }
 
 /// The error of a record whose quoting the chunker found malformed at `raw[bad]`

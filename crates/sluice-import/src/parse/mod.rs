@@ -482,6 +482,29 @@ fn expected_fields(map: &FieldMap, found: usize) -> RowError {
     )
 }
 
+/// Refuses text options that no record could be read with: a line end as the delimiter or the
+/// quote, or a quote equal to the delimiter (`None` delimiter: CSV's `,`). Checked before any
+/// input is read, by the import and by a distributed job's readers.
+pub fn check_text_options(delimiter: Option<u8>, quote: Option<u8>) -> Result<(), ImportError> {
+    let line_end = |c: u8| c == b'\n' || c == b'\r';
+    let bad = |option, reason: &str| {
+        Err(ImportError::InvalidOption {
+            option,
+            reason: reason.into(),
+        })
+    };
+    if delimiter.is_some_and(line_end) {
+        return bad("delimiter", "a line end cannot separate fields");
+    }
+    if quote.is_some_and(line_end) {
+        return bad("quote", "a line end cannot quote a field");
+    }
+    if quote.is_some() && quote == Some(delimiter.unwrap_or(b',')) {
+        return bad("quote", "must differ from the delimiter");
+    }
+    Ok(())
+}
+
 /// Fields in the table's column order (no header).
 pub fn default_map(t: &TableDef) -> FieldMap {
     FieldMap {

@@ -179,6 +179,7 @@ impl Import {
                         .into(),
             });
         }
+        crate::parse::check_text_options(opts.delimiter, opts.quote)?;
         if opts.threads == 0 {
             return Err(ImportError::InvalidOption {
                 option: "threads",

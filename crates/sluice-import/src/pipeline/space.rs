@@ -34,8 +34,7 @@ impl Import {
             .iter()
             .map(|f| {
                 let len = std::fs::metadata(f).map_or(0, |m| m.len());
-                let name = f.to_string_lossy();
-                if name.ends_with(".gz") || name.ends_with(".zst") {
+                if crate::input::is_compressed(f) {
                     len.saturating_mul(COMPRESSED_EXPANSION)
                 } else {
                     len

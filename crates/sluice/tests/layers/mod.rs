@@ -135,11 +135,16 @@ impl Layering {
     }
 }
 
-/// The module a path under `src/` belongs to: its first component, `.rs` stripped; `None` for
-/// `lib.rs` and `main.rs`.
+/// The module a path under `src/` belongs to: its first component, `.rs` (or a top-level
+/// `_tests.rs`) stripped; `None` for `lib.rs` and `main.rs`.
 fn module_of(rel: &Path) -> Option<String> {
     let first = rel.components().next()?.as_os_str().to_str()?;
     let name = first.strip_suffix(".rs").unwrap_or(first);
+    // A top-level `x_tests.rs` is module `x`'s tests (`#[path]`), not a module of its own.
+    let name = first
+        .strip_suffix("_tests.rs")
+        .filter(|_| rel.components().count() == 1)
+        .unwrap_or(name);
     (name != "lib" && name != "main").then(|| name.to_string())
 }
 
