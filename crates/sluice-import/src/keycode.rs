@@ -28,6 +28,10 @@ pub fn encode_prefix(out: &mut Vec<u8>, table_id: u32, index_id: u32) {
     out.extend_from_slice(&index_id.to_be_bytes());
 }
 
+/// Bytes of an index's key prefix (table id, index id): what every key of one index (of one
+/// column of a columnar table) starts with.
+pub const PREFIX_LEN: usize = 8;
+
 /// The prefix of an index as a vector.
 pub fn prefix(table_id: u32, index_id: u32) -> Vec<u8> {
     let mut v = Vec::with_capacity(8);

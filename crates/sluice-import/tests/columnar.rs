@@ -772,3 +772,56 @@ impl Drop for SetOnDrop<'_> {
         self.0.store(true, std::sync::atomic::Ordering::Release);
     }
 }
+
+/// Small appends into a columnar table add a small file per column each: the Db merges each
+/// column's neighbouring small files at the bottom (`Options::small_file_merge_prefix`, which
+/// `open_db` sets), never across columns, so every later append's files still go to the
+/// bottom level unrewritten and nothing piles up above it; every row reads back as from the
+/// row layout.
+#[test]
+fn small_appends_leave_a_few_files_per_column_and_none_above_the_bottom() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let row_db = open_db(dir.path().join("row"), true).unwrap();
+    let cols: Cols = vec![(1, true, 1), (6, false, 3), (2, true, 1), (3, false, 2)];
+    let appends = 40u64;
+    for a in 0..appends {
+        let ids: Vec<u64> = (a * 5..a * 5 + 5).collect();
+        let f = write(dir.path(), &format!("a{a}.csv"), &csv(&cols, &ids, 3));
+        load(&db, "columnar", &cols, f.clone());
+        load(&row_db, "row", &cols, f);
+    }
+    db.wait_for_background_work().unwrap();
+    let m = db.metrics();
+    let files: Vec<usize> = m.levels.iter().map(|l| l.files).collect();
+    // Each append ingests a file per column (and the primary index), plus the catalog entry.
+    // Merged per column, 40 appends leave about log2(40 / 8) + 8 files per column at most.
+    let per_column = appends as usize;
+    assert!(
+        files[6] < (cols.len() + 1) * per_column / 2,
+        "bottom level holds {} files after {appends} appends: {files:?}",
+        files[6]
+    );
+    // Above the bottom: only the catalog's re-ingested entries (each import writes the
+    // table's entry again), never a file of the table's data.
+    let id = TableReader::open(&db, Some("r"))
+        .unwrap()
+        .table
+        .id
+        .to_be_bytes();
+    let v = db.current_version();
+    for (level, files) in v.levels.iter().enumerate().take(6) {
+        for f in files {
+            assert!(
+                !f.smallest_user().starts_with(&id) && !f.largest_user().starts_with(&id),
+                "file {} of the table's data at L{level} ({} files there)",
+                f.number,
+                files.len()
+            );
+        }
+    }
+    assert_eq!(
+        read_all(&db, &cols, &[0, 77, 199]),
+        read_all(&row_db, &cols, &[0, 77, 199])
+    );
+}

@@ -41,6 +41,7 @@ pub fn apply_db_options(
             "l0_slowdown_writes_trigger" => o.l0_slowdown_writes_trigger = v.extract()?,
             "l0_stop_writes_trigger" => o.l0_stop_writes_trigger = v.extract()?,
             "l0_tiering_ratio_pct" => o.l0_tiering_ratio_pct = v.extract()?,
+            "small_file_merge_prefix" => o.small_file_merge_prefix = v.extract()?,
             "soft_pending_compaction_bytes_limit" => {
                 o.soft_pending_compaction_bytes_limit = v.extract()?
             }

@@ -140,6 +140,8 @@ pub fn stress_options(seed: u64, fs: Arc<dyn FileSystem>) -> Options {
         // holds half the candidate's bytes), so that every run meets intra-L0 compactions of
         // files newer than the memtables.
         l0_tiering_ratio_pct: [0, 200, 50][rng.gen_range(0..3)],
+        // Small files merged in their level (within a 1-byte prefix: the stress keys'), or not.
+        small_file_merge_prefix: rng.gen_range(0..=1),
         // Thin sublevels waiting for a memtable's bytes, or compacted by depth alone.
         l0_thin_sublevels_wait: rng.gen_bool(0.5),
         max_background_jobs: rng.gen_range(2..=4),

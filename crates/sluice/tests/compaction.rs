@@ -8,7 +8,7 @@ use sluice::fs::MemFs;
 use sluice::{Db, Options, ReadOptions};
 
 mod common;
-use common::{get_at, live_bytes, mem_opts, table_bytes};
+use common::{external_sst, get_at, live_bytes, mem_opts, scan_all, table_bytes};
 
 /// Tables of 64 KiB: the 5,000 keys of a round fill several.
 fn small_table_opts() -> Options {
@@ -167,4 +167,42 @@ fn obsolete_tables_held_by_an_old_snapshot_stay_until_it_is_dropped() {
         live_bytes(&db),
         "dropping the snapshot frees its tables"
     );
+}
+
+/// Picker policy 7: small files ingested side by side into the bottom level (a columnar
+/// table's appends add one per column each) are merged there, in their level, and every key
+/// reads back, also after a reopen. Without it (the default) the level keeps every file for
+/// good.
+#[test]
+fn small_files_ingested_side_by_side_are_merged_in_their_level() {
+    let fs = MemFs::new();
+    let o = Options {
+        // Small files: under 4 KiB, merged within their first key byte ("k").
+        target_file_size: 256 << 10,
+        small_file_merge_prefix: 1,
+        ..mem_opts(&fs)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut want = Vec::new();
+    for i in 0..40 {
+        let keys: Vec<String> = (0..3).map(|j| format!("k{i:03}-{j}")).collect();
+        let puts: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
+        let p = external_sst(&fs, &format!("in{i}.sst"), &puts, &[]);
+        db.ingest(&[p], &sluice::IngestOptions::default()).unwrap();
+        want.extend(keys.iter().map(|k| (k.as_bytes().to_vec(), b"v".to_vec())));
+    }
+    db.wait_for_background_work().unwrap();
+    let m = db.metrics();
+    let files: Vec<usize> = m.levels.iter().map(|l| l.files).collect();
+    assert_eq!(files[..6].iter().sum::<usize>(), 0, "{files:?}");
+    assert!(
+        files[6] < 40 / 4,
+        "the 40 ingested files are still {} files",
+        files[6]
+    );
+    assert_eq!(scan_all(&db), want);
+    drop(db);
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(scan_all(&db), want);
+    assert_eq!(db.metrics().levels[6].files, files[6]);
 }

@@ -69,7 +69,8 @@ use crate::ImportError;
 pub use crate::tmp_dirs::RESUME_PREFIX;
 pub use crate::tmp_dirs::TMP_PREFIX;
 pub use db::{
-    open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
+    db_defaults, open_db, open_db_read_only, open_db_with, remove_leftovers,
+    remove_tmp_dirs_for_exit,
 };
 pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
 

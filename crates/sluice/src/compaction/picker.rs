@@ -31,6 +31,17 @@
 //!    rewrite. The sublevel count falls as it would with the L0→Lbase merge; each byte is
 //!    rewritten in L0 about once per size class instead of with the whole base level for
 //!    every few files.
+//! 7. *Small files* (`PickerOptions::small_file_bytes`, `small_file_prefix`; off by default):
+//!    when no level scores 1, a run of at least [`SMALL_RUN_MIN`] neighbouring files of one
+//!    level ≥ 1, each under that size, all keys starting with the same prefix, and no deeper
+//!    file in its span, is merged into one file of that level (its output covers only the
+//!    run's span, which no other file of the level touches, and has nothing beneath to be cut
+//!    along). Ingests of small files leave them (a columnar table's append adds one file per
+//!    column, each at the bottom level beside that column's older files, where no compaction
+//!    would otherwise ever look); within a prefix, the gap after it stays open for the next
+//!    append's files. A run goes only when its files other than the largest hold at least as
+//!    many bytes as the largest, so a merged file is merged again only once it would at least
+//!    double: each byte is rewritten about log2 (small size / file size) times at most.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -73,7 +84,20 @@ pub struct PickerOptions {
     /// L0 depth at which writes slow down: thin sublevels are due one short of it at the
     /// latest, where ingests start to wait for L0 room.
     pub l0_slowdown_writes_trigger: usize,
+    /// Policy 7: a file of a level ≥ 1 under this many bytes is small: a 64th of the target
+    /// file size (`Options::target_file_size`). 0: off.
+    pub small_file_bytes: u64,
+    /// Policy 7: the key bytes every file of a merged run starts with alike
+    /// (`Options::small_file_merge_prefix`). 0: off.
+    pub small_file_prefix: usize,
 }
+
+/// Policy 7: fewest small files merged at once.
+pub const SMALL_RUN_MIN: usize = 8;
+
+/// Policy 7: most small files merged at once (also bounds the picker's scan to this many
+/// files per file of a level).
+pub const SMALL_RUN_MAX: usize = 64;
 
 /// Policy 6's size-tiered bound: an older L0 file joins its intra-L0 compaction only if it is
 /// at most this percent of the largest file taken so far (`L0PickOptions::max_absorb_pct`),
@@ -93,6 +117,8 @@ impl Default for PickerOptions {
             l0_tiering_ratio_pct: 200,
             l0_round_bytes: 64 << 20,
             l0_slowdown_writes_trigger: 20,
+            small_file_bytes: 1 << 20,
+            small_file_prefix: 0,
         }
     }
 }
@@ -388,7 +414,80 @@ pub fn pick_compaction_with(
             return choice;
         }
     }
-    None
+    if scores.iter().any(|&s| s >= 100) {
+        // Due work that could not be picked now (busy files) comes first.
+        return None;
+    }
+    pick_small_files(v, busy, l0.running_outputs, o)
+}
+
+/// Policy 7: the longest run of neighbouring small files of one level ≥ 1 that may merge, as a
+/// merge into the same level (first level, then leftmost, on ties). Every key of the run
+/// starts with the same `small_file_prefix` bytes, and no deeper file overlaps its span: the
+/// merge has no file beneath it to cut its output along, so it always leaves fewer files.
+fn pick_small_files(
+    v: &Version,
+    busy: &HashSet<u64>,
+    running: &[RunningOutput],
+    o: &PickerOptions,
+) -> Option<CompactionChoice> {
+    let p = o.small_file_prefix;
+    if o.small_file_bytes == 0 || p == 0 {
+        return None;
+    }
+    // The merged file stays one file of at most the target size.
+    let cap = (o.max_l0_move_bytes / 2).max(o.small_file_bytes);
+    let mut best: Option<(usize, usize, std::ops::Range<usize>)> = None;
+    for (level, files) in v.levels.iter().enumerate().skip(1) {
+        for i in 0..files.len() {
+            let Some(prefix) = file_prefix(&files[i], p) else {
+                continue;
+            };
+            let (mut sum, mut max, mut j) = (0u64, 0u64, i);
+            while let Some(f) = files.get(j).filter(|_| j - i < SMALL_RUN_MAX) {
+                if f.size >= o.small_file_bytes
+                    || busy.contains(&f.number)
+                    || sum + f.size > cap
+                    || file_prefix(f, p) != Some(prefix)
+                {
+                    break;
+                }
+                sum += f.size;
+                max = max.max(f.size);
+                j += 1;
+            }
+            let n = j - i;
+            if n < SMALL_RUN_MIN || sum - max < max || best.as_ref().is_some_and(|b| b.0 >= n) {
+                continue;
+            }
+            let (lo, hi) = (files[i].smallest_user(), files[j - 1].largest_user());
+            let beneath =
+                (level + 1..NUM_LEVELS).any(|l| !v.overlapping(l, Some(lo), Some(hi)).is_empty());
+            if beneath || conflicts(running, level, lo, hi) {
+                continue;
+            }
+            best = Some((n, level, i..j));
+            if n == SMALL_RUN_MAX {
+                break; // none longer; the leftmost wins ties
+            }
+        }
+        if best.is_some() {
+            break; // the first level with a run
+        }
+    }
+    let (_, level, run) = best?;
+    Some(CompactionChoice::Merge {
+        level,
+        output_level: level,
+        inputs: v.levels[level][run].to_vec(),
+        output_inputs: Vec::new(),
+    })
+}
+
+/// The first `p` bytes every key of `f` starts with, if they all start alike.
+fn file_prefix(f: &FileMeta, p: usize) -> Option<&[u8]> {
+    let (lo, hi) = (f.smallest_user(), f.largest_user());
+    (lo.len() >= p && hi.len() >= p && lo[..p] == hi[..p]).then(|| &lo[..p])
 }
 
 /// From the tallest stack of L0 intervals, a candidate that keeps newer data above older data

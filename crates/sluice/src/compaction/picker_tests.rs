@@ -17,6 +17,9 @@ fn opts() -> PickerOptions {
         level_multiplier: 10,
         // Depth alone: these tests' files are a few hundred bytes.
         l0_round_bytes: 0,
+        // Policy 7 has tests of its own.
+        small_file_bytes: 0,
+        small_file_prefix: 0,
         ..PickerOptions::default()
     }
 }
@@ -464,4 +467,125 @@ fn options_name_the_pickers_thin_sublevel_bound() {
     }
     assert_eq!(thin_sublevels_until(0, 20), 2);
     assert_eq!(thin_sublevels_until(usize::MAX, usize::MAX), usize::MAX - 1);
+}
+
+/// Policy 7's options: small files are those under 100 bytes.
+fn small_opts() -> PickerOptions {
+    PickerOptions {
+        small_file_bytes: 100,
+        small_file_prefix: 1,
+        ..opts()
+    }
+}
+
+/// `n` neighbouring files of `size` bytes at L6, numbered from `first`, keys `k{first}`...
+fn small_run(first: u64, n: u64, size: u64) -> Vec<(usize, FileMeta)> {
+    (first..first + n)
+        .map(|i| {
+            let k = format!("k{i:04}");
+            (6, f(i, &k, &format!("{k}z"), size))
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_of_small_files_merges_into_one_file_of_its_level() {
+    let v = version(small_run(1, 10, 10));
+    let c = pick_compaction(&v, &small_opts(), &HashSet::new()).unwrap();
+    let CompactionChoice::Merge {
+        level: 6,
+        output_level: 6,
+        inputs,
+        output_inputs,
+    } = &c
+    else {
+        panic!("expected an L6 -> L6 merge, got {c:?}");
+    };
+    assert_eq!(inputs.len(), 10);
+    assert!(output_inputs.is_empty());
+    // Off: nothing to do.
+    assert!(pick_compaction(&v, &opts(), &HashSet::new()).is_none());
+    let no_prefix = PickerOptions {
+        small_file_prefix: 0,
+        ..small_opts()
+    };
+    assert!(pick_compaction(&v, &no_prefix, &HashSet::new()).is_none());
+}
+
+/// A run never mixes key prefixes (the gap after each prefix's files is where its next
+/// append goes) and never has a deeper file beneath it (outputs cut along one could leave
+/// as many files as it took).
+#[test]
+fn small_files_merge_within_a_prefix_and_with_nothing_beneath() {
+    // Files "a0".."a5" then "b0".."b5": two runs of 6 with a 1-byte prefix, none long enough.
+    let mut files: Vec<(usize, FileMeta)> = (0..6u64)
+        .map(|i| (6, f(i + 1, &format!("a{i}"), &format!("a{i}z"), 10)))
+        .collect();
+    files.extend((0..6u64).map(|i| (6, f(i + 11, &format!("b{i}"), &format!("b{i}z"), 10))));
+    assert!(pick_compaction(&version(files.clone()), &small_opts(), &HashSet::new()).is_none());
+    // A file spanning two prefixes is in no run.
+    let mut more = files.clone();
+    more.push((6, f(20, "b9", "c1", 10)));
+    more.extend((2..10u64).map(|i| (6, f(i + 20, &format!("c{i}"), &format!("c{i}z"), 10))));
+    let c = pick_compaction(&version(more), &small_opts(), &HashSet::new()).unwrap();
+    let nums: Vec<u64> = c.inputs().iter().map(|f| f.number).collect();
+    assert_eq!(nums, (22..30).collect::<Vec<_>>());
+    // Ten files of one prefix at L5 merge while nothing at L6 lies beneath their span (L6
+    // holds a large file elsewhere, so L5 is far under its target).
+    let mut ten: Vec<(usize, FileMeta)> = (0..10u64)
+        .map(|i| (5, f(i + 50, &format!("d{i}"), &format!("d{i}z"), 10)))
+        .collect();
+    ten.push((6, f(60, "x", "y", 1_000_000)));
+    let c = pick_compaction(&version(ten.clone()), &small_opts(), &HashSet::new()).unwrap();
+    assert_eq!((c.level(), c.output_level(), c.inputs().len()), (5, 5, 10));
+    let mut over = ten;
+    over.push((6, f(70, "d4", "d4", 10)));
+    assert!(pick_compaction(&version(over), &small_opts(), &HashSet::new()).is_none());
+}
+
+#[test]
+fn small_files_wait_for_a_run_long_enough_and_for_bytes_to_double() {
+    // Seven small files are too few.
+    let v = version(small_run(1, SMALL_RUN_MIN as u64 - 1, 10));
+    assert!(pick_compaction(&v, &small_opts(), &HashSet::new()).is_none());
+    // A file that is not small splits a run: 5 + 5, neither long enough.
+    let mut files = small_run(1, 5, 10);
+    files.push((6, f(6, "k0006", "k0006z", 100)));
+    files.extend(small_run(7, 5, 10));
+    assert!(pick_compaction(&version(files), &small_opts(), &HashSet::new()).is_none());
+    // A run whose largest file holds more than all the others together waits (90 > 8 × 1)...
+    let mut files = vec![(6, f(1, "k0001", "k0001z", 90))];
+    files.extend(small_run(2, 8, 1));
+    let v = version(files);
+    let c = pick_compaction(&v, &small_opts(), &HashSet::new()).unwrap();
+    // ...and the eight files beside it go without it.
+    let nums: Vec<u64> = c.inputs().iter().map(|f| f.number).collect();
+    assert_eq!(nums, (2..=9).collect::<Vec<_>>());
+    // The merged file stays within the target size: a run is cut at half the largest move.
+    let o = PickerOptions {
+        max_l0_move_bytes: 2 * 80,
+        small_file_bytes: 20,
+        ..small_opts()
+    };
+    let c = pick_compaction(&version(small_run(1, 12, 10)), &o, &HashSet::new()).unwrap();
+    assert_eq!(c.inputs().len(), 8);
+    // At most SMALL_RUN_MAX at once.
+    let v = version(small_run(1, SMALL_RUN_MAX as u64 + 5, 1));
+    let c = pick_compaction(&v, &small_opts(), &HashSet::new()).unwrap();
+    assert_eq!(c.inputs().len(), SMALL_RUN_MAX);
+}
+
+#[test]
+fn small_files_give_way_to_due_work_busy_files_and_running_outputs() {
+    // L0 due: its compaction is picked, not the small files.
+    let mut files = small_run(1, 10, 10);
+    files.extend((20..24).map(|i| (0, f(i, "a", "z", 10))));
+    let c = pick_compaction(&version(files), &small_opts(), &HashSet::new()).unwrap();
+    assert_eq!(c.level(), 0);
+    // A busy file splits the run (4 + 5).
+    let v = version(small_run(1, 10, 10));
+    assert!(pick_compaction(&v, &small_opts(), &[5].into_iter().collect()).is_none());
+    // A running compaction writing into the run's span at L6, or elsewhere.
+    assert!(pick_beside(&v, &small_opts(), (6, "k0003", "k0003")).is_none());
+    assert!(pick_beside(&v, &small_opts(), (5, "k0003", "k0003")).is_some());
 }

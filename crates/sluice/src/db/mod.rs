@@ -587,6 +587,8 @@ fn picker_options(opts: &Options) -> PickerOptions {
             0
         },
         l0_slowdown_writes_trigger: opts.l0_slowdown_writes_trigger,
+        small_file_bytes: opts.target_file_size / 64,
+        small_file_prefix: opts.small_file_merge_prefix,
         table_class: std::array::from_fn(|l| {
             let alike = |k: usize| {
                 opts.compression_per_level[k] == opts.compression_per_level[l]

@@ -79,6 +79,16 @@ pub struct Options {
     /// grow to twice this to reach one (as RocksDB's `level_compaction_dynamic_file_size`);
     /// into the last level with data, at this size. Default 64 MiB.
     pub target_file_size: u64,
+    /// Small files merged in their level (the compaction picker's policy 7): when no level is
+    /// due, 8 to 64 neighbouring files of a level, each under a 64th of `target_file_size`,
+    /// with nothing beneath them in deeper levels and every key starting with the same this
+    /// many bytes, are merged into one file of that level. Ingests of small files with keys
+    /// past a prefix's earlier ones leave such runs (each append into a columnar table adds
+    /// one file per column, each beside that column's older files at the bottom). Keeping a
+    /// run within one prefix keeps the gap after each prefix's files open, where the next
+    /// append's file goes unrewritten; merging across it would send those files to L0.
+    /// `sluice_import`'s Db sets 8 (a table id and an index id). 0: off. Default 0.
+    pub small_file_merge_prefix: usize,
     /// Background threads for flushes and compactions. With 2 or more, one thread runs the
     /// flushes and the others the compactions (at most `max_background_jobs - 1` at once),
     /// the compaction threads 5 steps nicer than [`background_nice`](Self::background_nice)
@@ -217,6 +227,7 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
+            small_file_merge_prefix: 0,
             max_background_jobs: 2,
             max_subcompactions: 2,
             background_nice: 10,
@@ -394,6 +405,7 @@ impl Options {
             "max_bytes_for_level_base" => self.max_bytes_for_level_base = num(k, v)?,
             "max_bytes_for_level_multiplier" => self.max_bytes_for_level_multiplier = num(k, v)?,
             "target_file_size" => self.target_file_size = num(k, v)?,
+            "small_file_merge_prefix" => self.small_file_merge_prefix = num(k, v)?,
             "max_background_jobs" => self.max_background_jobs = num(k, v)?,
             "max_subcompactions" => self.max_subcompactions = num(k, v)?,
             "background_nice" => self.background_nice = num(k, v)?,
@@ -487,6 +499,10 @@ impl Options {
             self.max_bytes_for_level_multiplier.to_string(),
         );
         kv("target_file_size", self.target_file_size.to_string());
+        kv(
+            "small_file_merge_prefix",
+            self.small_file_merge_prefix.to_string(),
+        );
         kv("max_background_jobs", self.max_background_jobs.to_string());
         kv("max_subcompactions", self.max_subcompactions.to_string());
         kv("background_nice", self.background_nice.to_string());
