@@ -64,7 +64,7 @@ fn db_options(dir: &Path, create: bool) -> Result<Options, Box<dyn std::error::E
     check_db_dir(dir, create)?;
     let base = Options {
         create_if_missing: create,
-        ..sluice_import::db_defaults()
+        ..Options::default()
     };
     if !dir.join("CURRENT").exists() {
         return Ok(base);

@@ -95,7 +95,7 @@ impl PyDb {
     ) -> PyResult<PyDb> {
         let base = move || sluice::Options {
             create_if_missing: create && !read_only,
-            ..sluice_import::db_defaults()
+            ..sluice::Options::default()
         };
         // The keywords' names and types checked before touching the disk (their ranges, which
         // may depend on the Db's persisted options, by the open).

@@ -170,16 +170,15 @@ fn obsolete_tables_held_by_an_old_snapshot_stay_until_it_is_dropped() {
 }
 
 /// Picker policy 7: small files ingested side by side into the bottom level (a columnar
-/// table's appends add one per column each) are merged there, in their level, and every key
-/// reads back, also after a reopen. Without it (the default) the level keeps every file for
-/// good.
+/// table's appends add one per column each) stay as they are by default, and once
+/// `Db::merge_small_files_within` turns the policy on (as an import does) are merged there, in
+/// their level; every key reads back, also after a reopen.
 #[test]
 fn small_files_ingested_side_by_side_are_merged_in_their_level() {
     let fs = MemFs::new();
     let o = Options {
-        // Small files: under 4 KiB, merged within their first key byte ("k").
+        // Small files: under 4 KiB.
         target_file_size: 256 << 10,
-        small_file_merge_prefix: 1,
         ..mem_opts(&fs)
     };
     let db = Db::open("/db", o.clone()).unwrap();
@@ -191,6 +190,14 @@ fn small_files_ingested_side_by_side_are_merged_in_their_level() {
         db.ingest(&[p], &sluice::IngestOptions::default()).unwrap();
         want.extend(keys.iter().map(|k| (k.as_bytes().to_vec(), b"v".to_vec())));
     }
+    db.wait_for_background_work().unwrap();
+    assert_eq!(
+        db.metrics().levels[6].files,
+        40,
+        "merged with the policy off"
+    );
+    // Within their first key byte ("k").
+    db.merge_small_files_within(1);
     db.wait_for_background_work().unwrap();
     let m = db.metrics();
     let files: Vec<usize> = m.levels.iter().map(|l| l.files).collect();

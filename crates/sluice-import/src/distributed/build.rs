@@ -483,6 +483,8 @@ fn commit_inner(
     let _lock = crate::pipeline::commit::CommitLock::take(db, &plan.table, plan.created);
     check_table_unchanged(db, plan)?;
     let placed = db.ingest(&paths, &opts)?;
+    // As after a single-machine import (`Import::run`).
+    db.merge_small_files_within(crate::keycode::PREFIX_LEN);
     Ok(slots.into_iter().zip(placed).collect())
 }
 

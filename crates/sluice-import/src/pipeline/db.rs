@@ -81,18 +81,6 @@ pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
     open_db_with(dir, create, |_| {})
 }
 
-/// The options a Db holding tables starts from, under its persisted ones (the CLI's and the
-/// Python package's opens too): `Options::default()`, with small files merged within one
-/// index's key prefix (`Options::small_file_merge_prefix`): small appends leave a small file
-/// per index, per column of a columnar table, beside that index's earlier ones at the bottom,
-/// and the next append's file still goes after the merged ones.
-pub fn db_defaults() -> sluice::Options {
-    sluice::Options {
-        small_file_merge_prefix: crate::keycode::PREFIX_LEN,
-        ..sluice::Options::default()
-    }
-}
-
 /// [`open_db`], with `adjust` applied to the options before the open: settings that are not
 /// persisted, such as event listeners (`sluice import --events`).
 pub fn open_db_with(
@@ -103,7 +91,7 @@ pub fn open_db_with(
     let dir = dir.as_ref();
     let base = sluice::Options {
         create_if_missing: create,
-        ..db_defaults()
+        ..sluice::Options::default()
     };
     let mut opts = if dir.join("CURRENT").exists() {
         sluice::Options::load_latest(dir, base)?

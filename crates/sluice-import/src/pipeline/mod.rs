@@ -69,8 +69,7 @@ use crate::ImportError;
 pub use crate::tmp_dirs::RESUME_PREFIX;
 pub use crate::tmp_dirs::TMP_PREFIX;
 pub use db::{
-    db_defaults, open_db, open_db_read_only, open_db_with, remove_leftovers,
-    remove_tmp_dirs_for_exit,
+    open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
 };
 pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
 
@@ -244,6 +243,8 @@ impl Import {
         let mut s = self
             .run_prioritized(db)
             .map_err(|e| self.after_failure(e))?;
+        // Small appends leave a small file per index beside that index's earlier ones.
+        db.merge_small_files_within(crate::keycode::PREFIX_LEN);
         self.rewrite_after(db, &mut s);
         Ok(s)
     }

@@ -461,8 +461,12 @@ fn pick_small_files(
                 continue;
             }
             let (lo, hi) = (files[i].smallest_user(), files[j - 1].largest_user());
-            let beneath =
-                (level + 1..NUM_LEVELS).any(|l| !v.overlapping(l, Some(lo), Some(hi)).is_empty());
+            let beneath = v.levels[level + 1..].iter().any(|deeper| {
+                // Sorted and disjoint: the first file not wholly below `lo` (a file ending
+                // exactly at `lo` counts, the safe side for an exclusive range-deletion end).
+                let k = deeper.partition_point(|f| f.largest_user() < lo);
+                deeper.get(k).is_some_and(|f| f.smallest_user() <= hi)
+            });
             if beneath || conflicts(running, level, lo, hi) {
                 continue;
             }

@@ -65,7 +65,7 @@ mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -197,6 +197,9 @@ struct Inner {
     /// until a flush of at least a quarter of `write_buffer_size` has been measured): the picker's L0 round is
     /// `write_buffer_size` times it (`Options::l0_thin_sublevels_wait`).
     flush_out_permille: AtomicU64,
+    /// The picker's policy 7 prefix: `Options::small_file_merge_prefix`, or what
+    /// [`Db::merge_small_files_within`] set since the open.
+    small_file_prefix: AtomicUsize,
     /// `state.obsolete_tables` is non-empty: readers letting go should try to delete tables.
     obsolete_pending: AtomicBool,
     shutting_down: AtomicBool,
@@ -415,6 +418,23 @@ impl Db {
         Arc::clone(&self.inner.state.lock().version)
     }
 
+    /// Turns on the merging of small neighbouring files within a key prefix of `prefix` bytes
+    /// (`Options::small_file_merge_prefix`) for this open, if the options left it off; not
+    /// persisted. `sluice_import` calls it when an import or a distributed job commits into
+    /// the Db: each append of a few rows into a table leaves one small file per index (per
+    /// column of a columnar table) at the bottom, and a table's index keys start with 8 bytes
+    /// of table and index id. A plain key-value Db keeps its own setting.
+    pub fn merge_small_files_within(&self, prefix: usize) {
+        let _ = self.inner.small_file_prefix.compare_exchange(
+            0,
+            prefix,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        // Something may be due now that was not.
+        self.inner.bg_cv.notify_all();
+    }
+
     /// The database directory.
     pub fn path(&self) -> &Path {
         &self.inner.dir
@@ -523,6 +543,7 @@ impl Inner {
             p => p,
         };
         o.l0_round_bytes = o.l0_round_bytes.saturating_mul(permille) / 1000;
+        o.small_file_prefix = self.small_file_prefix.load(Ordering::Relaxed);
         o
     }
 
@@ -572,6 +593,12 @@ const FLUSH_RATIO_MIN_PERMILLE: u64 = 16;
 /// memtable); no measured ratio takes this value.
 const FLUSH_RATIO_UNMEASURED: u64 = u64::MAX;
 
+/// Picker policy 7's small file: under a 64th of the target size, and always under a block's
+/// 4 KiB (a file holding less than a block is all overhead), never over half the target.
+fn small_file_bytes(target_file_size: u64) -> u64 {
+    (target_file_size / 64).max(4096).min(target_file_size / 2)
+}
+
 /// The picker's knobs from the options.
 fn picker_options(opts: &Options) -> PickerOptions {
     PickerOptions {
@@ -587,7 +614,7 @@ fn picker_options(opts: &Options) -> PickerOptions {
             0
         },
         l0_slowdown_writes_trigger: opts.l0_slowdown_writes_trigger,
-        small_file_bytes: opts.target_file_size / 64,
+        small_file_bytes: small_file_bytes(opts.target_file_size),
         small_file_prefix: opts.small_file_merge_prefix,
         table_class: std::array::from_fn(|l| {
             let alike = |k: usize| {

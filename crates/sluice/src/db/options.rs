@@ -80,14 +80,17 @@ pub struct Options {
     /// into the last level with data, at this size. Default 64 MiB.
     pub target_file_size: u64,
     /// Small files merged in their level (the compaction picker's policy 7): when no level is
-    /// due, 8 to 64 neighbouring files of a level, each under a 64th of `target_file_size`,
-    /// with nothing beneath them in deeper levels and every key starting with the same this
-    /// many bytes, are merged into one file of that level. Ingests of small files with keys
-    /// past a prefix's earlier ones leave such runs (each append into a columnar table adds
-    /// one file per column, each beside that column's older files at the bottom). Keeping a
-    /// run within one prefix keeps the gap after each prefix's files open, where the next
-    /// append's file goes unrewritten; merging across it would send those files to L0.
-    /// `sluice_import`'s Db sets 8 (a table id and an index id). 0: off. Default 0.
+    /// due, 8 to 64 neighbouring files of a level, each under a 64th of `target_file_size`
+    /// (under 4 KiB always), with nothing beneath them in deeper levels and every key starting
+    /// with the same this many bytes, are merged into one file of that level. Ingests of small
+    /// files with keys past a prefix's earlier ones leave such runs (each append into a
+    /// columnar table adds one file per column, each beside that column's older files at the
+    /// bottom). Keeping a run within one prefix keeps the gap after each prefix's files open,
+    /// where the next append's file goes unrewritten; merging across it would send those files
+    /// to L0. So would a file committed later with keys inside a merged run's span (it goes
+    /// above, and is merged down by a compaction). `sluice_import` turns it on with 8 (a table
+    /// and an index id) for the open it imports through ([`crate::Db::merge_small_files_within`]).
+    /// 0: off. Default 0.
     pub small_file_merge_prefix: usize,
     /// Background threads for flushes and compactions. With 2 or more, one thread runs the
     /// flushes and the others the compactions (at most `max_background_jobs - 1` at once),
