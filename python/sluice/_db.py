@@ -420,8 +420,8 @@ def open(  # noqa: A001 - the package's entry point is sluice.open
     ``bloom_bits_per_key``, ``checksum``, ``verify_checksums``, ``wal_mmap_writes`` (default
     False; True writes the WAL through a memory mapping of its preallocated space: about twice
     the put throughput of one writer, far worse tail latency beside syncs and ingests), ``l0_compaction_trigger``, ``l0_slowdown_writes_trigger``,
-    ``l0_stop_writes_trigger``, ``small_file_merge_prefix`` (0: off, the default; an import
-    turns it on with 8 for the open), ``max_open_files``, …
+    ``l0_stop_writes_trigger``, ``small_file_merge_prefix`` (0: off, the default; merges small
+    neighbouring files whose keys share that many bytes in the background), ``max_open_files``, …
 
     Use it as a context manager::
 

@@ -170,9 +170,9 @@ fn obsolete_tables_held_by_an_old_snapshot_stay_until_it_is_dropped() {
 }
 
 /// Picker policy 7: small files ingested side by side into the bottom level (a columnar
-/// table's appends add one per column each) stay as they are by default, and once
-/// `Db::merge_small_files_within` turns the policy on (as an import does) are merged there, in
-/// their level; every key reads back, also after a reopen.
+/// table's appends add one per column each) stay as they are by default, and
+/// `Db::merge_small_files` (which an import calls for its table) merges them there, in their
+/// level, on the caller's thread; every key reads back, also after a reopen.
 #[test]
 fn small_files_ingested_side_by_side_are_merged_in_their_level() {
     let fs = MemFs::new();
@@ -196,9 +196,9 @@ fn small_files_ingested_side_by_side_are_merged_in_their_level() {
         40,
         "merged with the policy off"
     );
-    // Within their first key byte ("k").
-    db.merge_small_files_within(1);
-    db.wait_for_background_work().unwrap();
+    // Within their first key byte ("k"); a range holding none of them merges nothing.
+    assert_eq!(db.merge_small_files(1, 1 << 20, b"a", b"b").unwrap(), 0);
+    assert!(db.merge_small_files(1, 1 << 20, b"k", b"l").unwrap() > 0);
     let m = db.metrics();
     let files: Vec<usize> = m.levels.iter().map(|l| l.files).collect();
     assert_eq!(files[..6].iter().sum::<usize>(), 0, "{files:?}");

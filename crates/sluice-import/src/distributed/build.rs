@@ -484,7 +484,7 @@ fn commit_inner(
     check_table_unchanged(db, plan)?;
     let placed = db.ingest(&paths, &opts)?;
     // As after a single-machine import (`Import::run`).
-    db.merge_small_files_within(crate::keycode::PREFIX_LEN);
+    crate::pipeline::db::merge_small_table_files(db, plan.table.id);
     Ok(slots.into_iter().zip(placed).collect())
 }
 

@@ -81,6 +81,25 @@ pub fn open_db(dir: impl AsRef<Path>, create: bool) -> Result<Db, ImportError> {
     open_db_with(dir, create, |_| {})
 }
 
+/// Files of a table under this size are merged after each commit ([`merge_small_table_files`]):
+/// 16 blocks; one merge reads and holds at most 64 of them (4 MiB), whatever the import's
+/// memory budget, and never rewrites what an import with a small budget cut into files of
+/// ordinary size.
+pub(crate) const SMALL_TABLE_FILE_BYTES: u64 = 64 << 10;
+
+/// After a commit into table `table_id`: the small files of its indexes merged, each index's
+/// among themselves (`Db::merge_small_files` within the table's keys, runs of one 8-byte
+/// table and index prefix). An append of a few rows leaves one small file per index (per
+/// column of a columnar table) beside that index's earlier ones at the bottom, where no
+/// compaction would ever merge them. A failure is not the import's: it poisons the Db, as a
+/// failed compaction does, and the next operation says so.
+pub(crate) fn merge_small_table_files(db: &Db, table_id: u32) {
+    let lo = table_id.to_be_bytes();
+    let hi = crate::keycode::prefix_successor(&lo).unwrap_or_else(|| vec![0xFF; 5]);
+    let prefix = crate::keycode::PREFIX_LEN;
+    let _ = db.merge_small_files(prefix, SMALL_TABLE_FILE_BYTES, &lo, &hi);
+}
+
 /// [`open_db`], with `adjust` applied to the options before the open: settings that are not
 /// persisted, such as event listeners (`sluice import --events`).
 pub fn open_db_with(

@@ -41,7 +41,7 @@
 
 pub(crate) mod checkpoint;
 pub(crate) mod commit;
-mod db;
+pub(crate) mod db;
 mod ingest;
 pub(crate) mod merge;
 mod options;
@@ -243,8 +243,9 @@ impl Import {
         let mut s = self
             .run_prioritized(db)
             .map_err(|e| self.after_failure(e))?;
-        // Small appends leave a small file per index beside that index's earlier ones.
-        db.merge_small_files_within(crate::keycode::PREFIX_LEN);
+        if let Ok(r) = crate::query::TableReader::open(db, Some(&s.table)) {
+            crate::pipeline::db::merge_small_table_files(db, r.table.id);
+        }
         self.rewrite_after(db, &mut s);
         Ok(s)
     }

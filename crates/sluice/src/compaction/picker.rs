@@ -418,19 +418,24 @@ pub fn pick_compaction_with(
         // Due work that could not be picked now (busy files) comes first.
         return None;
     }
-    pick_small_files(v, busy, l0.running_outputs, o)
+    pick_small_files(v, busy, l0.running_outputs, o, None)
 }
 
 /// Policy 7: the longest run of neighbouring small files of one level ≥ 1 that may merge, as a
 /// merge into the same level (first level, then leftmost, on ties). Every key of the run
 /// starts with the same `small_file_prefix` bytes, and no deeper file overlaps its span: the
 /// merge has no file beneath it to cut its output along, so it always leaves fewer files.
-fn pick_small_files(
+/// With `within`, only runs whose files lie wholly in user keys `[lo, hi)`.
+pub fn pick_small_files(
     v: &Version,
     busy: &HashSet<u64>,
     running: &[RunningOutput],
     o: &PickerOptions,
+    within: Option<(&[u8], &[u8])>,
 ) -> Option<CompactionChoice> {
+    let inside = |f: &FileMeta| {
+        within.is_none_or(|(lo, hi)| f.smallest_user() >= lo && f.largest_user() < hi)
+    };
     let p = o.small_file_prefix;
     if o.small_file_bytes == 0 || p == 0 {
         return None;
@@ -440,7 +445,7 @@ fn pick_small_files(
     let mut best: Option<(usize, usize, std::ops::Range<usize>)> = None;
     for (level, files) in v.levels.iter().enumerate().skip(1) {
         for i in 0..files.len() {
-            let Some(prefix) = file_prefix(&files[i], p) else {
+            let Some(prefix) = file_prefix(&files[i], p).filter(|_| inside(&files[i])) else {
                 continue;
             };
             let (mut sum, mut max, mut j) = (0u64, 0u64, i);
@@ -449,6 +454,7 @@ fn pick_small_files(
                     || busy.contains(&f.number)
                     || sum + f.size > cap
                     || file_prefix(f, p) != Some(prefix)
+                    || !inside(f)
                 {
                     break;
                 }

@@ -9,7 +9,7 @@ use crate::base::bounds::IterBounds;
 use crate::base::error::{Error, Result};
 use crate::base::range_tombstone::RangeTombstone;
 use crate::compaction::job::{merge_to_tables, DropPolicy, MergeStats, OutputSpec};
-use crate::compaction::picker::CompactionChoice;
+use crate::compaction::picker::{self, CompactionChoice, PickerOptions};
 use crate::compaction::split::subcompaction_ranges;
 use crate::compaction::RunningOutput;
 use crate::read::level::file_iter;
@@ -360,6 +360,61 @@ impl Inner {
         self.bg_cv.notify_all();
         self.done_cv.notify_all();
         r
+    }
+}
+
+impl Inner {
+    /// `Db::merge_small_files`: picker policy 7 runs in `[lo, hi)` with `prefix`, one at a
+    /// time on this thread, each chosen and registered like a background pick (beside the
+    /// running compactions, never while a manual compaction or an ingest install runs).
+    pub(super) fn merge_small_files(
+        self: &Arc<Self>,
+        prefix: usize,
+        small_bytes: u64,
+        lo: &[u8],
+        hi: &[u8],
+    ) -> Result<usize> {
+        let base = self.picker_options();
+        let o = PickerOptions {
+            small_file_prefix: prefix,
+            small_file_bytes: base.small_file_bytes.min(small_bytes),
+            ..base
+        };
+        let mut merges = 0;
+        loop {
+            let mut s = self.state.lock();
+            while !s.jobs.may_start_extra() {
+                self.done_cv.wait_for(&mut s, Duration::from_millis(50));
+            }
+            if let Some(e) = &s.background_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            let st = &mut *s;
+            let c = picker::pick_small_files(
+                &st.version,
+                st.jobs.compacting_files(),
+                st.jobs.running_outputs(),
+                &o,
+                Some((lo, hi)),
+            );
+            let Some(c) = c else {
+                return Ok(merges);
+            };
+            st.jobs.register(&c);
+            drop(s);
+            let r = self.run_compaction(&c, None);
+            let mut s = self.state.lock();
+            s.jobs.finish_compaction(&c);
+            if let Err(e) = &r {
+                self.set_background_error(&mut s, e.to_string());
+            }
+            drop(s);
+            self.delete_obsolete_files();
+            self.done_cv.notify_all();
+            self.bg_cv.notify_all();
+            r?;
+            merges += 1;
+        }
     }
 }
 

@@ -98,15 +98,27 @@ impl Jobs {
             unflushed_in: Some(unflushed_in),
         };
         let c = picker::pick_compaction_with(version, &ctx, opts, &self.compacting_files)?;
+        self.register(&c);
+        Some(c)
+    }
+
+    /// Registers `c`, chosen in this critical section around the running compactions, as
+    /// running: its inputs busy, its output range taken (`finish_compaction` ends it).
+    pub(super) fn register(&mut self, c: &CompactionChoice) {
         for f in c.all_inputs() {
             self.compacting_files.insert(f.number);
         }
-        self.compaction_output_ranges.push(running_output(&c));
-        if let Some(r) = running_l0(&c) {
+        self.compaction_output_ranges.push(running_output(c));
+        if let Some(r) = running_l0(c) {
             self.running_l0.push(r);
         }
         self.compactions_running += 1;
-        Some(c)
+    }
+
+    /// A compaction chosen outside the background workers may start (see
+    /// `may_pick_compaction`): no manual compaction and no ingest install runs.
+    pub(super) fn may_start_extra(&self) -> bool {
+        !self.manual_compaction && self.ingests_installing == 0
     }
 
     /// The automatic compaction `c` is over: its inputs and output range are free again.

@@ -65,7 +65,7 @@ mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -197,9 +197,6 @@ struct Inner {
     /// until a flush of at least a quarter of `write_buffer_size` has been measured): the picker's L0 round is
     /// `write_buffer_size` times it (`Options::l0_thin_sublevels_wait`).
     flush_out_permille: AtomicU64,
-    /// The picker's policy 7 prefix: `Options::small_file_merge_prefix`, or what
-    /// [`Db::merge_small_files_within`] set since the open.
-    small_file_prefix: AtomicUsize,
     /// `state.obsolete_tables` is non-empty: readers letting go should try to delete tables.
     obsolete_pending: AtomicBool,
     shutting_down: AtomicBool,
@@ -418,21 +415,27 @@ impl Db {
         Arc::clone(&self.inner.state.lock().version)
     }
 
-    /// Turns on the merging of small neighbouring files within a key prefix of `prefix` bytes
-    /// (`Options::small_file_merge_prefix`) for this open, if the options left it off; not
-    /// persisted. `sluice_import` calls it when an import or a distributed job commits into
-    /// the Db: each append of a few rows into a table leaves one small file per index (per
-    /// column of a columnar table) at the bottom, and a table's index keys start with 8 bytes
-    /// of table and index id. A plain key-value Db keeps its own setting.
-    pub fn merge_small_files_within(&self, prefix: usize) {
-        let _ = self.inner.small_file_prefix.compare_exchange(
-            0,
-            prefix,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-        // Something may be due now that was not.
-        self.inner.bg_cv.notify_all();
+    /// Merges now, on the caller's thread and beside whatever compactions run, every run of
+    /// small neighbouring files that lies wholly in user keys `[lo, hi)` and whose keys share
+    /// their first `prefix` bytes (the compaction picker's policy 7, whatever
+    /// `Options::small_file_merge_prefix` says, with files small under `small_bytes` too, so
+    /// that one merge reads and holds at most 64 times that), until none is left; returns the
+    /// merges run.
+    /// `sluice_import` calls it for its table after each commit: an append of a few rows
+    /// leaves one small file per index (per column of a columnar table) at the bottom, beside
+    /// that index's earlier ones, and a process that exits right after its import leaves no
+    /// time for background work. A failed merge poisons the Db, as a failed compaction does.
+    pub fn merge_small_files(
+        &self,
+        prefix: usize,
+        small_bytes: u64,
+        lo: &[u8],
+        hi: &[u8],
+    ) -> Result<usize> {
+        if self.inner.read_only {
+            return Ok(0);
+        }
+        self.inner.merge_small_files(prefix, small_bytes, lo, hi)
     }
 
     /// The database directory.
@@ -543,7 +546,6 @@ impl Inner {
             p => p,
         };
         o.l0_round_bytes = o.l0_round_bytes.saturating_mul(permille) / 1000;
-        o.small_file_prefix = self.small_file_prefix.load(Ordering::Relaxed);
         o
     }
 

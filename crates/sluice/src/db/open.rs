@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -593,7 +593,6 @@ impl Inner {
             block_cache: BlockCache::new(opts.block_cache_bytes),
             counters: Counters::default(),
             flush_out_permille: AtomicU64::new(super::FLUSH_RATIO_UNMEASURED),
-            small_file_prefix: AtomicUsize::new(opts.small_file_merge_prefix),
             obsolete_pending: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             read_only,

@@ -88,9 +88,9 @@ pub struct Options {
     /// bottom). Keeping a run within one prefix keeps the gap after each prefix's files open,
     /// where the next append's file goes unrewritten; merging across it would send those files
     /// to L0. So would a file committed later with keys inside a merged run's span (it goes
-    /// above, and is merged down by a compaction). `sluice_import` turns it on with 8 (a table
-    /// and an index id) for the open it imports through ([`crate::Db::merge_small_files_within`]).
-    /// 0: off. Default 0.
+    /// above, and is merged down by a compaction). [`crate::Db::merge_small_files`] does the same
+    /// on the caller's thread for a key range, whatever this says (`sluice_import` calls it for
+    /// its table, prefix 8: a table and an index id). 0: off. Default 0.
     pub small_file_merge_prefix: usize,
     /// Background threads for flushes and compactions. With 2 or more, one thread runs the
     /// flushes and the others the compactions (at most `max_background_jobs - 1` at once),
