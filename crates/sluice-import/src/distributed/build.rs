@@ -441,6 +441,11 @@ pub fn commit(
 ) -> Result<Vec<(u32, sluice::IngestedFile)>, ImportError> {
     let result = commit_inner(db, plan, manifests, dir);
     let _ = std::fs::remove_dir_all(job_dir(dir, &plan.job_id));
+    if result.is_ok() {
+        // As after a single-machine import (`Import::run`), once the table's commit lock and
+        // latch are let go.
+        crate::pipeline::db::merge_small_table_files(db, plan.table.id);
+    }
     result
 }
 
@@ -483,8 +488,6 @@ fn commit_inner(
     let _lock = crate::pipeline::commit::CommitLock::take(db, &plan.table, plan.created);
     check_table_unchanged(db, plan)?;
     let placed = db.ingest(&paths, &opts)?;
-    // As after a single-machine import (`Import::run`).
-    crate::pipeline::db::merge_small_table_files(db, plan.table.id);
     Ok(slots.into_iter().zip(placed).collect())
 }
 

@@ -243,8 +243,13 @@ impl Import {
         let mut s = self
             .run_prioritized(db)
             .map_err(|e| self.after_failure(e))?;
-        if let Ok(r) = crate::query::TableReader::open(db, Some(&s.table)) {
-            crate::pipeline::db::merge_small_table_files(db, r.table.id);
+        // Not for an import asked to yield to other work (as `rewrite_after`): the merges
+        // would run unpaced, at the caller's priority.
+        let yields = self.opts.idle || self.opts.nice.is_some() || self.opts.rate_limiter.is_some();
+        if !yields {
+            if let Ok(r) = crate::query::TableReader::open(db, Some(&s.table)) {
+                crate::pipeline::db::merge_small_table_files(db, r.table.id);
+            }
         }
         self.rewrite_after(db, &mut s);
         Ok(s)

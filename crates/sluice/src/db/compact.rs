@@ -366,7 +366,9 @@ impl Inner {
 impl Inner {
     /// `Db::merge_small_files`: picker policy 7 runs in `[lo, hi)` with `prefix`, one at a
     /// time on this thread, each chosen and registered like a background pick (beside the
-    /// running compactions, never while a manual compaction or an ingest install runs).
+    /// running compactions, after any ingest install running). It stops early, leaving the
+    /// rest to a later call, while a manual compaction runs or the picker has due work: a
+    /// registered merge holds a compaction slot, which the due work must not wait for.
     pub(super) fn merge_small_files(
         self: &Arc<Self>,
         prefix: usize,
@@ -383,11 +385,17 @@ impl Inner {
         let mut merges = 0;
         loop {
             let mut s = self.state.lock();
-            while !s.jobs.may_start_extra() {
+            while s.jobs.ingest_installing() {
                 self.done_cv.wait_for(&mut s, Duration::from_millis(50));
             }
             if let Some(e) = &s.background_error {
                 return Err(Error::Poisoned(e.clone()));
+            }
+            let due = picker::level_scores(&s.version, &s.l0, &base)
+                .iter()
+                .any(|&score| score >= 100);
+            if due || s.jobs.manual_running() {
+                return Ok(merges);
             }
             let st = &mut *s;
             let c = picker::pick_small_files(

@@ -115,10 +115,14 @@ impl Jobs {
         self.compactions_running += 1;
     }
 
-    /// A compaction chosen outside the background workers may start (see
-    /// `may_pick_compaction`): no manual compaction and no ingest install runs.
-    pub(super) fn may_start_extra(&self) -> bool {
-        !self.manual_compaction && self.ingests_installing == 0
+    /// A manual compaction runs (other compactions wait for it).
+    pub(super) fn manual_running(&self) -> bool {
+        self.manual_compaction
+    }
+
+    /// An ingest install runs (a compaction chosen now must wait: see `may_pick_compaction`).
+    pub(super) fn ingest_installing(&self) -> bool {
+        self.ingests_installing > 0
     }
 
     /// The automatic compaction `c` is over: its inputs and output range are free again.
