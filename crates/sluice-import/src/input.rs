@@ -108,9 +108,15 @@ fn compression(
     })
 }
 
-/// True if `path` is read decompressed ([`open_input`]); false for a file it cannot read.
+/// True if `path` is read decompressed ([`open_input`]); false for a file it cannot read. Only
+/// a regular file's first bytes are looked at: reading them from a pipe would consume them
+/// (and an open of a FIFO waits for its writer).
 pub(crate) fn is_compressed(path: &Path) -> bool {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
     let head = || {
+        if !regular {
+            return Ok(Vec::new());
+        }
         let mut b = Vec::with_capacity(4);
         File::open(path)?.take(4).read_to_end(&mut b)?;
         Ok(b)
