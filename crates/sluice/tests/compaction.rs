@@ -1,14 +1,27 @@
 //! Compaction as the directory sees it: L0 is picked by its sublevels before writes stop, and
 //! the tables a compaction replaced leave the directory once no reader holds them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sluice::events::{CompactionKind, Event, EventListener};
 use sluice::fs::MemFs;
 use sluice::{Db, Options, ReadOptions};
 
 mod common;
 use common::{external_sst, get_at, live_bytes, mem_opts, scan_all, table_bytes};
+
+/// The kind of every compaction begun.
+#[derive(Default)]
+struct Kinds(Mutex<Vec<CompactionKind>>);
+
+impl EventListener for Kinds {
+    fn on_event(&self, event: &Event) {
+        if let Event::CompactionBegin(c) = event {
+            self.0.lock().unwrap().push(c.kind);
+        }
+    }
+}
 
 /// Tables of 64 KiB: the 5,000 keys of a round fill several.
 fn small_table_opts() -> Options {
@@ -176,11 +189,14 @@ fn obsolete_tables_held_by_an_old_snapshot_stay_until_it_is_dropped() {
 #[test]
 fn small_files_ingested_side_by_side_are_merged_in_their_level() {
     let fs = MemFs::new();
-    let o = Options {
+    let kinds = Arc::new(Kinds::default());
+    let mut o = Options {
         // Small files: under 4 KiB.
         target_file_size: 256 << 10,
         ..mem_opts(&fs)
     };
+    o.listeners
+        .push(Arc::clone(&kinds) as Arc<dyn EventListener>);
     let db = Db::open("/db", o.clone()).unwrap();
     let mut want = Vec::new();
     for i in 0..40 {
@@ -198,7 +214,15 @@ fn small_files_ingested_side_by_side_are_merged_in_their_level() {
     );
     // Within their first key byte ("k"); a range holding none of them merges nothing.
     assert_eq!(db.merge_small_files(1, 1 << 20, b"a", b"b").unwrap(), 0);
-    assert!(db.merge_small_files(1, 1 << 20, b"k", b"l").unwrap() > 0);
+    let merges = db.merge_small_files(1, 1 << 20, b"k", b"l").unwrap();
+    assert!(merges > 0);
+    // Each is reported to listeners as what it is, not as a level's due merge.
+    let begun = kinds.0.lock().unwrap().clone();
+    assert_eq!(
+        begun,
+        vec![CompactionKind::SmallFiles; merges],
+        "the compactions begun"
+    );
     let m = db.metrics();
     let files: Vec<usize> = m.levels.iter().map(|l| l.files).collect();
     assert_eq!(files[..6].iter().sum::<usize>(), 0, "{files:?}");

@@ -15,10 +15,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::MutexGuard;
+
 use crate::compaction::picker::{self, CompactionChoice};
 
 use super::flushable::Flushable;
-use super::Inner;
+use super::{Inner, State};
 
 pub(super) enum Job {
     Flush(Flushable),
@@ -128,15 +130,23 @@ impl Inner {
                 Job::Flush(_) => s.jobs.finish_flush(),
                 Job::Compact(c, _) => s.jobs.finish_compaction(c),
             }
-            if let Err(e) = result {
-                self.set_background_error(&mut s, e.to_string());
-            }
-            self.recheck_stall(&mut s);
-            drop(s);
-            self.delete_obsolete_files();
-            self.done_cv.notify_all();
-            self.bg_cv.notify_all();
+            self.job_ended(s, &result);
         }
+    }
+
+    /// What follows every flush or compaction (background, manual, or a caller's small-file
+    /// merge) once its registration is dropped under `s`: a failure poisons the Db, the
+    /// stall condition is looked at again, files no version refers to go, and the waiters
+    /// (for room, for the jobs to end, for a job slot) wake.
+    pub(super) fn job_ended(&self, mut s: MutexGuard<'_, State>, result: &crate::Result<()>) {
+        if let Err(e) = result {
+            self.set_background_error(&mut s, e.to_string());
+        }
+        self.recheck_stall(&mut s);
+        drop(s);
+        self.delete_obsolete_files();
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
     }
 
     /// A file-number allocator that also protects the numbers from obsolete-file deletion.

@@ -43,6 +43,11 @@ impl Inner {
             .collect();
         let kind = match c {
             CompactionChoice::Move { .. } => CompactionKind::Move,
+            CompactionChoice::Merge {
+                level,
+                output_level,
+                ..
+            } if level == output_level => CompactionKind::SmallFiles,
             CompactionChoice::Merge { .. } => CompactionKind::Merge,
             CompactionChoice::IntraL0 { .. } => CompactionKind::IntraL0,
         };
@@ -352,13 +357,7 @@ impl Inner {
         };
         let mut s = self.state.lock();
         s.jobs.finish_manual(&out);
-        if let Err(e) = &r {
-            self.set_background_error(&mut s, e.to_string());
-        }
-        drop(s);
-        self.delete_obsolete_files();
-        self.bg_cv.notify_all();
-        self.done_cv.notify_all();
+        self.job_ended(s, &r);
         r
     }
 }
@@ -413,13 +412,7 @@ impl Inner {
             let r = self.run_compaction(&c, None);
             let mut s = self.state.lock();
             s.jobs.finish_compaction(&c);
-            if let Err(e) = &r {
-                self.set_background_error(&mut s, e.to_string());
-            }
-            drop(s);
-            self.delete_obsolete_files();
-            self.done_cv.notify_all();
-            self.bg_cv.notify_all();
+            self.job_ended(s, &r);
             r?;
             merges += 1;
         }

@@ -271,16 +271,20 @@ pub enum CompactionKind {
     IntraL0,
     /// `Db::compact_range`: every overlapping file into the last level.
     Manual,
+    /// Small neighbouring files of one key prefix merged into one file of their own level
+    /// (`Options::small_file_merge_prefix`, `Db::merge_small_files`): file count, not score.
+    SmallFiles,
 }
 
 impl CompactionKind {
-    /// Its name in snake case (`move`, `merge`, `intra_l0`, `manual`).
+    /// Its name in snake case (`move`, `merge`, `intra_l0`, `manual`, `small_files`).
     pub fn name(self) -> &'static str {
         match self {
             CompactionKind::Move => "move",
             CompactionKind::Merge => "merge",
             CompactionKind::IntraL0 => "intra_l0",
             CompactionKind::Manual => "manual",
+            CompactionKind::SmallFiles => "small_files",
         }
     }
 }
