@@ -158,6 +158,13 @@ class ImportReport:
     numbers ``Table.rewrite_groups`` returns; ``None`` when none ran."""
     rewrite_error: Optional[str] = None
     """Why that rewrite failed; the import is done all the same."""
+    small_file_merges: int = 0
+    """Merges of the table's small files run after the commit (each merged up to 64
+    neighbouring small files of one index or column into one)."""
+    small_file_merge_error: Optional[str] = None
+    """Why such a merge failed. The import is committed all the same, but the failure
+    poisons the Db as a failed compaction does: its next write raises, until it is
+    reopened."""
 
     def to_dict(self) -> Dict[str, Any]:
         """The report as a plain dict."""

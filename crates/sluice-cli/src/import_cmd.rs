@@ -119,7 +119,8 @@ pub struct ImportArgs {
     /// Bad rows tolerated (they go to --rejects) before the import fails.
     #[arg(long, default_value_t = 0)]
     max_errors: u64,
-    /// File for rejected rows: `# file:line: reason` then the record.
+    /// File for rejected rows: `# file:line: reason` then the record (a failed import leaves
+    /// its rows up to and including the one that failed it).
     #[arg(long)]
     rejects: Option<PathBuf>,
     /// Storage layout of a new table (default: the schema's `WITH (layout = ...)`, else row):
@@ -318,6 +319,11 @@ pub fn import(a: ImportArgs) -> CmdResult {
         }
     };
     db.close()?;
+    if let Some(e) = &s.small_file_merge_error {
+        eprintln!(
+            "warning: the import is committed, but merging the table's small files after it failed: {e}"
+        );
+    }
     if let Some(e) = &s.rewrite_error {
         eprintln!(
             "warning: the import is done, but rewriting the table's row groups with dead rows failed: {e}"
@@ -401,13 +407,24 @@ fn clean_up_on_signals() -> std::io::Result<()> {
                     SIGTERM => "SIGTERM",
                     _ => "SIGHUP",
                 };
-                eprintln!(
-                    "sluice: import interrupted by {name}; the Db is unchanged (an import \
-                     changes it only by its final, atomic ingest). Its last checkpoint is kept \
-                     (sluice-resume-* in the Db directory or --tmp-dir): `sluice import \
-                     --resume` with the same arguments continues it, an import without \
-                     --resume discards it"
-                );
+                if sluice_import::imports_committed() > 0 {
+                    // Merging the table's small files or rewriting its row groups: compactions,
+                    // recovered like any other, that change no row.
+                    eprintln!(
+                        "sluice: interrupted by {name} after the import committed: its rows \
+                         are in the Db. The tidying that follows the commit (merging the \
+                         table's small files, rewriting row groups) was cut short; nothing \
+                         needs resuming"
+                    );
+                } else {
+                    eprintln!(
+                        "sluice: import interrupted by {name}; the Db is unchanged (an import \
+                         changes it only by its final, atomic ingest). Its last checkpoint is \
+                         kept (sluice-resume-* in the Db directory or --tmp-dir): `sluice \
+                         import --resume` with the same arguments continues it, an import \
+                         without --resume discards it"
+                    );
+                }
                 std::process::exit(128 + sig);
             }
         })?;

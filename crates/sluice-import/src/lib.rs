@@ -55,8 +55,9 @@ pub use error::{BadRow, ImportError, OtherRow, RowPlace};
 pub use input::Format;
 pub use pipeline::merge::policy::{check_rejects_path, same_file};
 pub use pipeline::{
-    default_memory, open_db, open_db_read_only, open_db_with, parse_size, remove_leftovers,
-    remove_tmp_dirs_for_exit, FileSummary, Import, ImportOptions, OnDuplicate, Summary,
+    default_memory, imports_committed, open_db, open_db_read_only, open_db_with, parse_size,
+    remove_leftovers, remove_tmp_dirs_for_exit, FileSummary, Import, ImportOptions, OnDuplicate,
+    Summary,
 };
 pub use progress::ProgressMode;
 pub use query::{ColumnSum, CountSum, OutputFormat, RewriteSummary, TableReader};

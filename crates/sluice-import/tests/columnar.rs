@@ -136,7 +136,12 @@ fn read_all(db: &sluice::Db, cols: &Cols, probe: &[u64]) -> Vec<String> {
     out
 }
 
-fn load(db: &sluice::Db, layout: &str, cols: &Cols, file: std::path::PathBuf) {
+fn load(
+    db: &sluice::Db,
+    layout: &str,
+    cols: &Cols,
+    file: std::path::PathBuf,
+) -> sluice_import::Summary {
     import(
         db,
         &schema(layout, cols),
@@ -146,7 +151,7 @@ fn load(db: &sluice::Db, layout: &str, cols: &Cols, file: std::path::PathBuf) {
             ..opts()
         },
     )
-    .unwrap();
+    .unwrap()
 }
 
 proptest! {
@@ -785,12 +790,17 @@ fn small_appends_leave_a_few_files_per_column_and_none_above_the_bottom() {
     let row_db = open_db(dir.path().join("row"), true).unwrap();
     let cols: Cols = vec![(1, true, 1), (6, false, 3), (2, true, 1), (3, false, 2)];
     let appends = 40u64;
+    let mut merges = 0;
     for a in 0..appends {
         let ids: Vec<u64> = (a * 5..a * 5 + 5).collect();
         let f = write(dir.path(), &format!("a{a}.csv"), &csv(&cols, &ids, 3));
-        load(&db, "columnar", &cols, f.clone());
+        let s = load(&db, "columnar", &cols, f.clone());
+        assert_eq!(s.small_file_merge_error, None);
+        merges += s.small_file_merges;
         load(&row_db, "row", &cols, f);
     }
+    // The summaries count the merges: each column's 8th append merges its first 8 files.
+    assert!(merges >= cols.len(), "{merges} merges");
     db.wait_for_background_work().unwrap();
     let m = db.metrics();
     let files: Vec<usize> = m.levels.iter().map(|l| l.files).collect();

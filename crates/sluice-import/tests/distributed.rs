@@ -469,6 +469,14 @@ fn max_errors_counts_every_ranges_rejects() {
     let manifests = build_all(&plan, &encoded, &work, job, Vec::new()).unwrap();
     let rejects = tempfile::NamedTempFile::new().unwrap();
     let dups: Vec<RowReject> = manifests.iter().flat_map(|m| m.rejects.clone()).collect();
+    // One less room: the tally fails, and the file holds the rows up to the one that went over.
+    let e = tally_rejects(bad.clone(), dups.clone(), 9, Some(rejects.path())).unwrap_err();
+    assert!(
+        matches!(&e, ImportError::TooManyErrors { count, .. } if *count == 400),
+        "{e}"
+    );
+    let text = std::fs::read_to_string(rejects.path()).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with("# ")).count(), 10);
     assert_eq!(
         tally_rejects(bad, dups, 400, Some(rejects.path())).unwrap(),
         400

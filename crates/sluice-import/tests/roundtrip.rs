@@ -522,10 +522,11 @@ fn max_errors_writes_rejects_and_goes_on() {
     let schema = "CREATE TABLE r (id INT PRIMARY KEY, score DOUBLE)";
     let f = write(dir.path(), "r.csv", b"1,1.5\n2,notanumber\n3,2\n3,9\n");
     let rej = dir.path().join("rejects.txt");
+    let committed = sluice_import::imports_committed();
     let s = import(
         &db,
         schema,
-        vec![f],
+        vec![f.clone()],
         ImportOptions {
             max_errors: 2,
             rejects: Some(rej.clone()),
@@ -534,7 +535,9 @@ fn max_errors_writes_rejects_and_goes_on() {
     )
     .unwrap();
     assert_eq!((s.rows, s.rejected), (2, 2));
-    let text = std::fs::read_to_string(rej).unwrap();
+    // Counted for a signal handler's message (other tests of this process commit too).
+    assert!(sluice_import::imports_committed() > committed);
+    let text = std::fs::read_to_string(&rej).unwrap();
     assert!(
         text.contains("r.csv:2: column score: \"notanumber\" is not a DOUBLE\n2,notanumber\n"),
         "{text}"
@@ -544,6 +547,34 @@ fn max_errors_writes_rejects_and_goes_on() {
         "{text}"
     );
     assert_eq!(rows(&db, "r", None), vec!["1,1.5", "3,2"]);
+    // Past the limit the import fails and stores nothing, and the rejects file holds every row
+    // rejected up to and including the one that went over: one (none allowed), or both.
+    for (max_errors, kept) in [(0, 1), (1, 2)] {
+        let db = open_db(dir.path().join(format!("db{max_errors}")), true).unwrap();
+        let e = import(
+            &db,
+            schema,
+            vec![f.clone()],
+            ImportOptions {
+                max_errors,
+                rejects: Some(rej.clone()),
+                ..opts()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        let last = ["notanumber", "duplicate primary key (3)"][kept - 1];
+        assert!(e.contains(last), "{e}");
+        assert!(TableReader::tables(&db).unwrap().is_empty());
+        let text = std::fs::read_to_string(&rej).unwrap();
+        let reasons: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
+        assert_eq!(reasons.len(), kept, "{text}");
+        assert!(text.contains("2,notanumber\n"), "{text}");
+        assert_eq!(
+            text.contains("r.csv:4: duplicate primary key (3)"),
+            kept == 2
+        );
+    }
 }
 
 /// A record with malformed quoting (a stray quote in an unquoted field, characters after a

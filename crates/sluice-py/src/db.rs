@@ -78,6 +78,8 @@ pub fn summary_dict(py: Python<'_>, s: sluice_import::Summary) -> PyResult<Bound
         None => d.set_item("rewrite", py.None())?,
     }
     d.set_item("rewrite_error", s.rewrite_error)?;
+    d.set_item("small_file_merges", s.small_file_merges)?;
+    d.set_item("small_file_merge_error", s.small_file_merge_error)?;
     Ok(d)
 }
 

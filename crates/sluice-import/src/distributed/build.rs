@@ -443,8 +443,8 @@ pub fn commit(
     let _ = std::fs::remove_dir_all(job_dir(dir, &plan.job_id));
     if result.is_ok() {
         // As after a single-machine import (`Import::run`), once the table's commit lock and
-        // latch are let go.
-        crate::pipeline::db::merge_small_table_files(db, plan.table.id);
+        // latch are let go. A failure poisons the Db, which its next operation reports.
+        let _ = crate::pipeline::db::merge_small_table_files(db, plan.table.id);
     }
     result
 }

@@ -160,8 +160,9 @@ pub fn over_limit(rejects: &[RowReject], max_errors: u64) -> Option<ImportError>
 
 /// The coordinator's count of every task's rejects — `bad` (from encoding; sorted here by
 /// source position) then `duplicates` (from the primary ranges, in range order): fails past
-/// `max_errors`; else writes them to `path` (`# reason` then the record, as `sluice import`
-/// does) and returns how many there were.
+/// `max_errors`; writes them to `path` (`# reason` then the record, as `sluice import`
+/// does) and returns how many there were. Past the limit, the file holds the rows up to and
+/// including the one that went over, as `sluice import` leaves it.
 pub fn tally_rejects(
     mut bad: Vec<RowReject>,
     duplicates: Vec<RowReject>,
@@ -170,8 +171,9 @@ pub fn tally_rejects(
 ) -> Result<u64, ImportError> {
     bad.sort_by_key(|r| r.src);
     bad.extend(duplicates);
-    if let Some(e) = over_limit(&bad, max_errors) {
-        return Err(e);
+    let over = over_limit(&bad, max_errors);
+    if over.is_some() {
+        bad.truncate(usize::try_from(max_errors).map_or(usize::MAX, |m| m.saturating_add(1)));
     }
     if let Some(path) = path {
         let mut w = std::io::BufWriter::new(
@@ -187,5 +189,8 @@ pub fn tally_rejects(
         crate::durable::sync_file(w.get_ref(), path)?;
         crate::durable::sync_parent(path)?;
     }
-    Ok(bad.len() as u64)
+    match over {
+        Some(e) => Err(e),
+        None => Ok(bad.len() as u64),
+    }
 }

@@ -91,13 +91,29 @@ pub(crate) const SMALL_TABLE_FILE_BYTES: u64 = 64 << 10;
 /// among themselves (`Db::merge_small_files` within the table's keys, runs of one 8-byte
 /// table and index prefix). An append of a few rows leaves one small file per index (per
 /// column of a columnar table) beside that index's earlier ones at the bottom, where no
-/// compaction would ever merge them. A failure is not the import's: it poisons the Db, as a
-/// failed compaction does, and the next operation says so.
-pub(crate) fn merge_small_table_files(db: &Db, table_id: u32) {
+/// compaction would ever merge them. Returns the merges run. A failure is not the import's
+/// (it is committed): it poisons the Db, as a failed compaction does, and the next operation
+/// says so; the caller reports it.
+pub(crate) fn merge_small_table_files(db: &Db, table_id: u32) -> Result<usize, sluice::Error> {
     let lo = table_id.to_be_bytes();
     let hi = crate::keycode::prefix_successor(&lo).unwrap_or_else(|| vec![0xFF; 5]);
     let prefix = crate::keycode::PREFIX_LEN;
-    let _ = db.merge_small_files(prefix, SMALL_TABLE_FILE_BYTES, &lo, &hi);
+    db.merge_small_files(prefix, SMALL_TABLE_FILE_BYTES, &lo, &hi)
+}
+
+/// Imports of this process whose ingest has committed (a signal handler about to exit tells
+/// the user whether the import it cuts short is already in the Db: what follows a commit,
+/// merging small files and rewriting row groups, changes no row).
+static COMMITTED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts an import's commit (for [`imports_committed`]).
+pub(crate) fn note_committed() {
+    COMMITTED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// How many imports of this process have committed their ingest so far.
+pub fn imports_committed() -> u64 {
+    COMMITTED.load(Ordering::SeqCst)
 }
 
 /// [`open_db`], with `adjust` applied to the options before the open: settings that are not

@@ -69,7 +69,8 @@ use crate::ImportError;
 pub use crate::tmp_dirs::RESUME_PREFIX;
 pub use crate::tmp_dirs::TMP_PREFIX;
 pub use db::{
-    open_db, open_db_read_only, open_db_with, remove_leftovers, remove_tmp_dirs_for_exit,
+    imports_committed, open_db, open_db_read_only, open_db_with, remove_leftovers,
+    remove_tmp_dirs_for_exit,
 };
 pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
 
@@ -248,7 +249,10 @@ impl Import {
         let yields = self.opts.idle || self.opts.nice.is_some() || self.opts.rate_limiter.is_some();
         if !yields {
             if let Ok(r) = crate::query::TableReader::open(db, Some(&s.table)) {
-                crate::pipeline::db::merge_small_table_files(db, r.table.id);
+                match crate::pipeline::db::merge_small_table_files(db, r.table.id) {
+                    Ok(n) => s.small_file_merges = n,
+                    Err(e) => s.small_file_merge_error = Some(e.to_string()),
+                }
             }
         }
         self.rewrite_after(db, &mut s);
@@ -415,6 +419,7 @@ impl Import {
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
         let files = self.ingest(db, &s.plan, &s.indexes, s.catalog_file)?;
+        crate::pipeline::db::note_committed();
         if s.plan.tmp.resumable {
             // Ingested: nothing is left to resume.
             self.owned_dir
@@ -449,6 +454,8 @@ impl Import {
             resumed: s.plan.resume.is_some(),
             rewrite: None,
             rewrite_error: None,
+            small_file_merges: 0,
+            small_file_merge_error: None,
         })
     }
 }

@@ -252,6 +252,12 @@ pub struct Summary {
     pub rewrite: Option<crate::query::RewriteSummary>,
     /// Why that rewrite failed (the import is done all the same; the table reads the same).
     pub rewrite_error: Option<String>,
+    /// Merges of the table's small files run after the commit (each merged up to 64
+    /// neighbouring small files of one index or column into one, in their level).
+    pub small_file_merges: usize,
+    /// Why such a merge failed (the import is committed all the same, but the failure poisons
+    /// the Db as a failed compaction does: its next write says so, until it is reopened).
+    pub small_file_merge_error: Option<String>,
 }
 
 impl ImportOptions {

@@ -344,6 +344,16 @@ impl<'a> EmitCtx<'a> {
                 Ok(())
             };
         }
+        if let Some(w) = self.rejects.as_mut() {
+            let r = writeln!(w, "# {error}")
+                .and_then(|_| w.write_all(record))
+                .and_then(|_| w.write_all(b"\n"))
+                // The row that fails the import is kept too, so the file names every row the
+                // user has to mend (with `max_errors` 0, the one that failed).
+                .and_then(|_| if over { w.flush() } else { Ok(()) });
+            let shown = self.opts.rejects.as_deref().unwrap_or(Path::new("rejects"));
+            r.map_err(|e| ImportError::io(shown, e))?;
+        }
         if over {
             return Err(if self.opts.max_errors == 0 {
                 error
@@ -353,12 +363,6 @@ impl<'a> EmitCtx<'a> {
                     last: Box::new(error),
                 }
             });
-        }
-        if let Some(w) = self.rejects.as_mut() {
-            let r = writeln!(w, "# {error}")
-                .and_then(|_| w.write_all(record))
-                .and_then(|_| w.write_all(b"\n"));
-            r.map_err(|e| ImportError::io(Path::new("rejects"), e))?;
         }
         Ok(())
     }
