@@ -125,6 +125,23 @@ fn a_rejects_file_that_is_an_input_the_schema_or_in_the_db_is_refused() {
     std::os::unix::fs::symlink(&current, &into_db).unwrap();
     let dangling = dir.path().join("dangling.rejects");
     std::os::unix::fs::symlink(db.join("new-file"), &dangling).unwrap();
+    // A hard link to a table of the Db (as a checkpoint makes), from an import of other rows.
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "id,d,note\n7,2024-01-07,z\n").unwrap();
+    assert!(csv_import(d, &schema, &other, &[]).status.success());
+    let table = std::fs::read_dir(&db)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table file");
+    let table_bytes = std::fs::read(&table).unwrap();
+    let linked_table = dir.path().join("table.rejects");
+    std::fs::hard_link(&table, &linked_table).unwrap();
+    // Inside a kept checkpoint, which its import removes when it ends.
+    let ckpt = dir.path().join("sluice-resume-1234");
+    std::fs::create_dir(&ckpt).unwrap();
+    let in_ckpt = ckpt.join("rejects.txt");
     for (rejects, what) in [
         (&csv, "is an input"),
         (&linked, "is an input"),
@@ -132,6 +149,8 @@ fn a_rejects_file_that_is_an_input_the_schema_or_in_the_db_is_refused() {
         (&current, "is inside the database directory"),
         (&into_db, "is inside the database directory"),
         (&dangling, "is a symbolic link to nothing"),
+        (&linked_table, "is a hard link to"),
+        (&in_ckpt, "checkpoint directory"),
     ] {
         let r = rejects.to_str().unwrap();
         let out = csv_import(d, &schema, &csv, &["--max-errors", "5", "--rejects", r]);
@@ -142,6 +161,8 @@ fn a_rejects_file_that_is_an_input_the_schema_or_in_the_db_is_refused() {
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), rows);
     assert_eq!(std::fs::read_to_string(&schema).unwrap(), SCHEMA);
     assert!(!db.join("new-file").exists());
+    assert!(!in_ckpt.exists());
+    assert_eq!(std::fs::read(&table).unwrap(), table_bytes);
     // Each open writes a new MANIFEST (CURRENT names it): the Db opens and holds its key.
     let got = run(&["get", "--db", d, "k"], b"");
     assert_eq!(String::from_utf8_lossy(&got.stdout).trim(), "v");

@@ -89,8 +89,9 @@ pub(crate) fn prefix_crc(p: &Path, len: u64) -> std::io::Result<Option<u32>> {
 /// Refuses a rejects file an import would destroy: it is created (emptied) when the import
 /// starts, so it must be none of the `inputs` (the same file, whatever the path: a hard link,
 /// a symbolic link) and lie nowhere inside the Db's directory `db_dir` (a table, `CURRENT`, a
-/// checkpoint), also through a symbolic link; a symbolic link to nothing is refused (creating
-/// the rejects file would make its target).
+/// checkpoint), also through a symbolic link, nor be a hard link to a file there; nor lie in an
+/// import's temporary or checkpoint directory (removed when that import ends). A symbolic link
+/// to nothing is refused (creating the rejects file would make its target).
 pub fn check_rejects_path(
     rejects: &Path,
     inputs: &[std::path::PathBuf],
@@ -128,7 +129,7 @@ pub fn check_rejects_path(
             ));
         }
     }
-    if let (Some(t), Ok(d)) = (target, std::fs::canonicalize(db_dir)) {
+    if let (Some(t), Ok(d)) = (&target, std::fs::canonicalize(db_dir)) {
         if t.starts_with(&d) {
             return refuse(format!(
                 "{shown} is inside the database directory {}",
@@ -136,7 +137,54 @@ pub fn check_rejects_path(
             ));
         }
     }
+    // An import's temporary or checkpoint directory is removed when that import ends.
+    if let Some(t) = &target {
+        let in_tmp = t.ancestors().skip(1).any(|a| {
+            a.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with(crate::tmp_dirs::TMP_PREFIX)
+                    || n.starts_with(crate::tmp_dirs::RESUME_PREFIX)
+            })
+        });
+        if in_tmp {
+            return refuse(format!(
+                "{shown} is inside an import's temporary or checkpoint directory, which is \
+                 removed when that import ends"
+            ));
+        }
+    }
+    // A hard link to a file of the Db (a checkpoint's table, say): emptying it would empty
+    // the Db's file.
+    if let Some(d) = db_linked_file(rejects, db_dir) {
+        return refuse(format!(
+            "{shown} is a hard link to {} of the database (the rejects file is emptied when \
+             the import starts)",
+            d.display()
+        ));
+    }
     Ok(())
+}
+
+/// The file of the Db's directory `db_dir` that `path` is another name of (checked only for a
+/// file with more than one link).
+fn db_linked_file(path: &Path, db_dir: &Path) -> Option<std::path::PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        if !m.is_file() || m.nlink() < 2 {
+            return None;
+        }
+        std::fs::read_dir(db_dir).ok()?.flatten().find_map(|e| {
+            let x = std::fs::symlink_metadata(e.path()).ok()?;
+            (x.dev() == m.dev() && x.ino() == m.ino()).then(|| e.path())
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, db_dir);
+        None
+    }
 }
 
 /// True if `a` and `b` are one existing file (device and inode; elsewhere, canonical paths).
