@@ -340,10 +340,16 @@ def test_max_errors_and_rejects_across_tasks(tmp_path, ray_engine):
                              rejects=str(one_rejects))
     n = s1.rejected
     assert n > 3
+    # One too few allowed: the job fails, and its rejects file (an earlier run's lines gone)
+    # holds every bad row, the last the one that went over.
+    failed_rejects = tmp_path / "failed.rejects"
+    failed_rejects.write_text("# stale line of an earlier run\nstale\n")
     with pytest.raises(sluice.TooManyErrorsError):
         run(ray_engine, str(tmp_path / "many"), ITEMS_SQL, inputs, text={"header": True},
-            ranges=3, max_errors=n - 1)
+            ranges=3, max_errors=n - 1, rejects=str(failed_rejects))
     assert dump(tmp_path / "many") == []
+    assert sorted(failed_rejects.read_text().splitlines()) == sorted(
+        one_rejects.read_text().splitlines())
     rejects = tmp_path / "many.rejects"
     s = run(ray_engine, str(tmp_path / "many"), ITEMS_SQL, inputs, text={"header": True},
             ranges=3, max_errors=n, rejects=str(rejects))

@@ -401,13 +401,24 @@ fn clean_up_on_signals() -> std::io::Result<()> {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 INTERRUPTED.store(true, Ordering::SeqCst);
+                // An ingest already running is let finish (briefly), so the message below
+                // says truly whether the import is in the Db; none starts after this.
+                let committed =
+                    sluice_import::stop_commits_for_exit(std::time::Duration::from_secs(5));
                 sluice_import::remove_tmp_dirs_for_exit();
                 let name = match sig {
                     SIGINT => "SIGINT",
                     SIGTERM => "SIGTERM",
                     _ => "SIGHUP",
                 };
-                if sluice_import::imports_committed() > 0 {
+                if committed.is_none() {
+                    eprintln!(
+                        "sluice: import interrupted by {name} while its ingest was still \
+                         running: it may or may not have committed (`sluice tables` shows \
+                         the Db). If it did not, its last checkpoint is kept for `sluice \
+                         import --resume` (which refuses if the import did commit)"
+                    );
+                } else if committed > Some(0) {
                     // Merging the table's small files or rewriting its row groups: compactions,
                     // recovered like any other, that change no row.
                     eprintln!(

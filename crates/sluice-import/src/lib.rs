@@ -56,8 +56,8 @@ pub use input::Format;
 pub use pipeline::merge::policy::{check_rejects_path, same_file};
 pub use pipeline::{
     default_memory, imports_committed, open_db, open_db_read_only, open_db_with, parse_size,
-    remove_leftovers, remove_tmp_dirs_for_exit, FileSummary, Import, ImportOptions, OnDuplicate,
-    Summary,
+    remove_leftovers, remove_tmp_dirs_for_exit, stop_commits_for_exit, FileSummary, Import,
+    ImportOptions, OnDuplicate, Summary,
 };
 pub use progress::ProgressMode;
 pub use query::{ColumnSum, CountSum, OutputFormat, RewriteSummary, TableReader};

@@ -322,8 +322,9 @@ pub fn check_job_rejects(
         .map_err(|e| Failure::from(e).into_pyerr(py))
 }
 
-/// Every task's rejects added up: raises past `max_errors`, else writes them to `path` (if
-/// any) and returns how many there were.
+/// Every task's rejects added up and written to `path` (if any); raises past `max_errors`
+/// (the file then holds the rows up to the one that went over), else returns how many there
+/// were.
 #[pyfunction]
 #[pyo3(signature = (bad, duplicates, max_errors, path=None))]
 pub fn tally_job_rejects(
@@ -376,6 +377,17 @@ pub fn commit_job<'py>(
         out.append(d)?;
     }
     Ok(out)
+}
+
+/// After `commit_job`: the job's table's small files merged (`sluice import` does the same
+/// after its commit); returns the merges run, raises if one failed (the job is committed).
+#[pyfunction]
+pub fn merge_job_small_files(py: Python<'_>, db: &PyDb, plan_json: &str) -> PyResult<usize> {
+    let p = plan(py, plan_json)?;
+    let handle = db.handle().map_err(|e| e.into_pyerr(py))?;
+    detached(py, move || {
+        Ok(sluice_import::distributed::merge_small_files(&handle, &p)?)
+    })
 }
 
 /// The keys of an encoded batch's rows `rows` of slot `slot`, as bytes (a sample).

@@ -33,6 +33,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::ranges, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::build, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::commit_job, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::merge_job_small_files, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::sample_keys, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::existing_slots, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::existing_entries, m)?)?;

@@ -373,7 +373,9 @@ def run(
 
     ``max_errors``/``rejects``: as ``sluice import``'s — bad rows (and, under ``error``,
     duplicate keys) tolerated across all tasks, written to ``rejects`` (``# reason`` then the
-    record) by the coordinator; past the limit the job fails and nothing is visible.
+    record) by the coordinator, which empties it when the job starts. Past the limit the job
+    fails and nothing of it is visible; ``rejects`` then holds the rows counted up to and
+    including the one that went over (none when a single task went over on its own).
 
     ``output``: ``"db"`` (one atomic ingest) or ``"files"``: each range's SSTs and a
     ``ranges.json`` in ``out_dir`` (the Db is read for its catalog, never written).
@@ -391,7 +393,8 @@ def run(
     Returns a summary: table, rows, rejected, duplicates_dropped, files (slot, kind, level,
     entries), bytes written, ranges, balance (largest primary range / mean, in bytes), phases
     (seconds), reused_ranges, rewrite (``Table.rewrite_groups``' counts, or None) and
-    rewrite_error, and for files output ``out_dir``."""
+    rewrite_error, small_file_merges and small_file_merge_error (the table's small files
+    merged after the commit, as ``sluice import`` does), and for files output ``out_dir``."""
     if output not in ("db", "files"):
         raise ValueError(f"output {output!r}: db or files")
     if rewrite_dead is not None and not 0.0 < rewrite_dead <= 1.0:
@@ -408,6 +411,8 @@ def run(
         if rejects is not None:
             # Before any work: the rejects file is emptied at the end, whatever it names.
             _sluice.check_job_rejects(rejects, [n for n, _ in inputs], str(db.path))
+            # As `sluice import`: what an earlier run left there is not this job's.
+            open(rejects, "wb").close()
         base = os.path.abspath(work_dir or str(db.path))
         shuffle = os.path.join(base, f"sluice-job-{job}", "shuffle")
         names = [n for n, _ in inputs]
@@ -436,8 +441,10 @@ def run(
                 plan, n_ranges = _cut(engine, bar, plan, state, inputs, sampling, ranges, base)
                 phases["sample"] = time.perf_counter() - t0
                 bad = _shuffle(engine, bar, raw, plan, state, inputs, shuffle, base, job)
-                # Early: the bad rows alone may already be too many.
-                _sluice.tally_job_rejects(bad, [], max_errors)
+                # Early: the bad rows alone may already be too many (then written, up to the
+                # one that goes over).
+                over = rejects if len(bad) > max_errors else None
+                _sluice.tally_job_rejects(bad, [], max_errors, over)
                 phases["encode_shuffle"] = time.perf_counter() - t0 - sum(phases.values())
                 manifests, reused = _build(engine, bar, plan, state, shuffle, base, _fail_build_once)
                 phases["build"] = time.perf_counter() - t0 - sum(phases.values())
@@ -454,8 +461,15 @@ def run(
                 # Tests: the coordinator dies here, with every range built and nothing committed.
                 os._exit(137)
             bar.start("ingest", 1)
+            merges, merge_error = 0, None
             if output == "db":
                 files = list(_sluice.commit_job(raw, plan, manifests, base))
+                # Committed: a failed merge is reported, not raised (it poisons the Db as a
+                # failed compaction does, and the rewrite is then not tried).
+                try:
+                    merges = _sluice.merge_job_small_files(raw, plan)
+                except _errors.Error as e:
+                    merge_error = str(e)
             else:
                 ranges_json = _json(_sluice.export_job(plan, manifests, base, str(out_dir)))
                 files = [
@@ -467,7 +481,10 @@ def run(
             bar.tick()
             bar.done()
             phases["ingest"] = time.perf_counter() - t0 - sum(phases.values())
-            rewrite, rewrite_error = _rewrite_after(db, plan, output, on_duplicate, rewrite_dead)
+            rewrite, rewrite_error = None, None
+            if merge_error is None:
+                rewrite, rewrite_error = _rewrite_after(
+                    db, plan, output, on_duplicate, rewrite_dead)
             if rewrite is not None or rewrite_error is not None:
                 phases["rewrite"] = time.perf_counter() - t0 - sum(phases.values())
         except _DataError as e:
@@ -505,6 +522,8 @@ def run(
         "reused_ranges": reused,
         "rewrite": rewrite,
         "rewrite_error": rewrite_error,
+        "small_file_merges": merges,
+        "small_file_merge_error": merge_error,
     }
     if output == "files":
         out["out_dir"] = str(out_dir)

@@ -128,6 +128,9 @@ def summary_text(s: Dict[str, Any]) -> str:
             f"replaced rows: {r['rows_dropped']} rows' bytes given back "
             f"({r['bytes_before']} -> {r['bytes_after']} bytes)"
         )
+    if s.get("small_file_merge_error"):
+        lines.append("  merging the table's small files failed (the import is committed): "
+                     f"{s['small_file_merge_error']}")
     if s.get("rewrite_error"):
         lines.append(f"  the row-group rewrite failed (the import is committed): {s['rewrite_error']}")
     if "out_dir" in s:

@@ -432,7 +432,7 @@ pub const DEAD_MARKS_SLOT: u32 = u32::MAX - 1;
 /// ignored — checked (this job's, disjoint key ranges per slot), then the catalog entry (a new
 /// table) and every file in **one** `Db::ingest`. Returns the files ingested per slot
 /// (`u32::MAX`: the catalog's; [`DEAD_MARKS_SLOT`]: the deletion marks'). The job's directory under `dir` is removed afterwards, whether
-/// the commit succeeded or not.
+/// the commit succeeded or not. The coordinator then calls [`merge_small_files`].
 pub fn commit(
     db: &Db,
     plan: &JobPlan,
@@ -441,12 +441,19 @@ pub fn commit(
 ) -> Result<Vec<(u32, sluice::IngestedFile)>, ImportError> {
     let result = commit_inner(db, plan, manifests, dir);
     let _ = std::fs::remove_dir_all(job_dir(dir, &plan.job_id));
-    if result.is_ok() {
-        // As after a single-machine import (`Import::run`), once the table's commit lock and
-        // latch are let go. A failure poisons the Db, which its next operation reports.
-        let _ = crate::pipeline::db::merge_small_table_files(db, plan.table.id);
-    }
     result
+}
+
+/// After [`commit`], once the table's commit lock and latch are let go: the table's small
+/// files merged, as after a single-machine import (`Import::run`): an append of a few rows
+/// leaves one small file per index, per column of a columnar table. Returns the merges run. A
+/// failure (reported as `small_file_merge_error`) does not undo the commit, but poisons the
+/// Db as a failed compaction does.
+pub fn merge_small_files(db: &Db, plan: &JobPlan) -> Result<usize, ImportError> {
+    Ok(crate::pipeline::db::merge_small_table_files(
+        db,
+        plan.table.id,
+    )?)
 }
 
 fn commit_inner(

@@ -73,7 +73,8 @@ use crate::schema::{parse_schema, Layout, TableDef};
 use crate::{ImportError, OnDuplicate};
 
 pub use build::{
-    attempt_dir, build_range, commit, FromPrimary, RangeFile, RangeManifest, DEAD_MARKS_SLOT,
+    attempt_dir, build_range, commit, merge_small_files, FromPrimary, RangeFile, RangeManifest,
+    DEAD_MARKS_SLOT,
 };
 pub use output::{export_ranges, RangeSet, RangesManifest};
 use rejects::{over_limit, RowReject};

@@ -1,8 +1,9 @@
 //! `max_errors` across tasks: each task returns the rows it rejected (bad rows while encoding,
 //! duplicate keys while building a primary range) as [`RowReject`]s, fails on its own once it
 //! alone has more than the plan's `max_errors`, and the coordinator adds them all up
-//! ([`tally_rejects`]): over the limit, the job fails before anything is visible; within it,
-//! the coordinator writes the rejects file in `sluice import`'s format.
+//! ([`tally_rejects`]): over the limit, the job fails before anything is visible (the rejects
+//! file holding the rows up to the one that went over); within it, the coordinator writes
+//! the rejects file in `sluice import`'s format.
 //!
 //! Order, as `sluice import` writes them: bad rows by source position, then duplicates in key
 //! order (primary ranges in range order).
@@ -176,21 +177,31 @@ pub fn tally_rejects(
         bad.truncate(usize::try_from(max_errors).map_or(usize::MAX, |m| m.saturating_add(1)));
     }
     if let Some(path) = path {
-        let mut w = std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|e| ImportError::io(path, e))?,
-        );
-        for r in &bad {
-            writeln!(w, "# {}", r.to_error())
-                .and_then(|_| writeln!(w, "{}", r.record))
-                .map_err(|e| ImportError::io(path, e))?;
+        let written = write_rejects(&bad, path);
+        // Past the limit the data error is the job's, whatever the write did (a full disk
+        // must not make it look retryable).
+        if let Some(e) = over {
+            return Err(e);
         }
-        w.flush().map_err(|e| ImportError::io(path, e))?;
-        // Durable before the caller commits the job: the rows are in neither place otherwise.
-        crate::durable::sync_file(w.get_ref(), path)?;
-        crate::durable::sync_parent(path)?;
+        written?;
     }
     match over {
         Some(e) => Err(e),
         None => Ok(bad.len() as u64),
     }
+}
+
+/// Writes `bad` to the rejects file `path` and makes it durable.
+fn write_rejects(bad: &[RowReject], path: &Path) -> Result<(), ImportError> {
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| ImportError::io(path, e))?);
+    for r in bad {
+        writeln!(w, "# {}", r.to_error())
+            .and_then(|_| writeln!(w, "{}", r.record))
+            .map_err(|e| ImportError::io(path, e))?;
+    }
+    w.flush().map_err(|e| ImportError::io(path, e))?;
+    // Durable before the caller commits the job: the rows are in neither place otherwise.
+    crate::durable::sync_file(w.get_ref(), path)?;
+    crate::durable::sync_parent(path)
 }

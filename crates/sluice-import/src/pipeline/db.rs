@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use sluice::Db;
 
@@ -106,14 +106,49 @@ pub(crate) fn merge_small_table_files(db: &Db, table_id: u32) -> Result<usize, s
 /// merging small files and rewriting row groups, changes no row).
 static COMMITTED: AtomicU64 = AtomicU64::new(0);
 
-/// Counts an import's commit (for [`imports_committed`]).
-pub(crate) fn note_committed() {
+/// Held (shared) by each import from just before its ingest until it is counted in
+/// [`COMMITTED`]; [`stop_commits_for_exit`] takes it exclusively.
+static COMMIT_GATE: RwLock<()> = RwLock::new(());
+
+/// Runs an import's ingest `commit` and counts it once it committed: an exiting process's
+/// [`stop_commits_for_exit`] waits for it, and after that call no ingest starts.
+pub(crate) fn committing<T>(
+    commit: impl FnOnce() -> Result<T, ImportError>,
+) -> Result<T, ImportError> {
+    let _gate = COMMIT_GATE.read().unwrap_or_else(|e| e.into_inner());
+    let r = commit()?;
     COMMITTED.fetch_add(1, Ordering::SeqCst);
+    Ok(r)
 }
 
 /// How many imports of this process have committed their ingest so far.
 pub fn imports_committed() -> u64 {
     COMMITTED.load(Ordering::SeqCst)
+}
+
+/// For a process about to exit on a signal: waits up to `wait` for the ingests running now to
+/// commit or fail, and keeps any later one from starting (it waits until the process exits).
+/// Returns how many imports of this process committed, or `None` when an ingest was still
+/// running after `wait` (it may yet commit before the exit).
+pub fn stop_commits_for_exit(wait: std::time::Duration) -> Option<u64> {
+    let until = std::time::Instant::now() + wait;
+    loop {
+        match COMMIT_GATE.try_write() {
+            Ok(g) => {
+                // Held until the process exits.
+                std::mem::forget(g);
+                return Some(imports_committed());
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                std::mem::forget(e.into_inner());
+                return Some(imports_committed());
+            }
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
 }
 
 /// [`open_db`], with `adjust` applied to the options before the open: settings that are not

@@ -70,7 +70,7 @@ pub use crate::tmp_dirs::RESUME_PREFIX;
 pub use crate::tmp_dirs::TMP_PREFIX;
 pub use db::{
     imports_committed, open_db, open_db_read_only, open_db_with, remove_leftovers,
-    remove_tmp_dirs_for_exit,
+    remove_tmp_dirs_for_exit, stop_commits_for_exit,
 };
 pub use options::{default_memory, parse_size, FileSummary, ImportOptions, OnDuplicate, Summary};
 
@@ -255,7 +255,10 @@ impl Import {
                 }
             }
         }
-        self.rewrite_after(db, &mut s);
+        // After a failed merge the Db is poisoned: a rewrite could only fail the same way.
+        if s.small_file_merge_error.is_none() {
+            self.rewrite_after(db, &mut s);
+        }
         Ok(s)
     }
 
@@ -418,8 +421,9 @@ impl Import {
 
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
-        let files = self.ingest(db, &s.plan, &s.indexes, s.catalog_file)?;
-        crate::pipeline::db::note_committed();
+        let files = crate::pipeline::db::committing(|| {
+            self.ingest(db, &s.plan, &s.indexes, s.catalog_file)
+        })?;
         if s.plan.tmp.resumable {
             // Ingested: nothing is left to resume.
             self.owned_dir

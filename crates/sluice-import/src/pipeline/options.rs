@@ -213,6 +213,7 @@ pub struct FileSummary {
 
 /// What an import did.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// Table loaded.
     pub table: String,
@@ -253,10 +254,12 @@ pub struct Summary {
     /// Why that rewrite failed (the import is done all the same; the table reads the same).
     pub rewrite_error: Option<String>,
     /// Merges of the table's small files run after the commit (each merged up to 64
-    /// neighbouring small files of one index or column into one, in their level).
+    /// neighbouring small files of one index or column into one, in their level); 0 when one
+    /// failed.
     pub small_file_merges: usize,
-    /// Why such a merge failed (the import is committed all the same, but the failure poisons
-    /// the Db as a failed compaction does: its next write says so, until it is reopened).
+    /// Why such a merge failed, or found the Db failed by other background work (the import
+    /// is committed all the same, but the Db is poisoned as after a failed compaction: its next
+    /// write says so, until it is reopened; the row-group rewrite is then not tried).
     pub small_file_merge_error: Option<String>,
 }
 

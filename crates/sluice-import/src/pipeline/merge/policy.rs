@@ -399,8 +399,12 @@ impl<'a> EmitCtx<'a> {
                 // The row that fails the import is kept too, so the file names every row the
                 // user has to mend (with `max_errors` 0, the one that failed).
                 .and_then(|_| if over { w.flush() } else { Ok(()) });
-            let shown = self.opts.rejects.as_deref().unwrap_or(Path::new("rejects"));
-            r.map_err(|e| ImportError::io(shown, e))?;
+            // Past the limit the import fails on the row whatever the write did: a full disk
+            // here must not turn a data error into a resumable one.
+            if !over {
+                let shown = self.opts.rejects.as_deref().unwrap_or(Path::new("rejects"));
+                r.map_err(|e| ImportError::io(shown, e))?;
+            }
         }
         if over {
             return Err(if self.opts.max_errors == 0 {

@@ -300,7 +300,7 @@ pub struct CompactionInfo {
     /// Why it was picked: the source level's score ×100 when picked (L0: sublevels over
     /// `l0_compaction_trigger`, thin sublevels counted by their bytes while L0 is shallow, see
     /// `Options::l0_thin_sublevels_wait`; other levels: bytes over target); `None` for a
-    /// manual one.
+    /// manual one and for a caller's `Db::merge_small_files`.
     pub score_x100: Option<u64>,
     /// Source level (the shallowest input level for a manual compaction).
     pub level: usize,
