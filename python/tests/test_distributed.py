@@ -438,3 +438,26 @@ def test_arrow_inputs_resume_only_under_the_callers_fingerprint(tmp_path):
     with sluice.open(tmp_path / "one") as one:
         one.import_arrow(ITEMS_SQL, t)
     assert dump(db) == dump(tmp_path / "one")
+
+
+def test_small_appends_merge_their_files_and_say_so(tmp_path):
+    """Each small append into a columnar table ingests a small file per column; after its
+    commit the job merges the table's small files, as `sluice import` does, and its summary
+    counts the merges (and the single-machine import's report does too)."""
+    sql = ITEMS_SQL.replace(");", ") WITH (layout = 'columnar');", 1)
+    merges = {"job": 0, "import": 0}
+    for a in range(12):
+        f = tmp_path / f"a{a}.csv"
+        f.write_text("id,grp,email,price\n"
+                     + "".join(f"{i},g{i % 3},{i}@a,1.00\n" for i in range(a * 5, a * 5 + 5)))
+        s = run(engine_named("local"), str(tmp_path / "job"), sql, [(str(f), ("file", str(f)))],
+                text={"header": True}, ranges=1)
+        assert s["small_file_merge_error"] is None
+        merges["job"] += s["small_file_merges"]
+        with sluice.open(tmp_path / "one") as db:
+            r = db.import_files(sql, [f], progress="off", header=True)
+        assert r.small_file_merge_error is None
+        merges["import"] += r.small_file_merges
+    assert merges["job"] > 0 and merges["import"] > 0, merges
+    assert len(dump(tmp_path / "job")) > 0
+    assert dump(tmp_path / "job") == dump(tmp_path / "one")
