@@ -127,6 +127,9 @@ pub struct Stats {
     pub verified_keys: AtomicU64,
     /// Intra-L0 compactions the Db started (from its events, concurrent mode).
     pub intra_l0: AtomicU64,
+    /// Small-file merges (picker policy 7: in the background, or an import's
+    /// `Db::merge_small_files`) the Db started (from its events, concurrent mode).
+    pub small_files: AtomicU64,
 }
 
 impl Stats {
@@ -162,6 +165,7 @@ impl Stats {
             (&self.rounds, &other.rounds),
             (&self.verified_keys, &other.verified_keys),
             (&self.intra_l0, &other.intra_l0),
+            (&self.small_files, &other.small_files),
         ] {
             a.fetch_add(b.load(Ordering::Relaxed), Ordering::Relaxed);
         }
@@ -174,13 +178,14 @@ impl Stats {
             s.push_str(&format!(" {}={}", op.name(), self.get(op)));
         }
         s.push_str(&format!(
-            " errors={} rejected={} faults={} rounds={} verified_keys={} intra_l0={}",
+            " errors={} rejected={} faults={} rounds={} verified_keys={} intra_l0={} small_files={}",
             self.errors.load(Ordering::Relaxed),
             self.rejected.load(Ordering::Relaxed),
             self.faults.load(Ordering::Relaxed),
             self.rounds.load(Ordering::Relaxed),
             self.verified_keys.load(Ordering::Relaxed),
             self.intra_l0.load(Ordering::Relaxed),
+            self.small_files.load(Ordering::Relaxed),
         ));
         s
     }

@@ -197,12 +197,20 @@ pub fn run(cfg: &RunConfig) -> Summary {
             ));
             break;
         }
-        let intra = events.iter().filter(|e| {
-            matches!(e, sluice::Event::CompactionBegin(c) if c.kind == sluice::events::CompactionKind::IntraL0)
-        });
+        let begun = |kind| {
+            events
+                .iter()
+                .filter(|e| matches!(e, sluice::Event::CompactionBegin(c) if c.kind == kind))
+                .count() as u64
+        };
+        use sluice::events::CompactionKind;
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
         stats
             .intra_l0
-            .fetch_add(intra.count() as u64, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(begun(CompactionKind::IntraL0), relaxed);
+        stats
+            .small_files
+            .fetch_add(begun(CompactionKind::SmallFiles), relaxed);
         stats.count(Op::Reopen);
         db = match Db::open(storage.db_dir(), opts.clone()) {
             Ok(d) => Arc::new(d),
