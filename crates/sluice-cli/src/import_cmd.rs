@@ -294,6 +294,9 @@ pub fn import(a: ImportArgs) -> CmdResult {
         sluice_import::ImportError::Schema(s) => format!("{}: {}", schema_name, s.message),
         other => with_flag_names(other),
     })?;
+    for w in import.input_warnings() {
+        eprintln!("warning: {w}");
+    }
     clean_up_on_signals()?;
     let listeners = crate::db_dir::event_listeners()?;
     let new = crate::db_dir::new_db(&a.db);

@@ -606,3 +606,82 @@ fn a_dictionary_page_claiming_more_values_than_it_holds_is_refused() {
         "{e}"
     );
 }
+
+/// A Parquet file whose column names miss the table's: two columns of one name are refused,
+/// and a table column the file lacks beside a column the table lacks (a misspelling) is
+/// named by `Import::input_warnings`, while a file that only has extra columns, or only lacks
+/// some, is not.
+#[test]
+fn parquet_column_names_that_do_not_match_are_refused_or_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE t (id BIGINT PRIMARY KEY, s TEXT, n INT)";
+    let ids = || -> ArrayRef { Arc::new(arrow_array::Int64Array::from(vec![1i64, 2])) };
+    let text = |v: &str| -> ArrayRef { Arc::new(arrow_array::StringArray::from(vec![v, v])) };
+    let write = |name: &str, b: RecordBatch| {
+        let p = dir.path().join(name);
+        write_parquet(&p, &[b], 100);
+        p
+    };
+    let fields = |names: &[&str]| {
+        Arc::new(Schema::new(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let ty = if i == 0 {
+                        DataType::Int64
+                    } else {
+                        DataType::Utf8
+                    };
+                    Field::new(*n, ty, true)
+                })
+                .collect::<Vec<_>>(),
+        ))
+    };
+    let dup = write(
+        "dup.parquet",
+        RecordBatch::try_new(fields(&["id", "s", "s"]), vec![ids(), text("a"), text("b")]).unwrap(),
+    );
+    let typo = write(
+        "typo.parquet",
+        batch(vec![("id", ids()), ("sx", text("a"))]),
+    );
+    let extra = write(
+        "extra.parquet",
+        batch(vec![
+            ("id", ids()),
+            ("s", text("a")),
+            ("n", Arc::new(arrow_array::Int32Array::from(vec![1, 2]))),
+            ("z", text("z")),
+        ]),
+    );
+    let lacking = write(
+        "lacking.parquet",
+        batch(vec![("id", ids()), ("s", text("a"))]),
+    );
+    let db = open_db(dir.path().join("db"), true).unwrap();
+    let e = import(&db, schema, vec![dup], opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("column s: the input has two columns of that name"),
+        "{e}"
+    );
+    assert!(TableReader::tables(&db).unwrap().is_empty());
+    let warnings = |p: &std::path::Path| {
+        Import::new(schema, vec![p.to_path_buf()], opts())
+            .unwrap()
+            .input_warnings()
+    };
+    let w = warnings(&typo);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("has no column s, n of table t") && w[0].contains("sx"),
+        "{w:?}"
+    );
+    assert_eq!(warnings(&extra), Vec::<String>::new());
+    assert_eq!(warnings(&lacking), Vec::<String>::new());
+    // The import itself goes on, as documented: the missing columns are NULL.
+    let s = import(&db, schema, vec![typo], opts()).unwrap();
+    assert_eq!(s.rows, 2);
+}

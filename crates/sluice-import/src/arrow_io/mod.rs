@@ -13,7 +13,7 @@ pub mod values;
 pub use arrow_array::{RecordBatch, RecordBatchReader};
 pub use export::{arrow_type, BatchBuilder};
 pub use parquet::{
-    create_table_sql, open_parquet, parquet_schema, parquet_table_sql, ParquetInput,
+    create_table_sql, open_parquet, parquet_schema, parquet_table_sql, unread_columns, ParquetInput,
 };
 pub use values::{check_type, Cells};
 

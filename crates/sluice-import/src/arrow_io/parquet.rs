@@ -87,7 +87,9 @@ pub fn guarded<T>(
 }
 
 /// The file's fields (root indexes, in file order) that fill table columns, and the table
-/// column of each.
+/// column of each. Fields the table lacks are not read (a wide file can fill a narrow table),
+/// a nullable column the file lacks reads as NULL ([`unread_columns`] tells a caller which, to
+/// warn of a misspelling); two fields for one column are refused.
 pub fn match_columns(schema: &Schema, t: &TableDef) -> Result<(Vec<usize>, Vec<usize>), String> {
     let mut roots = Vec::new();
     let mut columns = Vec::new();
@@ -96,8 +98,14 @@ pub fn match_columns(schema: &Schema, t: &TableDef) -> Result<(Vec<usize>, Vec<u
             continue;
         };
         let col = &t.columns[c];
-        if col.hidden || columns.contains(&c) {
+        if col.hidden {
             continue;
+        }
+        if columns.contains(&c) {
+            return Err(format!(
+                "column {}: the input has two columns of that name",
+                col.name
+            ));
         }
         check_type(f.data_type(), &col.ty).map_err(|why| format!("column {}: {why}", col.name))?;
         roots.push(i);
@@ -112,6 +120,29 @@ pub fn match_columns(schema: &Schema, t: &TableDef) -> Result<(Vec<usize>, Vec<u
         }
     }
     Ok((roots, columns))
+}
+
+/// What [`match_columns`] leaves out of `schema` for table `t`: the table's visible columns the
+/// input lacks (they read as NULL) and the input's fields the table lacks (not read). Both at
+/// once is what a misspelled name looks like; `sluice import` warns of it.
+pub fn unread_columns(schema: &Schema, t: &TableDef) -> (Vec<String>, Vec<String>) {
+    let missing = t
+        .visible_columns()
+        .filter(|(i, _)| {
+            !schema
+                .fields()
+                .iter()
+                .any(|f| t.column(f.name()) == Some(*i))
+        })
+        .map(|(_, c)| c.name.clone())
+        .collect();
+    let unread = schema
+        .fields()
+        .iter()
+        .filter(|f| t.column(f.name()).is_none())
+        .map(|f| f.name().clone())
+        .collect();
+    (missing, unread)
 }
 
 /// The Arrow schema of a Parquet file.

@@ -421,17 +421,20 @@ impl Import {
 
     /// Step 6, and the summary.
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
+        // A signal's exit waits for the commit and for the checkpoint's removal after it, so
+        // an import that says it committed leaves nothing that looks resumable.
         let files = crate::pipeline::db::committing(|| {
-            self.ingest(db, &s.plan, &s.indexes, s.catalog_file)
+            let files = self.ingest(db, &s.plan, &s.indexes, s.catalog_file)?;
+            if s.plan.tmp.resumable {
+                // Ingested: nothing is left to resume.
+                self.owned_dir
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                let _ = std::fs::remove_dir_all(&s.plan.tmp.path);
+            }
+            Ok(files)
         })?;
-        if s.plan.tmp.resumable {
-            // Ingested: nothing is left to resume.
-            self.owned_dir
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            let _ = std::fs::remove_dir_all(&s.plan.tmp.path);
-        }
         s.counters.set_phase(Phase::Done);
         drop(s.reporter);
         let t_total = s.t0.elapsed().as_secs_f64();

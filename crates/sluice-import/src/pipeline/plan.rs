@@ -119,6 +119,36 @@ impl IndexState {
 }
 
 impl Import {
+    /// What is worth a warning before the import runs: each Parquet input that lacks columns
+    /// of the table (they read as NULL) while it has columns the table lacks (not read),
+    /// which is what a misspelled column name looks like.
+    pub fn input_warnings(&self) -> Vec<String> {
+        let Ok(def) = catalog::choose(&self.tables, self.opts.table.as_deref()) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for f in &self.files {
+            if self.opts.format.unwrap_or_else(|| Format::from_path(f)) != Format::Parquet {
+                continue;
+            }
+            let Ok(schema) = crate::arrow_io::parquet_schema(f) else {
+                continue;
+            };
+            let (missing, unread) = crate::arrow_io::unread_columns(&schema, &def);
+            if !missing.is_empty() && !unread.is_empty() {
+                out.push(format!(
+                    "{}: has no column {} of table {} (stored as NULL), and its column(s) {} \
+                     are not the table's (not read): a misspelled name?",
+                    f.display(),
+                    missing.join(", "),
+                    def.name,
+                    unread.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
     /// Step 1.
     pub(crate) fn bind_table(&self, db: &Db) -> Result<(TableDef, bool), ImportError> {
         let mut def = catalog::choose(&self.tables, self.opts.table.as_deref())?;
