@@ -414,31 +414,34 @@ fn clean_up_on_signals() -> std::io::Result<()> {
                     SIGTERM => "SIGTERM",
                     _ => "SIGHUP",
                 };
-                if committed.is_none() {
-                    eprintln!(
+                let msg = if committed.is_none() {
+                    format!(
                         "sluice: import interrupted by {name} while its ingest was still \
-                         running: it may or may not have committed (`sluice tables` shows \
-                         the Db). If it did not, its last checkpoint is kept for `sluice \
-                         import --resume` (which refuses if the import did commit)"
-                    );
+                         running: it may or may not have committed. Look before running it \
+                         again (`sluice scan`): if it did not, `sluice import --resume` with the \
+                         same arguments continues it from its last checkpoint"
+                    )
                 } else if committed > Some(0) {
                     // Merging the table's small files or rewriting its row groups: compactions,
                     // recovered like any other, that change no row.
-                    eprintln!(
+                    format!(
                         "sluice: interrupted by {name} after the import committed: its rows \
                          are in the Db. The tidying that follows the commit (merging the \
                          table's small files, rewriting row groups) was cut short; nothing \
                          needs resuming"
-                    );
+                    )
                 } else {
-                    eprintln!(
+                    format!(
                         "sluice: import interrupted by {name}; the Db is unchanged (an import \
                          changes it only by its final, atomic ingest). Its last checkpoint is \
                          kept (sluice-resume-* in the Db directory or --tmp-dir): `sluice \
                          import --resume` with the same arguments continues it, an import \
                          without --resume discards it"
-                    );
-                }
+                    )
+                };
+                // Not eprintln!: after a SIGHUP the terminal may be gone, and a failed write
+                // must not keep this thread (which holds the commit gate) from the exit.
+                let _ = writeln!(std::io::stderr(), "{msg}");
                 std::process::exit(128 + sig);
             }
         })?;

@@ -427,6 +427,17 @@ fn parquet_regression_arrow_schema_decoder_panic_is_an_error() {
     let e = exercise_parquet(&path, bytes).unwrap_err().to_string();
     assert!(e.contains(&path.display().to_string()), "{e}");
     assert!(e.contains("not a readable Parquet file"), "{e}");
+    // Reading its schema alone (the CLI's warnings before an import, a table taken from the
+    // file) is an error too, not a panic.
+    let e = sluice_import::arrow_io::parquet_schema(&path).unwrap_err();
+    assert!(e.to_string().contains("not a readable Parquet file"), "{e}");
+    let import = sluice_import::Import::new(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY)",
+        vec![path.clone()],
+        sluice_import::ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(import.input_warnings(), Vec::<String>::new());
 }
 
 /// Found by the parquet cargo-fuzz target (5.6 minutes in, `-malloc_limit_mb=512`): a

@@ -166,9 +166,11 @@ pub fn run(cfg: &RunConfig) -> Summary {
             }
         }
         drop(ctx);
-        if !anomalies.lock().is_empty() || Instant::now() >= end {
+        if !anomalies.lock().is_empty() {
             break;
         }
+        // The last phase too is closed, its events checked and counted; then no reopen.
+        let last = Instant::now() >= end;
         // Single-threaded: close and open again; the oracle carries over unchanged.
         let Ok(d) = Arc::try_unwrap(db) else {
             unreachable!("every worker joined")
@@ -211,6 +213,9 @@ pub fn run(cfg: &RunConfig) -> Summary {
         stats
             .small_files
             .fetch_add(begun(CompactionKind::SmallFiles), relaxed);
+        if last {
+            break;
+        }
         stats.count(Op::Reopen);
         db = match Db::open(storage.db_dir(), opts.clone()) {
             Ok(d) => Arc::new(d),

@@ -411,8 +411,6 @@ def run(
         if rejects is not None:
             # Before any work: the rejects file is emptied at the end, whatever it names.
             _sluice.check_job_rejects(rejects, [n for n, _ in inputs], str(db.path))
-            # As `sluice import`: what an earlier run left there is not this job's.
-            open(rejects, "wb").close()
         base = os.path.abspath(work_dir or str(db.path))
         shuffle = os.path.join(base, f"sluice-job-{job}", "shuffle")
         names = [n for n, _ in inputs]
@@ -435,6 +433,10 @@ def run(
         state = _sluice.begin_job(
             raw, plan, schema_sql, _input_fingerprints(inputs, input_fingerprint), options, base
         )
+        if rejects is not None:
+            # As `sluice import`: what an earlier run left there is not this job's (emptied
+            # only once the job is begun: a refused one leaves the file as it was).
+            open(rejects, "wb").close()
         try:
             try:
                 sampling = (sample_every or 0, sample_per_range)

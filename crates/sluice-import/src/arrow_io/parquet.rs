@@ -103,7 +103,8 @@ pub fn match_columns(schema: &Schema, t: &TableDef) -> Result<(Vec<usize>, Vec<u
         }
         if columns.contains(&c) {
             return Err(format!(
-                "column {}: the input has two columns of that name",
+                "column {}: the input has two columns of that name (names match ignoring \
+                 ASCII case)",
                 col.name
             ));
         }
@@ -136,10 +137,12 @@ pub fn unread_columns(schema: &Schema, t: &TableDef) -> (Vec<String>, Vec<String
         })
         .map(|(_, c)| c.name.clone())
         .collect();
+    // pandas' index fields are not a misspelling of anything.
     let unread = schema
         .fields()
         .iter()
         .filter(|f| t.column(f.name()).is_none())
+        .filter(|f| !(f.name().starts_with("__index_level_") && f.name().ends_with("__")))
         .map(|f| f.name().clone())
         .collect();
     (missing, unread)
@@ -147,10 +150,12 @@ pub fn unread_columns(schema: &Schema, t: &TableDef) -> (Vec<String>, Vec<String
 
 /// The Arrow schema of a Parquet file.
 pub fn parquet_schema(path: &Path) -> Result<Schema, ImportError> {
-    let file = File::open(path).map_err(|e| ImportError::io(path, e))?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
-    Ok(builder.schema().as_ref().clone())
+    guarded(path, || {
+        let file = File::open(path).map_err(|e| ImportError::io(path, e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(path, e))?;
+        Ok(builder.schema().as_ref().clone())
+    })
 }
 
 /// `CREATE TABLE` for a Parquet file's columns: [`create_table_sql`] of its schema, the table

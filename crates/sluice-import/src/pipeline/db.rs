@@ -106,12 +106,14 @@ pub(crate) fn merge_small_table_files(db: &Db, table_id: u32) -> Result<usize, s
 /// merging small files and rewriting row groups, changes no row).
 static COMMITTED: AtomicU64 = AtomicU64::new(0);
 
-/// Held (shared) by each import from just before its ingest until it is counted in
-/// [`COMMITTED`]; [`stop_commits_for_exit`] takes it exclusively.
+/// Held (shared) by each import from just before its `Db::ingest` until it is counted in
+/// [`COMMITTED`] (its checkpoint removed); [`stop_commits_for_exit`] takes it exclusively.
 static COMMIT_GATE: RwLock<()> = RwLock::new(());
 
-/// Runs an import's ingest `commit` and counts it once it committed: an exiting process's
-/// [`stop_commits_for_exit`] waits for it, and after that call no ingest starts.
+/// Runs an import's `commit` (its `Db::ingest` and what must go with it) and counts it once
+/// it committed: an exiting process's [`stop_commits_for_exit`] waits for it, and after that
+/// call none starts. Nothing slow before the ingest (prechecks, the commit lock) belongs in
+/// it.
 pub(crate) fn committing<T>(
     commit: impl FnOnce() -> Result<T, ImportError>,
 ) -> Result<T, ImportError> {

@@ -29,12 +29,15 @@ impl Import {
 
     /// Step 6: one atomic ingest of every file, handed over by hard link — once the table is
     /// found as it was when the import began, under the table's commit lock (`commit`).
+    /// `committed` runs right after the ingest commits; the two are one step for a signal's
+    /// exit ([`crate::pipeline::db::committing`]).
     pub(crate) fn ingest(
         &self,
         db: &Db,
         plan: &Plan,
         indexes: &[IndexState],
         catalog_file: Option<SstFileInfo>,
+        committed: impl FnOnce(),
     ) -> Result<Vec<FileSummary>, ImportError> {
         let mut paths = Vec::new();
         let mut names = Vec::new();
@@ -49,6 +52,7 @@ impl Import {
             names.push(("catalog".to_string(), c.entries, c.file_size));
         }
         if paths.is_empty() {
+            committed();
             return Ok(Vec::new());
         }
         crate::failpoints::inject_at("import::ingest", &paths[0])?;
@@ -58,17 +62,22 @@ impl Import {
         let _lock = CommitLock::take(db, t, created);
         plan.baseline
             .check(db, t, created, &primary, since.as_ref())?;
-        let placed = db.ingest(
-            &paths,
-            &IngestOptions {
-                link_files: true,
-                // The files were written just now by this import's SstWriters (keys in order,
-                // unique, seqno 0, block checksums computed as written): not read again.
-                verify_checksums: false,
-                verify_keys: false,
-                ..IngestOptions::default()
-            },
-        )?;
+        let placed = crate::pipeline::db::committing(|| {
+            let placed = db.ingest(
+                &paths,
+                &IngestOptions {
+                    link_files: true,
+                    // The files were written just now by this import's SstWriters (keys in
+                    // order, unique, seqno 0, block checksums computed as written): not read
+                    // again.
+                    verify_checksums: false,
+                    verify_keys: false,
+                    ..IngestOptions::default()
+                },
+            )?;
+            committed();
+            Ok(placed)
+        })?;
         Ok(names
             .into_iter()
             .zip(placed)

@@ -423,8 +423,7 @@ impl Import {
     fn install(&self, db: &Db, s: Staged) -> Result<Summary, ImportError> {
         // A signal's exit waits for the commit and for the checkpoint's removal after it, so
         // an import that says it committed leaves nothing that looks resumable.
-        let files = crate::pipeline::db::committing(|| {
-            let files = self.ingest(db, &s.plan, &s.indexes, s.catalog_file)?;
+        let files = self.ingest(db, &s.plan, &s.indexes, s.catalog_file, || {
             if s.plan.tmp.resumable {
                 // Ingested: nothing is left to resume.
                 self.owned_dir
@@ -433,7 +432,6 @@ impl Import {
                     .take();
                 let _ = std::fs::remove_dir_all(&s.plan.tmp.path);
             }
-            Ok(files)
         })?;
         s.counters.set_phase(Phase::Done);
         drop(s.reporter);
