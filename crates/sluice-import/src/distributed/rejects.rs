@@ -176,18 +176,12 @@ pub fn tally_rejects(
     if over.is_some() {
         bad.truncate(usize::try_from(max_errors).map_or(usize::MAX, |m| m.saturating_add(1)));
     }
-    if let Some(path) = path {
-        let written = write_rejects(&bad, path);
-        // Past the limit the data error is the job's, whatever the write did (a full disk
-        // must not make it look retryable).
-        if let Some(e) = over {
-            return Err(e);
-        }
-        written?;
-    }
+    let written = path.map(|p| write_rejects(&bad, p)).transpose();
+    // Past the limit the data error is the job's, whatever the write did (a full disk must
+    // not make it look retryable).
     match over {
         Some(e) => Err(e),
-        None => Ok(bad.len() as u64),
+        None => written.map(|_| bad.len() as u64),
     }
 }
 

@@ -135,21 +135,18 @@ pub fn imports_committed() -> u64 {
 pub fn stop_commits_for_exit(wait: std::time::Duration) -> Option<u64> {
     let until = std::time::Instant::now() + wait;
     loop {
-        match COMMIT_GATE.try_write() {
-            Ok(g) => {
-                // Held until the process exits.
-                std::mem::forget(g);
-                return Some(imports_committed());
-            }
-            Err(std::sync::TryLockError::Poisoned(e)) => {
-                std::mem::forget(e.into_inner());
-                return Some(imports_committed());
-            }
+        let gate = match COMMIT_GATE.try_write() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
             }
             Err(std::sync::TryLockError::WouldBlock) => return None,
-        }
+        };
+        // Held until the process exits.
+        std::mem::forget(gate);
+        return Some(imports_committed());
     }
 }
 

@@ -246,8 +246,7 @@ impl Import {
             .map_err(|e| self.after_failure(e))?;
         // Not for an import asked to yield to other work (as `rewrite_after`): the merges
         // would run unpaced, at the caller's priority.
-        let yields = self.opts.idle || self.opts.nice.is_some() || self.opts.rate_limiter.is_some();
-        if !yields {
+        if !self.opts.yields() {
             if let Ok(r) = crate::query::TableReader::open(db, Some(&s.table)) {
                 match crate::pipeline::db::merge_small_table_files(db, r.table.id) {
                     Ok(n) => s.small_file_merges = n,
@@ -273,7 +272,7 @@ impl Import {
         }
         // An import asked to yield to other work does not follow up with an unpaced rewrite
         // at the caller's priority (nor at its own: a batch holds the table's latch alone).
-        if self.opts.idle || self.opts.nice.is_some() || self.opts.rate_limiter.is_some() {
+        if self.opts.yields() {
             return;
         }
         let r = crate::query::TableReader::open(db, Some(&s.table)).and_then(|r| {

@@ -264,6 +264,13 @@ pub struct Summary {
 }
 
 impl ImportOptions {
+    /// Whether the import was asked to yield to other work (`idle`, `nice`, a write rate):
+    /// then it follows its commit with no unpaced work at the caller's priority (the
+    /// small-file merges, the row-group rewrite).
+    pub(crate) fn yields(&self) -> bool {
+        self.idle || self.nice.is_some() || self.rate_limiter.is_some()
+    }
+
     /// The worker threads an import with these options runs: `threads`, or for an
     /// [`idle`](Self::idle) import at most all cores but one (and at least one), so a thread of
     /// the serving workload that wakes always finds a core no import thread holds. Under
